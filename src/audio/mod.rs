@@ -1,0 +1,1 @@
+//! Audio backends behind one trait. (Being filled in.)

@@ -1,0 +1,500 @@
+//! One trial of a plan: create every thread, let each raise and pin itself, release
+//! them together, run their steps under a hard deadline, and collect the marks.
+//! Rig threads allocate nothing, print nothing and block only with a deadline once
+//! released; everything they produce is preallocated before the start.
+
+use super::pimutex::{LockError, PiMutex};
+use super::sync::{Abort, Barrier, Latch, WaitResult};
+use super::thread::{Sched, apply_current, demote};
+use crate::rig::{Op, Plan};
+use crate::sys::{gettid, now_ns, thread_cpu_ns};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+/// Timestamps of one mark slot, preallocated to its capacity.
+pub struct MarkBuf {
+    times: Box<[AtomicU64]>,
+    count: AtomicUsize,
+}
+
+impl MarkBuf {
+    fn new(cap: usize) -> Self {
+        MarkBuf {
+            times: (0..cap.max(1)).map(|_| AtomicU64::new(0)).collect(),
+            count: AtomicUsize::new(0),
+        }
+    }
+    #[inline]
+    fn take(&self, t: u64) {
+        let i = self.count.fetch_add(1, Ordering::Relaxed);
+        if let Some(slot) = self.times.get(i) {
+            slot.store(t, Ordering::Relaxed);
+        }
+    }
+    fn collect(&self) -> Vec<u64> {
+        let n = self.count.load(Ordering::Acquire).min(self.times.len());
+        self.times[..n]
+            .iter()
+            .map(|t| t.load(Ordering::Relaxed))
+            .collect()
+    }
+}
+
+/// How one thread's run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ThreadEnd {
+    Finished,
+    /// The trial deadline passed in this step.
+    TimedOut(String),
+    Aborted,
+    Failed(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TrialStatus {
+    Ok,
+    /// The trial hit its deadline; the named threads had not finished.
+    TimedOut(Vec<String>),
+    /// Stopped from outside (Ctrl-C, the run's hard bound).
+    Aborted,
+    /// A thread could not be set up or failed.
+    Failed(String),
+    /// Threads did not exit even after abort and demotion: the process must end.
+    Stuck(Vec<String>),
+}
+
+pub struct TrialResult {
+    pub status: TrialStatus,
+    /// Per mark slot of the plan: times in ns since the trial's start.
+    pub marks: Vec<Vec<u64>>,
+    pub threads: Vec<(String, ThreadEnd)>,
+    pub duration_ns: u64,
+}
+
+struct Shared {
+    locks: Vec<PiMutex>,
+    latches: Vec<Latch>,
+    barriers: Vec<Barrier>,
+    marks: Vec<MarkBuf>,
+    abort: Abort,
+    start: Latch,
+    ready: AtomicU32,
+    done: AtomicU32,
+    all_done: Latch,
+    deadline: AtomicU64,
+    tids: Vec<AtomicI32>,
+    failed_setup: AtomicBool,
+    n: u32,
+}
+
+impl Shared {
+    fn poke_all(&self) {
+        self.start.poke();
+        self.all_done.poke();
+        for l in &self.latches {
+            l.poke();
+        }
+        for b in &self.barriers {
+            b.poke();
+        }
+    }
+}
+
+/// Runs `ops`; `held` tracks locks for release on early exit.
+fn exec(sh: &Shared, ops: &[Op], held: &mut [bool], deadline: u64) -> Result<(), ThreadEnd> {
+    let wait_res = |r: WaitResult, what: &str| match r {
+        WaitResult::Done => Ok(()),
+        WaitResult::Aborted => Err(ThreadEnd::Aborted),
+        WaitResult::TimedOut => Err(ThreadEnd::TimedOut(what.to_string())),
+    };
+    for op in ops {
+        match *op {
+            Op::Run(ns) => {
+                let target = thread_cpu_ns() + ns;
+                while thread_cpu_ns() < target {
+                    if sh.abort.is_set() {
+                        return Err(ThreadEnd::Aborted);
+                    }
+                    if now_ns() >= deadline {
+                        return Err(ThreadEnd::TimedOut("run".into()));
+                    }
+                }
+            }
+            Op::Spin(ns) => {
+                let end = now_ns() + ns;
+                loop {
+                    let t = now_ns();
+                    if t >= end {
+                        break;
+                    }
+                    if sh.abort.is_set() {
+                        return Err(ThreadEnd::Aborted);
+                    }
+                    if t >= deadline {
+                        return Err(ThreadEnd::TimedOut("spin".into()));
+                    }
+                    std::hint::spin_loop();
+                }
+            }
+            Op::SpinUntil(e) => loop {
+                if sh.latches[e].is_set() {
+                    break;
+                }
+                if sh.abort.is_set() {
+                    return Err(ThreadEnd::Aborted);
+                }
+                if now_ns() >= deadline {
+                    return Err(ThreadEnd::TimedOut("spin_until".into()));
+                }
+                std::hint::spin_loop();
+            },
+            Op::Sleep(ns) => {
+                let end = (now_ns() + ns).min(deadline);
+                if !sh.abort.sleep_until(end) {
+                    return Err(ThreadEnd::Aborted);
+                }
+            }
+            Op::Lock(i) => match sh.locks[i].raw_lock_until(deadline) {
+                Ok(()) => held[i] = true,
+                Err(LockError::TimedOut) => return Err(ThreadEnd::TimedOut("lock".into())),
+                Err(LockError::Os(e)) => {
+                    return Err(ThreadEnd::Failed(format!("lock failed: errno {e}")));
+                }
+            },
+            Op::Unlock(i) => {
+                if held[i] {
+                    held[i] = false;
+                    if let Err(e) = sh.locks[i].raw_unlock() {
+                        return Err(ThreadEnd::Failed(format!("unlock failed: {e:?}")));
+                    }
+                }
+            }
+            Op::Signal(e) => sh.latches[e].signal(),
+            Op::Wait(e) => wait_res(sh.latches[e].wait_until(deadline, Some(&sh.abort)), "wait")?,
+            Op::Barrier(b) => {
+                wait_res(sh.barriers[b].wait_until(deadline, Some(&sh.abort)), "barrier")?
+            }
+            Op::Mark(m) => sh.marks[m].take(now_ns()),
+            Op::Repeat { times, ref body } => {
+                for _ in 0..times {
+                    exec(sh, body, held, deadline)?;
+                }
+            }
+            Op::RepeatFor { ns, ref body } => {
+                let end = now_ns() + ns;
+                while now_ns() < end {
+                    exec(sh, body, held, deadline)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn thread_main(sh: &Shared, idx: usize, sched: &Sched, ops: &[Op]) -> ThreadEnd {
+    sh.tids[idx].store(gettid(), Ordering::SeqCst);
+    let setup = apply_current(sched);
+    // Preallocated before the start: nothing below allocates on the success path.
+    let mut held = vec![false; sh.locks.len()];
+    if setup.is_err() {
+        sh.failed_setup.store(true, Ordering::SeqCst);
+    }
+    sh.ready.fetch_add(1, Ordering::SeqCst);
+    if let Err(e) = setup {
+        finish(sh);
+        return ThreadEnd::Failed(e);
+    }
+    let end = match sh.start.wait_until(now_ns() + 30_000_000_000, Some(&sh.abort)) {
+        WaitResult::Done => {
+            let deadline = sh.deadline.load(Ordering::SeqCst);
+            match exec(sh, ops, &mut held, deadline) {
+                Ok(()) => ThreadEnd::Finished,
+                Err(e) => e,
+            }
+        }
+        _ => ThreadEnd::Aborted,
+    };
+    for (i, h) in held.iter().enumerate() {
+        if *h {
+            let _ = sh.locks[i].raw_unlock();
+        }
+    }
+    finish(sh);
+    end
+}
+
+fn finish(sh: &Shared) {
+    if sh.done.fetch_add(1, Ordering::SeqCst) + 1 == sh.n {
+        sh.all_done.signal();
+    }
+}
+
+/// Runs one trial of `plan` with a hard bound of `timeout_ns`. `stop` is the run's
+/// abort flag (Ctrl-C, hard bound): it is polled while the trial runs.
+pub fn run_trial(plan: &Plan, timeout_ns: u64, stop: &AtomicBool) -> TrialResult {
+    run_trial_with(plan, timeout_ns, stop, &mut |_| {})
+}
+
+/// As `run_trial`, calling `on_ready` with every thread's name and kernel tid once all
+/// are set up and before they are released (instruments filter on those tids).
+pub fn run_trial_with(
+    plan: &Plan,
+    timeout_ns: u64,
+    stop: &AtomicBool,
+    on_ready: &mut dyn FnMut(&[(String, i32)]),
+) -> TrialResult {
+    let n = plan.threads.len() as u32;
+    let mut locks = Vec::new();
+    for l in &plan.locks {
+        match PiMutex::new(l.protocol) {
+            Ok(m) => locks.push(m),
+            Err(e) => {
+                return TrialResult {
+                    status: TrialStatus::Failed(format!("cannot create lock {}: {e}", l.name)),
+                    marks: vec![],
+                    threads: vec![],
+                    duration_ns: 0,
+                };
+            }
+        }
+    }
+    let sh = Arc::new(Shared {
+        locks,
+        latches: plan.events.iter().map(|_| Latch::new()).collect(),
+        barriers: plan.barriers.iter().map(|(_, c)| Barrier::new(*c)).collect(),
+        marks: plan.marks.iter().map(|m| MarkBuf::new(m.capacity)).collect(),
+        abort: Abort::new(),
+        start: Latch::new(),
+        ready: AtomicU32::new(0),
+        done: AtomicU32::new(0),
+        all_done: Latch::new(),
+        deadline: AtomicU64::new(u64::MAX),
+        tids: (0..n).map(|_| AtomicI32::new(0)).collect(),
+        failed_setup: AtomicBool::new(false),
+        n,
+    });
+    let mut handles = Vec::new();
+    for (i, t) in plan.threads.iter().enumerate() {
+        let sh2 = sh.clone();
+        let sched = Sched {
+            policy: t.policy,
+            priority: t.priority,
+            cpus: t.cpus.clone(),
+        };
+        let ops = t.ops.clone();
+        let h = std::thread::Builder::new()
+            .name(t.name.chars().take(15).collect())
+            .spawn(move || thread_main(&sh2, i, &sched, &ops));
+        match h {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                sh.abort.set();
+                sh.poke_all();
+                return TrialResult {
+                    status: TrialStatus::Failed(format!("cannot spawn thread {}: {e}", t.name)),
+                    marks: vec![],
+                    threads: vec![],
+                    duration_ns: 0,
+                };
+            }
+        }
+    }
+    // Every thread raised and pinned, or the setup failed.
+    let setup_end = now_ns() + 10_000_000_000;
+    while sh.ready.load(Ordering::SeqCst) < n && now_ns() < setup_end {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let mut t0 = now_ns();
+    let mut status = TrialStatus::Ok;
+    if sh.failed_setup.load(Ordering::SeqCst) || sh.ready.load(Ordering::SeqCst) < n {
+        sh.abort.set();
+        sh.poke_all();
+    } else {
+        let tids: Vec<(String, i32)> = plan
+            .threads
+            .iter()
+            .zip(&sh.tids)
+            .map(|(t, id)| (t.name.clone(), id.load(Ordering::SeqCst)))
+            .collect();
+        on_ready(&tids);
+        t0 = now_ns();
+        let deadline = t0 + timeout_ns;
+        sh.deadline.store(deadline, Ordering::SeqCst);
+        sh.start.signal();
+        loop {
+            let step = (now_ns() + 50_000_000).min(deadline);
+            if sh.all_done.wait_until(step, None) == WaitResult::Done {
+                break;
+            }
+            if stop.load(Ordering::SeqCst) {
+                status = TrialStatus::Aborted;
+                break;
+            }
+            if now_ns() >= deadline {
+                status = TrialStatus::TimedOut(vec![]);
+                break;
+            }
+        }
+    }
+    if !sh.all_done.is_set() {
+        sh.abort.set();
+        sh.poke_all();
+        if sh.all_done.wait_until(now_ns() + 1_000_000_000, None) != WaitResult::Done {
+            // Last resort: take the RT policy away so a runaway thread cannot hold a CPU.
+            for t in &sh.tids {
+                let tid = t.load(Ordering::SeqCst);
+                if tid > 0 {
+                    demote(tid);
+                }
+            }
+            if sh.all_done.wait_until(now_ns() + 2_000_000_000, None) != WaitResult::Done {
+                let names = plan.threads.iter().map(|t| t.name.clone()).collect();
+                return TrialResult {
+                    status: TrialStatus::Stuck(names),
+                    marks: vec![],
+                    threads: vec![],
+                    duration_ns: now_ns() - t0,
+                };
+            }
+        }
+    }
+    let duration_ns = now_ns() - t0;
+    let mut threads = Vec::new();
+    for (h, t) in handles.into_iter().zip(&plan.threads) {
+        let end = h
+            .join()
+            .unwrap_or_else(|_| ThreadEnd::Failed("thread panicked".into()));
+        threads.push((t.name.clone(), end));
+    }
+    if let Some((name, ThreadEnd::Failed(e))) = threads
+        .iter()
+        .find(|(_, e)| matches!(e, ThreadEnd::Failed(_)))
+    {
+        status = TrialStatus::Failed(format!("thread {name}: {e}"));
+    } else if status == TrialStatus::Ok
+        && threads.iter().any(|(_, e)| matches!(e, ThreadEnd::TimedOut(_)))
+    {
+        status = TrialStatus::TimedOut(vec![]);
+    }
+    if let TrialStatus::TimedOut(v) = &mut status {
+        *v = threads
+            .iter()
+            .filter(|(_, e)| *e != ThreadEnd::Finished)
+            .map(|(n, e)| match e {
+                ThreadEnd::TimedOut(step) => format!("{n} (in {step})"),
+                _ => n.clone(),
+            })
+            .collect();
+    }
+    let marks = sh
+        .marks
+        .iter()
+        .map(|m| m.collect().into_iter().map(|t| t.saturating_sub(t0)).collect())
+        .collect();
+    TrialResult {
+        status,
+        marks,
+        threads,
+        duration_ns,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn plan(text: &str) -> Plan {
+        crate::rig::parse(Path::new("t.toml"), text)
+            .unwrap()
+            .variants
+            .remove(0)
+            .plan
+    }
+
+    const OTHER_RIG: &str = r#"
+trial_timeout = "2 s"
+[locks.M]
+protocol = "inherit"
+[[threads]]
+name = "a"
+policy = "other"
+steps = [ { lock = "M" }, { signal = "go" }, { mark = "t0" }, { sleep = "30 ms" }, { unlock = "M" } ]
+[[threads]]
+name = "b"
+policy = "other"
+steps = [ { wait = "go" }, { lock = "M" }, { mark = "got" }, { unlock = "M" },
+          { repeat = 3, steps = [ { mark = "loop" }, { run = "1 ms" } ] } ]
+[metrics.w]
+from = "a.t0"
+to = "b.got"
+"#;
+
+    #[test]
+    fn steps_run_in_order_and_marks_are_kept() {
+        let p = plan(OTHER_RIG);
+        let r = run_trial(&p, 2_000_000_000, &AtomicBool::new(false));
+        assert_eq!(r.status, TrialStatus::Ok, "{:?}", r.threads);
+        let idx = |t: &str, m: &str| {
+            p.marks
+                .iter()
+                .position(|s| s.thread == t && s.mark == m)
+                .unwrap()
+        };
+        let t0 = r.marks[idx("a", "t0")][0];
+        let got = r.marks[idx("b", "got")][0];
+        assert!(got >= t0 + 25_000_000, "b waited for a's 30 ms hold");
+        assert_eq!(r.marks[idx("b", "loop")].len(), 3);
+    }
+
+    #[test]
+    fn deadline_ends_a_stuck_trial() {
+        let p = plan(
+            r#"
+[[threads]]
+name = "a"
+policy = "other"
+steps = [ { mark = "s" }, { wait = "never" }, { mark = "e" } ]
+[[threads]]
+name = "b"
+policy = "other"
+steps = [ { spin = "10 s" }, { signal = "never" } ]
+[metrics.w]
+from = "a.s"
+to = "a.e"
+"#,
+        );
+        let t0 = now_ns();
+        let r = run_trial(&p, 200_000_000, &AtomicBool::new(false));
+        assert!(now_ns() - t0 < 2_000_000_000);
+        match r.status {
+            TrialStatus::TimedOut(v) => assert_eq!(v.len(), 2, "{v:?}"),
+            s => panic!("expected a timeout, got {s:?}"),
+        }
+    }
+
+    #[test]
+    fn stop_flag_aborts() {
+        let p = plan(
+            r#"
+[[threads]]
+name = "a"
+policy = "other"
+steps = [ { mark = "s" }, { sleep = "10 s" }, { mark = "e" } ]
+[metrics.w]
+from = "a.s"
+to = "a.e"
+"#,
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            s2.store(true, Ordering::SeqCst);
+        });
+        let t0 = now_ns();
+        let r = run_trial(&p, 20_000_000_000, &stop);
+        assert_eq!(r.status, TrialStatus::Aborted);
+        assert!(now_ns() - t0 < 2_000_000_000);
+    }
+}

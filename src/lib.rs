@@ -1,0 +1,20 @@
+//! xrunrig: does this kernel, with these scheduler settings, keep my audio running?
+//!
+//! One folder per concern: `rig` (workloads as data), `engine` (RT threads, PI mutexes,
+//! trials, watchdog), `knobs` (profiles, kernel settings, the restore journal), `output`
+//! (tables, results directory, provenance), `audio` and `livefx` (the DAW-like process),
+//! `guest` (running a rig under another kernel in QEMU), `doctor` (preflight checks).
+
+pub mod audio;
+pub mod check;
+pub mod cli;
+pub mod doctor;
+pub mod engine;
+pub mod guest;
+pub mod knobs;
+pub mod livefx;
+pub mod output;
+pub mod rig;
+pub mod run;
+pub mod sys;
+pub mod instruments;

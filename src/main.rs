@@ -1,0 +1,29 @@
+use clap::Parser;
+use xrunrig::cli::{Cli, Cmd};
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match cli.cmd {
+        Cmd::Run(a) => xrunrig::run::main(&a),
+        Cmd::Check(a) => xrunrig::check::main(&a),
+        Cmd::Restore => xrunrig::check::restore_main(),
+        Cmd::Doctor(a) => xrunrig::doctor::main(&a),
+        Cmd::Report(a) => match analysis::report_main(&a.dir, a.redact) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("xrunrig report: {e}");
+                2
+            }
+        },
+        Cmd::Compare(a) => {
+            match analysis::compare_main(&a.dirs, a.threshold, a.out.as_deref(), a.redact) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("xrunrig compare: {e}");
+                    2
+                }
+            }
+        }
+    };
+    std::process::exit(code);
+}

@@ -1,0 +1,204 @@
+//! Results of trial rigs: per-trial records (samples.jsonl) and per setting, variant
+//! and metric rows (summary.json), computed from the marks the threads took.
+
+use crate::rig::units::unit_scale;
+use crate::rig::{Metric, Plan};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One trial as recorded in samples.jsonl.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TrialRecord {
+    pub setting: String,
+    pub variant: String,
+    pub trial: u32,
+    /// "ok", "timed_out", "aborted" or "failed".
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    pub duration_ms: f64,
+    /// Metric values in the metric's unit.
+    pub metrics: BTreeMap<String, Vec<f64>>,
+    /// Mark times in ns since the trial's start, by `thread.mark`.
+    pub marks: BTreeMap<String, Vec<u64>>,
+    /// Per-trial evidence lines (e.g. the trace's mechanism summary); may be empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
+}
+
+/// One row of summary.json and of the printed table.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Row {
+    pub setting: String,
+    pub variant: String,
+    pub metric: String,
+    pub unit: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound: Option<String>,
+    /// Trials run for this setting and variant.
+    pub n: usize,
+    /// Values meeting the bound (None without a bound). Missing values never do.
+    pub within_bound: Option<usize>,
+    /// Trials that produced no value (timed out before the mark was taken).
+    pub missing: usize,
+    pub median: Option<f64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub values: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    pub rig: String,
+    pub kind: String,
+    pub rows: Vec<Row>,
+}
+
+/// Values of `metric` in one trial: pairs the n-th `from` mark with the n-th `to` mark,
+/// per thread instance.
+pub fn metric_values(metric: &Metric, plan: &Plan, marks: &[Vec<u64>]) -> Vec<f64> {
+    let scale = unit_scale(&metric.unit).unwrap_or(1e6);
+    let slots = |(t, m): &(String, String)| -> Vec<(u32, usize)> {
+        plan.marks
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| &s.base == t && &s.mark == m)
+            .map(|(i, s)| (s.instance, i))
+            .collect()
+    };
+    let from = slots(&metric.from);
+    let to = slots(&metric.to);
+    let mut out = Vec::new();
+    let pairs: Vec<(usize, usize)> = if from.len() == to.len() {
+        from.iter().zip(&to).map(|(a, b)| (a.1, b.1)).collect()
+    } else if from.len() == 1 {
+        to.iter().map(|b| (from[0].1, b.1)).collect()
+    } else if to.len() == 1 {
+        from.iter().map(|a| (a.1, to[0].1)).collect()
+    } else {
+        vec![]
+    };
+    for (f, t) in pairs {
+        let (Some(fv), Some(tv)) = (marks.get(f), marks.get(t)) else {
+            continue;
+        };
+        for (a, b) in fv.iter().zip(tv) {
+            out.push((*b as i64 - *a as i64) as f64 / scale);
+        }
+    }
+    out
+}
+
+pub fn median(sorted: &[f64]) -> Option<f64> {
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    Some(if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    })
+}
+
+/// Builds rows in the order settings, variants and metrics were given.
+pub fn rows(
+    records: &[TrialRecord],
+    settings: &[String],
+    variants: &[String],
+    metrics: &[Metric],
+) -> Vec<Row> {
+    let mut out = Vec::new();
+    for s in settings {
+        for v in variants {
+            let recs: Vec<&TrialRecord> = records
+                .iter()
+                .filter(|r| &r.setting == s && &r.variant == v)
+                .collect();
+            if recs.is_empty() {
+                continue;
+            }
+            for m in metrics {
+                let mut values: Vec<f64> = Vec::new();
+                let mut missing = 0;
+                for r in &recs {
+                    match r.metrics.get(&m.name) {
+                        Some(vs) if !vs.is_empty() => values.extend(vs),
+                        _ => missing += 1,
+                    }
+                }
+                let scale = unit_scale(&m.unit).unwrap_or(1e6);
+                let within = m.bound.map(|b| {
+                    values
+                        .iter()
+                        .filter(|&&x| x >= 0.0 && b.holds((x * scale).round() as u64))
+                        .count()
+                });
+                let mut sorted = values.clone();
+                sorted.sort_by(|a, b| a.total_cmp(b));
+                out.push(Row {
+                    setting: s.clone(),
+                    variant: v.clone(),
+                    metric: m.name.clone(),
+                    unit: m.unit.clone(),
+                    bound: m.bound.map(|b| b.display(&m.unit)),
+                    n: recs.len(),
+                    within_bound: within,
+                    missing,
+                    median: median(&sorted),
+                    min: sorted.first().copied(),
+                    max: sorted.last().copied(),
+                    values,
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn rows_count_bounds_and_missing() {
+        let rig = crate::rig::parse(
+            Path::new("r.toml"),
+            r#"
+[[threads]]
+name = "w"
+policy = "other"
+steps = [ { mark = "a" }, { mark = "b" } ]
+[metrics.wait]
+from = "w.a"
+to = "w.b"
+bound = "< 100 ms"
+"#,
+        )
+        .unwrap();
+        let plan = &rig.variants[0].plan;
+        let m = &rig.metrics[0];
+        assert_eq!(metric_values(m, plan, &[vec![1_000_000], vec![51_000_000]]), vec![50.0]);
+        let rec = |v: Option<f64>| TrialRecord {
+            setting: "s".into(),
+            variant: "default".into(),
+            trial: 0,
+            status: "ok".into(),
+            detail: None,
+            duration_ms: 0.0,
+            metrics: v.map(|x| ("wait".to_string(), vec![x])).into_iter().collect(),
+            marks: BTreeMap::new(),
+            evidence: vec![],
+        };
+        let recs = vec![rec(Some(50.0)), rec(Some(150.0)), rec(None), rec(Some(1.0))];
+        let r = rows(&recs, &["s".into()], &["default".into()], &rig.metrics);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].n, 4);
+        assert_eq!(r[0].missing, 1);
+        assert_eq!(r[0].within_bound, Some(2));
+        assert_eq!(r[0].median, Some(50.0));
+        assert_eq!((r[0].min, r[0].max), (Some(1.0), Some(150.0)));
+        assert_eq!(r[0].bound.as_deref(), Some("< 100 ms"));
+    }
+}

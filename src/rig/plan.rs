@@ -1,0 +1,189 @@
+//! A validated rig, compiled to what the engine executes: names resolved to indices,
+//! durations to nanoseconds, one plan per variant.
+
+use super::units::Bound;
+use serde::Serialize;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    Fifo,
+    Rr,
+    Other,
+}
+
+impl Policy {
+    pub fn parse(s: &str) -> Option<Policy> {
+        match s {
+            "fifo" => Some(Policy::Fifo),
+            "rr" => Some(Policy::Rr),
+            "other" => Some(Policy::Other),
+            _ => None,
+        }
+    }
+    pub fn is_rt(self) -> bool {
+        self != Policy::Other
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Inherit,
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Trials,
+    Livefx,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// CPU work: consume this much of the thread's own CPU time.
+    Run(u64),
+    /// Busy for this much wall-clock time.
+    Spin(u64),
+    /// Busy until the event is signalled.
+    SpinUntil(usize),
+    Sleep(u64),
+    Lock(usize),
+    Unlock(usize),
+    Signal(usize),
+    Wait(usize),
+    Barrier(usize),
+    /// Take a timestamp into this mark slot.
+    Mark(usize),
+    Repeat { times: u64, body: Vec<Op> },
+    RepeatFor { ns: u64, body: Vec<Op> },
+}
+
+#[derive(Debug, Clone)]
+pub struct ThreadPlan {
+    /// `owner`, or `worker.2` for the third instance.
+    pub name: String,
+    pub base: String,
+    pub instance: u32,
+    pub policy: Policy,
+    pub priority: i32,
+    pub cpus: Vec<usize>,
+    pub ops: Vec<Op>,
+}
+
+#[derive(Debug, Clone)]
+pub struct LockPlan {
+    pub name: String,
+    pub protocol: Protocol,
+}
+
+#[derive(Debug, Clone)]
+pub struct MarkSlot {
+    /// The thread instance that takes it, and the mark's name.
+    pub thread: String,
+    pub base: String,
+    pub instance: u32,
+    pub mark: String,
+    /// How many times it can be taken in one trial (repeat counts multiplied).
+    pub capacity: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub threads: Vec<ThreadPlan>,
+    pub locks: Vec<LockPlan>,
+    pub events: Vec<String>,
+    /// Barrier name and how many thread instances pass it.
+    pub barriers: Vec<(String, u32)>,
+    pub marks: Vec<MarkSlot>,
+}
+
+impl Plan {
+    /// Every CPU some thread of this plan may run on.
+    pub fn cpus_used(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self
+            .threads
+            .iter()
+            .flat_map(|t| t.cpus.iter().copied())
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Variant {
+    pub name: String,
+    pub description: String,
+    pub plan: Plan,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Metric {
+    pub name: String,
+    pub from: (String, String),
+    pub to: (String, String),
+    pub bound: Option<Bound>,
+    pub unit: String,
+    pub description: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Rig {
+    pub name: String,
+    pub description: String,
+    pub path: PathBuf,
+    pub text: String,
+    pub kind: Kind,
+    pub trials: u32,
+    pub trial_timeout_ns: u64,
+    pub trial_gap_ns: u64,
+    pub metrics: Vec<Metric>,
+    pub variants: Vec<Variant>,
+    /// The raw `[livefx]` table and its byte offset in the file, for the livefx parser.
+    pub livefx: Option<(toml::Table, usize)>,
+    /// The raw `[instruments]` table and its byte offset, for `crate::instruments`.
+    pub instruments: Option<(toml::Table, usize)>,
+}
+
+impl Rig {
+    /// Every CPU any variant may use; what a machine must have online.
+    pub fn cpus_used(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self
+            .variants
+            .iter()
+            .flat_map(|x| x.plan.cpus_used())
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Checks the rig against the CPUs online here; the error says what it needs and
+    /// that a guest kernel can provide it.
+    pub fn check_machine(&self, online: &[usize]) -> Result<(), String> {
+        let need = self.cpus_used();
+        let missing: Vec<usize> = need
+            .iter()
+            .copied()
+            .filter(|c| !online.contains(c))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let want = need.iter().max().map_or(1, |m| m + 1);
+        Err(format!(
+            "rig '{}' needs CPUs {} but this machine has only {} online (missing {}).\n\
+             Nothing was changed. Run it in a guest kernel with enough CPUs, e.g.\n  \
+             xrunrig run {} --kernel debian:6.12 --cpus {}",
+            self.name,
+            crate::sys::format_cpu_set(&need),
+            crate::sys::format_cpu_set(online),
+            crate::sys::format_cpu_set(&missing),
+            self.path.display(),
+            want.max(4)
+        ))
+    }
+}

@@ -1,0 +1,677 @@
+//! Turns a parsed rig file into plans, collecting every problem with its position.
+
+use super::model::*;
+use super::plan::*;
+use super::units::{Bound, parse_duration, unit_scale};
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+use toml::Spanned;
+
+/// One problem in a rig file: a byte span and what is wrong.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    pub span: Range<usize>,
+    pub msg: String,
+}
+
+/// Upper bound on samples one mark keeps per trial, so memory stays bounded.
+pub const MARK_CAP: usize = 100_000;
+
+pub struct Checker<'a> {
+    pub problems: Vec<Problem>,
+    rig: &'a RigFile,
+}
+
+fn at<T>(s: &Spanned<T>) -> Range<usize> {
+    s.span()
+}
+
+impl<'a> Checker<'a> {
+    pub fn new(rig: &'a RigFile) -> Self {
+        Checker {
+            problems: Vec::new(),
+            rig,
+        }
+    }
+
+    fn err(&mut self, span: Range<usize>, msg: impl Into<String>) {
+        self.problems.push(Problem {
+            span,
+            msg: msg.into(),
+        });
+    }
+
+    fn duration(&mut self, s: &Spanned<String>) -> u64 {
+        match parse_duration(s.get_ref()) {
+            Ok(v) => v,
+            Err(e) => {
+                self.err(at(s), e);
+                0
+            }
+        }
+    }
+
+    fn cpus(&mut self, spec: &Spanned<CpuSpec>) -> Vec<usize> {
+        match spec.get_ref() {
+            CpuSpec::List(v) => {
+                let mut out = Vec::new();
+                for &c in v {
+                    if !(0..4096).contains(&c) {
+                        self.err(at(spec), format!("CPU {c} is not a CPU number"));
+                    } else {
+                        out.push(c as usize);
+                    }
+                }
+                out.sort_unstable();
+                out.dedup();
+                if out.is_empty() {
+                    self.err(at(spec), "cpus is empty: list at least one CPU");
+                }
+                out
+            }
+            CpuSpec::Text(s) => match crate::sys::parse_cpu_list(s) {
+                Ok(v) if !v.is_empty() => v,
+                Ok(_) => {
+                    self.err(at(spec), "cpus is empty: list at least one CPU");
+                    vec![]
+                }
+                Err(e) => {
+                    self.err(at(spec), format!("cpus: {e}; write e.g. [1, 3] or \"1-3\""));
+                    vec![]
+                }
+            },
+        }
+    }
+
+    fn policy(&mut self, p: Option<&Spanned<String>>) -> Policy {
+        match p {
+            None => Policy::Fifo,
+            Some(s) => Policy::parse(s.get_ref()).unwrap_or_else(|| {
+                self.err(
+                    at(s),
+                    format!("unknown policy '{}': use fifo, rr or other", s.get_ref()),
+                );
+                Policy::Fifo
+            }),
+        }
+    }
+
+    fn priority(&mut self, policy: Policy, p: Option<&Spanned<i64>>, span: Range<usize>) -> i32 {
+        match (policy, p) {
+            (Policy::Other, None) => 0,
+            (_, None) => {
+                self.err(span, "a fifo or rr thread needs a priority (1..=99)");
+                1
+            }
+            (Policy::Other, Some(v)) => {
+                if !(-20..=19).contains(v.get_ref()) {
+                    self.err(
+                        at(v),
+                        format!(
+                            "priority {} is out of range for policy other: it is the nice value, -20..=19",
+                            v.get_ref()
+                        ),
+                    );
+                }
+                *v.get_ref() as i32
+            }
+            (_, Some(v)) => {
+                if !(1..=99).contains(v.get_ref()) {
+                    self.err(
+                        at(v),
+                        format!(
+                            "priority {} is out of range for fifo/rr: use 1..=99",
+                            v.get_ref()
+                        ),
+                    );
+                }
+                *v.get_ref() as i32
+            }
+        }
+    }
+
+    fn protocol(&mut self, l: &Spanned<LockDef>) -> Protocol {
+        match l.get_ref().protocol.get_ref().as_str() {
+            "inherit" => Protocol::Inherit,
+            "none" => Protocol::None,
+            other => {
+                self.err(
+                    at(&l.get_ref().protocol),
+                    format!("unknown lock protocol '{other}': use inherit or none"),
+                );
+                Protocol::None
+            }
+        }
+    }
+}
+
+/// Names that steps refer to, resolved to indices across all threads of a plan.
+#[derive(Default)]
+struct Names {
+    events: Vec<String>,
+    barriers: Vec<(String, BTreeSet<String>)>,
+    signalled: BTreeSet<String>,
+    waited: BTreeMap<String, Range<usize>>,
+}
+
+impl Names {
+    fn event(&mut self, n: &str) -> usize {
+        if let Some(i) = self.events.iter().position(|e| e == n) {
+            return i;
+        }
+        self.events.push(n.to_string());
+        self.events.len() - 1
+    }
+    fn barrier(&mut self, n: &str, thread: &str) -> usize {
+        let i = match self.barriers.iter().position(|(b, _)| b == n) {
+            Some(i) => i,
+            None => {
+                self.barriers.push((n.to_string(), BTreeSet::new()));
+                self.barriers.len() - 1
+            }
+        };
+        self.barriers[i].1.insert(thread.to_string());
+        i
+    }
+}
+
+struct ThreadCtx<'b> {
+    thread: String,
+    base: String,
+    instance: u32,
+    locks: &'b [LockPlan],
+    held: Vec<usize>,
+    marks: &'b mut Vec<MarkSlot>,
+    names: &'b mut Names,
+}
+
+/// The action key of a step, for messages.
+fn step_keys(s: &StepDef) -> Vec<&'static str> {
+    let mut k = Vec::new();
+    macro_rules! has {
+        ($f:ident) => {
+            if s.$f.is_some() {
+                k.push(stringify!($f));
+            }
+        };
+    }
+    has!(run);
+    has!(spin);
+    has!(spin_until);
+    has!(sleep);
+    has!(lock);
+    has!(unlock);
+    has!(signal);
+    has!(wait);
+    has!(barrier);
+    has!(mark);
+    has!(repeat);
+    has!(repeat_for);
+    k
+}
+
+fn compile_steps(
+    ck: &mut Checker,
+    cx: &mut ThreadCtx,
+    steps: &[Spanned<StepDef>],
+    mult: usize,
+) -> Vec<Op> {
+    let mut ops = Vec::new();
+    for st in steps {
+        let s = st.get_ref();
+        let keys = step_keys(s);
+        if keys.len() != 1 {
+            let msg = if keys.is_empty() {
+                "a step needs one action: run, spin, spin_until, sleep, lock, unlock, signal, wait, barrier, mark, repeat or repeat_for".to_string()
+            } else {
+                format!(
+                    "a step has one action, this one has {}: split it into separate steps",
+                    keys.join(" and ")
+                )
+            };
+            ck.err(at(st), msg);
+            continue;
+        }
+        if s.steps.is_some() && s.repeat.is_none() && s.repeat_for.is_none() {
+            ck.err(at(st), "'steps' inside a step belongs to repeat or repeat_for");
+        }
+        let lock_idx = |ck: &mut Checker, n: &Spanned<String>| -> Option<usize> {
+            let i = cx.locks.iter().position(|l| &l.name == n.get_ref());
+            if i.is_none() {
+                ck.err(
+                    at(n),
+                    format!(
+                        "lock '{}' is not defined: add [locks.{}] with protocol = \"inherit\" or \"none\"",
+                        n.get_ref(),
+                        n.get_ref()
+                    ),
+                );
+            }
+            i
+        };
+        if let Some(d) = &s.run {
+            ops.push(Op::Run(ck.duration(d)));
+        } else if let Some(d) = &s.spin {
+            ops.push(Op::Spin(ck.duration(d)));
+        } else if let Some(d) = &s.sleep {
+            ops.push(Op::Sleep(ck.duration(d)));
+        } else if let Some(e) = &s.spin_until {
+            cx.names.waited.entry(e.get_ref().clone()).or_insert(at(e));
+            ops.push(Op::SpinUntil(cx.names.event(e.get_ref())));
+        } else if let Some(e) = &s.wait {
+            cx.names.waited.entry(e.get_ref().clone()).or_insert(at(e));
+            ops.push(Op::Wait(cx.names.event(e.get_ref())));
+        } else if let Some(e) = &s.signal {
+            cx.names.signalled.insert(e.get_ref().clone());
+            ops.push(Op::Signal(cx.names.event(e.get_ref())));
+        } else if let Some(b) = &s.barrier {
+            ops.push(Op::Barrier(cx.names.barrier(b.get_ref(), &cx.thread)));
+        } else if let Some(n) = &s.lock {
+            if let Some(i) = lock_idx(ck, n) {
+                if cx.held.contains(&i) {
+                    ck.err(
+                        at(n),
+                        format!(
+                            "thread '{}' locks '{}' while already holding it: it would deadlock",
+                            cx.base,
+                            n.get_ref()
+                        ),
+                    );
+                } else {
+                    cx.held.push(i);
+                }
+                ops.push(Op::Lock(i));
+            }
+        } else if let Some(n) = &s.unlock {
+            if let Some(i) = lock_idx(ck, n) {
+                if let Some(p) = cx.held.iter().position(|&h| h == i) {
+                    cx.held.remove(p);
+                } else {
+                    ck.err(
+                        at(n),
+                        format!(
+                            "thread '{}' unlocks '{}' without holding it",
+                            cx.base,
+                            n.get_ref()
+                        ),
+                    );
+                }
+                ops.push(Op::Unlock(i));
+            }
+        } else if let Some(m) = &s.mark {
+            let name = m.get_ref();
+            let slot = match cx
+                .marks
+                .iter()
+                .position(|x| x.thread == cx.thread && &x.mark == name)
+            {
+                Some(i) => {
+                    let cap = (cx.marks[i].capacity + mult).min(MARK_CAP);
+                    cx.marks[i].capacity = cap;
+                    i
+                }
+                None => {
+                    cx.marks.push(MarkSlot {
+                        thread: cx.thread.clone(),
+                        base: cx.base.clone(),
+                        instance: cx.instance,
+                        mark: name.clone(),
+                        capacity: mult.min(MARK_CAP),
+                    });
+                    cx.marks.len() - 1
+                }
+            };
+            ops.push(Op::Mark(slot));
+        } else if s.repeat.is_some() || s.repeat_for.is_some() {
+            let Some(body) = &s.steps else {
+                ck.err(at(st), "repeat needs steps = [ ... ] to repeat");
+                continue;
+            };
+            let held_before = cx.held.clone();
+            if let Some(n) = &s.repeat {
+                let times = *n.get_ref();
+                if times == 0 {
+                    ck.err(at(n), "repeat = 0 does nothing: use 1 or more");
+                }
+                let m = mult.saturating_mul(times as usize).min(MARK_CAP);
+                let body = compile_steps(ck, cx, body, m);
+                ops.push(Op::Repeat { times, body });
+            } else if let Some(d) = &s.repeat_for {
+                let ns = ck.duration(d);
+                let body = compile_steps(ck, cx, body, MARK_CAP);
+                ops.push(Op::RepeatFor { ns, body });
+            }
+            if cx.held != held_before {
+                ck.err(
+                    at(st),
+                    "the steps of a repeat must unlock every lock they lock",
+                );
+                cx.held = held_before;
+            }
+        }
+    }
+    ops
+}
+
+/// Checks the whole file and builds one plan per variant.
+pub fn compile(file: &RigFile, ck: &mut Checker, path: &std::path::Path, text: &str) -> Option<Rig> {
+    let rig = ck.rig;
+    let name = rig
+        .name
+        .as_ref()
+        .map(|n| n.get_ref().clone())
+        .unwrap_or_else(|| {
+            path.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "rig".into())
+        });
+    let kind = match rig.kind.as_ref().map(|k| k.get_ref().as_str()) {
+        None | Some("trials") => Kind::Trials,
+        Some("livefx") => Kind::Livefx,
+        Some(other) => {
+            ck.err(
+                at(rig.kind.as_ref().unwrap()),
+                format!("unknown kind '{other}': use \"trials\" or \"livefx\""),
+            );
+            Kind::Trials
+        }
+    };
+    if kind == Kind::Livefx && rig.livefx.is_none() {
+        ck.err(0..0, "kind = \"livefx\" needs a [livefx] table");
+    }
+    if kind == Kind::Trials && rig.livefx.is_some() {
+        ck.err(
+            at(rig.livefx.as_ref().unwrap()),
+            "a [livefx] table needs kind = \"livefx\"",
+        );
+    }
+    let trials = rig.trials.as_ref().map_or(8, |t| *t.get_ref());
+    if let Some(t) = &rig.trials
+        && trials == 0
+    {
+        ck.err(at(t), "trials must be at least 1");
+    }
+    let trial_timeout_ns = rig
+        .trial_timeout
+        .as_ref()
+        .map_or(10_000_000_000, |d| ck.duration(d));
+    if let Some(t) = &rig.trial_timeout
+        && trial_timeout_ns == 0
+    {
+        ck.err(at(t), "trial_timeout must be more than 0");
+    }
+    let trial_gap_ns = rig
+        .trial_gap
+        .as_ref()
+        .map_or(100_000_000, |d| ck.duration(d));
+
+    if kind == Kind::Trials && rig.threads.is_empty() {
+        ck.err(0..0, "the rig has no threads: add at least one [[threads]]");
+    }
+
+    // Thread names are unique and well formed.
+    let mut seen = BTreeSet::new();
+    for t in &rig.threads {
+        let n = t.get_ref().name.get_ref();
+        if n.is_empty() || !n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            ck.err(
+                at(&t.get_ref().name),
+                format!("thread name '{n}' must be letters, digits, '_' or '-'"),
+            );
+        }
+        if !seen.insert(n.clone()) {
+            ck.err(at(&t.get_ref().name), format!("thread '{n}' is defined twice"));
+        }
+        if let Some(i) = &t.get_ref().instances
+            && *i.get_ref() == 0
+        {
+            ck.err(at(i), "instances must be at least 1");
+        }
+    }
+
+    // Variants: names unique, overrides name real locks and threads.
+    let mut variant_defs: Vec<Option<&Spanned<VariantDef>>> =
+        rig.variants.iter().map(Some).collect();
+    if variant_defs.is_empty() {
+        variant_defs.push(None);
+    }
+    let mut vnames = BTreeSet::new();
+    for v in rig.variants.iter() {
+        let vd = v.get_ref();
+        if !vnames.insert(vd.name.get_ref().clone()) {
+            ck.err(
+                at(&vd.name),
+                format!("variant '{}' is defined twice", vd.name.get_ref()),
+            );
+        }
+        for (ln, l) in &vd.locks {
+            if !rig.locks.contains_key(ln) {
+                ck.err(
+                    at(l),
+                    format!("variant '{}' overrides lock '{ln}', which is not defined", vd.name.get_ref()),
+                );
+            }
+        }
+        for (tn, t) in &vd.threads {
+            if !seen.contains(tn) {
+                ck.err(
+                    at(t),
+                    format!("variant '{}' overrides thread '{tn}', which is not defined", vd.name.get_ref()),
+                );
+            }
+        }
+    }
+
+    let mut variants = Vec::new();
+    let mut all_marks: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut instances_of: BTreeMap<String, u32> = BTreeMap::new();
+    for (vi, vdef) in variant_defs.iter().enumerate() {
+        // Problems in the shared parts are reported once, from the first variant.
+        let before = ck.problems.len();
+        let locks: Vec<LockPlan> = rig
+            .locks
+            .iter()
+            .map(|(n, l)| {
+                let over = vdef.and_then(|v| v.get_ref().locks.get(n));
+                LockPlan {
+                    name: n.clone(),
+                    protocol: ck.protocol(over.unwrap_or(l)),
+                }
+            })
+            .collect();
+        let mut names = Names::default();
+        let mut marks = Vec::new();
+        let mut threads = Vec::new();
+        for t in &rig.threads {
+            let td = t.get_ref();
+            let base = td.name.get_ref().clone();
+            let over = vdef.and_then(|v| v.get_ref().threads.get(&base)).map(|o| o.get_ref());
+            let policy = ck.policy(over.and_then(|o| o.policy.as_ref()).or(td.policy.as_ref()));
+            let prio = ck.priority(
+                policy,
+                over.and_then(|o| o.priority.as_ref()).or(td.priority.as_ref()),
+                at(&td.name),
+            );
+            let cpus = match over.and_then(|o| o.cpus.as_ref()).or(td.cpus.as_ref()) {
+                Some(c) => ck.cpus(c),
+                None => crate::sys::online_cpus(),
+            };
+            let n = td.instances.as_ref().map_or(1, |i| *i.get_ref()).max(1);
+            instances_of.insert(base.clone(), n);
+            if td.steps.is_empty() {
+                ck.err(at(&td.name), format!("thread '{base}' has no steps"));
+            }
+            for inst in 0..n {
+                let tname = if n == 1 {
+                    base.clone()
+                } else {
+                    format!("{base}.{inst}")
+                };
+                let mut cx = ThreadCtx {
+                    thread: tname.clone(),
+                    base: base.clone(),
+                    instance: inst,
+                    locks: &locks,
+                    held: Vec::new(),
+                    marks: &mut marks,
+                    names: &mut names,
+                };
+                let ops = compile_steps(ck, &mut cx, &td.steps, 1);
+                if !cx.held.is_empty() && inst == 0 {
+                    let held: Vec<String> =
+                        cx.held.iter().map(|&i| locks[i].name.clone()).collect();
+                    ck.err(
+                        at(&td.name),
+                        format!(
+                            "thread '{base}' never unlocks {}: add {{ unlock = \"{}\" }}",
+                            held.join(", "),
+                            held[0]
+                        ),
+                    );
+                }
+                threads.push(ThreadPlan {
+                    name: tname,
+                    base: base.clone(),
+                    instance: inst,
+                    policy,
+                    priority: prio,
+                    cpus: cpus.clone(),
+                    ops,
+                });
+            }
+        }
+        for (ev, span) in &names.waited {
+            if !names.signalled.contains(ev) {
+                ck.err(
+                    span.clone(),
+                    format!("event '{ev}' is waited for but no thread signals it"),
+                );
+            }
+        }
+        for m in &marks {
+            all_marks.insert((m.base.clone(), m.mark.clone()));
+        }
+        let barriers = names
+            .barriers
+            .iter()
+            .map(|(n, ts)| (n.clone(), ts.len() as u32))
+            .collect();
+        if vi > 0 {
+            // Same file text: the first variant already reported shared problems.
+            let extra: Vec<Problem> = ck.problems.drain(before..).collect();
+            for p in extra {
+                if !ck.problems.iter().any(|q| q.span == p.span && q.msg == p.msg) {
+                    ck.problems.push(p);
+                }
+            }
+        }
+        variants.push(Variant {
+            name: vdef.map_or("default".into(), |v| v.get_ref().name.get_ref().clone()),
+            description: vdef
+                .and_then(|v| v.get_ref().description.clone())
+                .unwrap_or_default(),
+            plan: Plan {
+                threads,
+                locks,
+                events: names.events,
+                barriers,
+                marks,
+            },
+        });
+    }
+
+    // Metrics: marks exist, bound and unit parse.
+    let mut metrics = Vec::new();
+    for (mname, m) in &rig.metrics {
+        let md = m.get_ref();
+        let end = |ck: &mut Checker, s: &Spanned<String>| -> (String, String) {
+            let Some((t, mk)) = s.get_ref().split_once('.') else {
+                ck.err(
+                    at(s),
+                    format!("'{}' must name a mark as thread.mark, e.g. \"waiter.got\"", s.get_ref()),
+                );
+                return (String::new(), String::new());
+            };
+            if !seen.contains(t) {
+                ck.err(at(s), format!("metric '{mname}': thread '{t}' is not defined"));
+            } else if !all_marks.contains(&(t.to_string(), mk.to_string())) {
+                ck.err(
+                    at(s),
+                    format!(
+                        "metric '{mname}': mark '{mk}' is never taken by thread '{t}': add {{ mark = \"{mk}\" }} to its steps"
+                    ),
+                );
+            }
+            (t.to_string(), mk.to_string())
+        };
+        let from = end(ck, &md.from);
+        let to = end(ck, &md.to);
+        let (fi, ti) = (
+            instances_of.get(&from.0).copied().unwrap_or(1),
+            instances_of.get(&to.0).copied().unwrap_or(1),
+        );
+        if fi != ti && fi != 1 && ti != 1 {
+            ck.err(
+                at(m),
+                format!("metric '{mname}': threads '{}' ({fi} instances) and '{}' ({ti}) cannot be paired", from.0, to.0),
+            );
+        }
+        let unit = md.unit.as_ref().map_or("ms".to_string(), |u| u.get_ref().clone());
+        if unit_scale(&unit).is_none() {
+            ck.err(
+                at(md.unit.as_ref().unwrap()),
+                format!("unknown unit '{unit}': use s, ms, us or ns"),
+            );
+        }
+        let bound = md.bound.as_ref().and_then(|b| match Bound::parse(b.get_ref()) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                ck.err(at(b), e);
+                None
+            }
+        });
+        metrics.push(Metric {
+            name: mname.clone(),
+            from,
+            to,
+            bound,
+            unit,
+            description: md.description.clone().unwrap_or_default(),
+        });
+    }
+    if kind == Kind::Trials
+        && metrics.is_empty()
+        && !rig.threads.is_empty()
+        && rig.instruments.is_none()
+    {
+        ck.err(
+            0..0,
+            "the rig measures nothing: add a [metrics.NAME] with from = \"thread.mark\" and to = \"thread.mark\", or [instruments]",
+        );
+    }
+
+    if !ck.problems.is_empty() {
+        return None;
+    }
+    Some(Rig {
+        name,
+        description: rig.description.clone().unwrap_or_default(),
+        path: path.to_path_buf(),
+        text: text.to_string(),
+        kind,
+        trials,
+        trial_timeout_ns,
+        trial_gap_ns,
+        metrics,
+        variants,
+        instruments: file
+            .instruments
+            .as_ref()
+            .map(|l| (l.get_ref().clone(), l.span().start)),
+        livefx: file
+            .livefx
+            .as_ref()
+            .map(|l| (l.get_ref().clone(), l.span().start)),
+    })
+}

@@ -1,0 +1,473 @@
+//! `xrunrig run`: check everything before touching anything, then sweep the profile's
+//! settings interleaved (A B A B) across trials, restore, and write the results.
+
+use crate::cli::RunArgs;
+use crate::engine::thread::{free_cpu, set_affinity};
+use crate::engine::trial::{TrialStatus, run_trial_with};
+use crate::instruments::Instruments;
+use crate::engine::watchdog::{Watchdog, install_signal_flag};
+use crate::knobs::knob::{Knob, RealIo};
+use crate::knobs::profile::{Profile, Setting};
+use crate::knobs::{self, InForce, KnobSession};
+use crate::output::provenance::{self, sha256_hex};
+use crate::output::summary::{self, TrialRecord};
+use crate::output::{self, table};
+use crate::rig::{self, Kind, Rig};
+use serde_json::json;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Exit codes: 0 done, 2 refused before starting (bad input, machine cannot run it),
+/// 3 failed during the run, 130 interrupted.
+pub const EXIT_REFUSED: i32 = 2;
+pub const EXIT_FAILED: i32 = 3;
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// Everything checked and decided before the first knob is touched.
+pub struct Prepared {
+    pub rig: Rig,
+    pub profile: Profile,
+    /// The settings to sweep, after --setting and --settings-as-is.
+    pub settings: Vec<Setting>,
+    /// Indices into rig.variants, after --variant.
+    pub variants: Vec<usize>,
+    pub trials: u32,
+    pub dir: PathBuf,
+    pub knobs: Vec<Knob>,
+    /// Why settings were not applied, when they were not.
+    pub settings_note: Option<String>,
+    pub stop: Arc<AtomicBool>,
+    pub args: RunArgs,
+}
+
+/// What a sweep produced.
+pub struct Swept {
+    pub records: Vec<TrialRecord>,
+    pub in_force: Vec<(String, InForce)>,
+    pub restored: Vec<String>,
+    pub interrupted: bool,
+    pub fatal: Option<String>,
+    pub started: String,
+    pub ended: String,
+    pub features_before: serde_json::Value,
+    pub features_after: serde_json::Value,
+}
+
+pub fn main(args: &RunArgs) -> i32 {
+    if !args.kernel.is_empty() {
+        return crate::guest::run_main(args);
+    }
+    match prepare(args) {
+        Err(e) => {
+            eprintln!("xrunrig: {e}");
+            EXIT_REFUSED
+        }
+        Ok(p) => match p.rig.kind {
+            Kind::Livefx => crate::livefx::run_main(p),
+            Kind::Trials => run_trials(p),
+        },
+    }
+}
+
+fn features_json() -> serde_json::Value {
+    match knobs::features_snapshot() {
+        Ok(s) => json!(s),
+        Err(e) => json!({ "unreadable": e }),
+    }
+}
+
+/// Loads and checks the rig and profile, restores a killed run's leftovers, and checks
+/// the knobs can be written. Changes nothing except that restore.
+pub fn prepare(args: &RunArgs) -> Result<Prepared, String> {
+    let io = RealIo;
+    let state = knobs::state_dir();
+    match knobs::recover(&io, &state)? {
+        Some((j, lines)) => {
+            eprintln!(
+                "xrunrig: a previous run (pid {}, started {}) ended without restoring its settings; restored now:",
+                j.pid, j.started
+            );
+            for l in lines {
+                eprintln!("  {l}");
+            }
+        }
+        None => {}
+    }
+    let rig = rig::load(&args.rig).map_err(|e| e.to_string())?;
+    let profile = match &args.profile {
+        Some(p) => knobs::profile::load(p)?,
+        None => Profile::as_is(),
+    };
+    let mut settings = profile.settings.clone();
+    if !args.setting.is_empty() {
+        for s in &args.setting {
+            if !settings.iter().any(|x| &x.name == s) {
+                return Err(format!(
+                    "no setting '{s}' in profile '{}'; it has: {}",
+                    profile.name,
+                    names(settings.iter().map(|x| &x.name))
+                ));
+            }
+        }
+        settings.retain(|x| args.setting.contains(&x.name));
+    }
+    let mut variants: Vec<usize> = (0..rig.variants.len()).collect();
+    if !args.variant.is_empty() {
+        for v in &args.variant {
+            if !rig.variants.iter().any(|x| &x.name == v) {
+                return Err(format!(
+                    "no variant '{v}' in rig '{}'; it has: {}",
+                    rig.name,
+                    names(rig.variants.iter().map(|x| &x.name))
+                ));
+            }
+        }
+        variants.retain(|&i| args.variant.contains(&rig.variants[i].name));
+    }
+    rig.check_machine(&crate::sys::online_cpus())?;
+    let trials = args.trials.unwrap_or(rig.trials);
+    if trials == 0 {
+        return Err("--trials must be at least 1".into());
+    }
+    let changes = settings.iter().any(|s| !s.changes.is_empty());
+    let (knobs, settings_note) = if !changes {
+        (vec![], None)
+    } else if args.settings_as_is {
+        let note = format!(
+            "--settings-as-is: profile '{}' was not applied; its settings {} were NOT in force, the machine's own were",
+            profile.name,
+            names(settings.iter().map(|x| &x.name))
+        );
+        settings = vec![Setting {
+            name: "as-is".into(),
+            description: note.clone(),
+            changes: vec![],
+            audio: None,
+        }];
+        (vec![], Some(note))
+    } else {
+        let p = Profile {
+            settings: settings.clone(),
+            ..profile.clone()
+        };
+        (knobs::preflight(&io, &p, crate::sys::is_root())?, None)
+    };
+    let dir = output::results_dir(&rig.name, args.out.as_deref());
+    output::create_results_dir(&dir)?;
+    Ok(Prepared {
+        rig,
+        profile,
+        settings,
+        variants,
+        trials,
+        dir,
+        knobs,
+        settings_note,
+        stop: Arc::new(AtomicBool::new(false)),
+        args: args.clone(),
+    })
+}
+
+fn names<'a>(it: impl Iterator<Item = &'a String>) -> String {
+    it.cloned().collect::<Vec<_>>().join(", ")
+}
+
+/// The sweep: for each trial round, each setting applied in turn (A B A B), each variant.
+/// `one` runs one trial. Knobs are restored before this returns, whatever happened.
+pub fn sweep(
+    p: &Prepared,
+    estimate_ns: u64,
+    one: &mut dyn FnMut(&Setting, usize, u32, &AtomicBool) -> TrialRecord,
+) -> Result<Swept, String> {
+    if let Err(e) = crate::sys::mlockall() {
+        eprintln!("xrunrig: warning: mlockall failed ({e}): page faults may add latency");
+    }
+    let used: Vec<usize> = p
+        .variants
+        .iter()
+        .flat_map(|&v| p.rig.variants[v].plan.cpus_used())
+        .collect();
+    let control_cpu = free_cpu(&used);
+    if let Some(c) = control_cpu {
+        // Threads inherit this: they are born on a free CPU, then raise and pin themselves.
+        let _ = set_affinity(0, &[c]);
+    }
+    install_signal_flag(&p.stop).map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let bound = p
+        .args
+        .max_time
+        .as_deref()
+        .map(rig::units::parse_duration)
+        .transpose()
+        .map_err(|e| format!("--max-time: {e}"))?
+        .unwrap_or(estimate_ns * 2 + 60_000_000_000);
+    let _wd = Watchdog::start(
+        bound,
+        p.stop.clone(),
+        control_cpu,
+        Box::new(knobs::emergency_restore),
+    );
+    let io = RealIo;
+    let (started, _) = crate::sys::utc_now();
+    let features_before = features_json();
+    let mut session = KnobSession::begin(&io, &knobs::state_dir(), &p.knobs)?;
+    let mut samples = std::fs::File::create(p.dir.join("samples.jsonl"))
+        .map_err(|e| format!("cannot create samples.jsonl: {e}"))?;
+    let total = p.trials as usize * p.settings.len() * p.variants.len();
+    let mut done = 0usize;
+    let mut records = Vec::new();
+    let mut in_force: Vec<(String, InForce)> = Vec::new();
+    let mut fatal = None;
+    'outer: for t in 0..p.trials {
+        for s in &p.settings {
+            if p.stop.load(Ordering::SeqCst) {
+                break 'outer;
+            }
+            if !s.changes.is_empty() {
+                match session.apply(&s.changes) {
+                    Ok(f) => {
+                        if !in_force.iter().any(|(n, _)| n == &s.name) {
+                            in_force.push((s.name.clone(), f));
+                        }
+                    }
+                    Err(e) => {
+                        fatal = Some(format!("setting '{}': {e}", s.name));
+                        break 'outer;
+                    }
+                }
+            }
+            for &v in &p.variants {
+                if p.stop.load(Ordering::SeqCst) {
+                    break 'outer;
+                }
+                let rec = one(s, v, t, &p.stop);
+                done += 1;
+                eprintln!("[{done:>4}/{total}] {}", progress_line(&rec, p.trials));
+                let _ = writeln!(samples, "{}", serde_json::to_string(&rec).unwrap_or_default());
+                let stuck = rec.status == "stuck";
+                records.push(rec);
+                if stuck {
+                    fatal = Some("rig threads did not stop even after being demoted; ending the run".into());
+                    break 'outer;
+                }
+                let gap_end = crate::sys::now_ns() + p.rig.trial_gap_ns;
+                while crate::sys::now_ns() < gap_end && !p.stop.load(Ordering::SeqCst) {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+            }
+        }
+    }
+    let restored = session.restore()?;
+    let features_after = features_json();
+    let (ended, _) = crate::sys::utc_now();
+    Ok(Swept {
+        records,
+        in_force,
+        restored,
+        interrupted: p.stop.load(Ordering::SeqCst) && fatal.is_none(),
+        fatal,
+        started,
+        ended,
+        features_before,
+        features_after,
+    })
+}
+
+fn progress_line(r: &TrialRecord, trials: u32) -> String {
+    let vals: Vec<String> = r
+        .metrics
+        .iter()
+        .filter_map(|(k, v)| v.first().map(|x| format!("{k} {}", table::fmt_val(*x))))
+        .collect();
+    let mut s = format!(
+        "{} / {} trial {}/{}: {}",
+        r.setting,
+        r.variant,
+        r.trial + 1,
+        trials,
+        if vals.is_empty() { "-".into() } else { vals.join(", ") }
+    );
+    if r.status != "ok" {
+        s.push_str(&format!(
+            " [{}{}]",
+            r.status,
+            r.detail.as_ref().map_or(String::new(), |d| format!(": {d}"))
+        ));
+    }
+    s
+}
+
+/// run.json: provenance and the settings actually in force.
+pub fn run_json(p: &Prepared, sw: &Swept, extra: serde_json::Value) -> serde_json::Value {
+    let mut v = json!({
+        "xrunrig_version": env!("CARGO_PKG_VERSION"),
+        "command": std::env::args().collect::<Vec<_>>(),
+        "started": sw.started,
+        "ended": sw.ended,
+        "host": provenance::hostname(),
+        "kernel": provenance::kernel(),
+        "cpus": provenance::cpus(),
+        "rig": {
+            "name": p.rig.name,
+            "path": p.rig.path.display().to_string(),
+            "sha256": sha256_hex(&p.rig.text),
+            "description": p.rig.description,
+            "text": p.rig.text,
+        },
+        "profile": {
+            "name": p.profile.name,
+            "path": p.profile.path.as_ref().map(|x| x.display().to_string()),
+            "sha256": p.profile.path.as_ref().map(|_| sha256_hex(&p.profile.text)),
+        },
+        "trials": p.trials,
+        "variants": p.variants.iter().map(|&i| json!({
+            "name": p.rig.variants[i].name,
+            "description": p.rig.variants[i].description,
+        })).collect::<Vec<_>>(),
+        "settings_applied": p.settings_note.is_none(),
+        "settings_note": p.settings_note,
+        "settings": p.settings.iter().map(|s| json!({
+            "name": s.name,
+            "description": s.description,
+            "requested": s.changes.iter().map(|c| c.describe()).collect::<Vec<_>>(),
+            "in_force": sw.in_force.iter().find(|(n, _)| n == &s.name).map(|(_, f)| {
+                f.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>()
+            }),
+        })).collect::<Vec<_>>(),
+        "knobs_original": sw.restored,
+        "sched_features_before": sw.features_before,
+        "sched_features_after": sw.features_after,
+        "sched_rt_runtime_us": crate::sys::read_trim(std::path::Path::new("/proc/sys/kernel/sched_rt_runtime_us")).ok(),
+        "interrupted": sw.interrupted,
+        "error": sw.fatal,
+        "doctor": crate::doctor::findings_for_run(),
+    });
+    if let (Some(obj), serde_json::Value::Object(e)) = (v.as_object_mut(), extra) {
+        obj.extend(e);
+    }
+    v
+}
+
+fn run_trials(p: Prepared) -> i32 {
+    let rig = &p.rig;
+    let per_trial = rig.trial_timeout_ns + rig.trial_gap_ns;
+    let estimate =
+        per_trial * p.trials as u64 * p.settings.len() as u64 * p.variants.len() as u64;
+    eprintln!(
+        "xrunrig: {} — {} trial(s) × {} setting(s) × {} variant(s), results in {}",
+        rig.name,
+        p.trials,
+        p.settings.len(),
+        p.variants.len(),
+        p.dir.display()
+    );
+    if let Some(n) = &p.settings_note {
+        eprintln!("xrunrig: {n}");
+    }
+    let mut inst = match Instruments::from_rig(rig.instruments.as_ref(), &rig.text, &p.dir)
+        .and_then(|mut i| i.before_run().map(|_| i))
+    {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("xrunrig: {e}");
+            return EXIT_REFUSED;
+        }
+    };
+    let mut one = |s: &Setting, v: usize, t: u32, stop: &AtomicBool| {
+        let var = &rig.variants[v];
+        let r = run_trial_with(&var.plan, rig.trial_timeout_ns, stop, &mut |tids| {
+            inst.start_trial(&s.name, &var.name, t, tids)
+        });
+        let found = inst.end_trial();
+        let (status, detail) = match &r.status {
+            TrialStatus::Ok => ("ok", None),
+            TrialStatus::TimedOut(th) => (
+                "timed_out",
+                Some(format!("unfinished at the trial timeout: {}", th.join(", "))),
+            ),
+            TrialStatus::Aborted => ("aborted", None),
+            TrialStatus::Failed(e) => ("failed", Some(e.clone())),
+            TrialStatus::Stuck(th) => ("stuck", Some(th.join(", "))),
+        };
+        let mut metrics: std::collections::BTreeMap<String, Vec<f64>> = rig
+            .metrics
+            .iter()
+            .map(|m| (m.name.clone(), summary::metric_values(m, &var.plan, &r.marks)))
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
+        metrics.extend(found.metrics);
+        let marks = var
+            .plan
+            .marks
+            .iter()
+            .zip(&r.marks)
+            .map(|(s, t)| (format!("{}.{}", s.thread, s.mark), t.clone()))
+            .collect();
+        TrialRecord {
+            setting: s.name.clone(),
+            variant: var.name.clone(),
+            trial: t,
+            status: status.into(),
+            detail,
+            duration_ms: r.duration_ns as f64 / 1e6,
+            metrics,
+            marks,
+            evidence: found.evidence,
+        }
+    };
+    let sw = sweep(&p, estimate, &mut one);
+    let inst_json = inst.after_run();
+    let sw = match sw {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("xrunrig: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    finish(&p, &sw, json!({ "instruments": inst_json }))
+}
+
+/// Writes summary.json and run.json, prints the table; the exit code says how it went.
+pub fn finish(p: &Prepared, sw: &Swept, extra: serde_json::Value) -> i32 {
+    let rig = &p.rig;
+    let settings: Vec<String> = p.settings.iter().map(|s| s.name.clone()).collect();
+    let variants: Vec<String> = p
+        .variants
+        .iter()
+        .map(|&i| rig.variants[i].name.clone())
+        .collect();
+    let rows = summary::rows(&sw.records, &settings, &variants, &rig.metrics);
+    let sum = summary::Summary {
+        rig: rig.name.clone(),
+        kind: "trials".into(),
+        rows,
+    };
+    let mut code = 0;
+    for r in [
+        output::write_json(&p.dir.join("summary.json"), &sum),
+        output::write_json(&p.dir.join("run.json"), &run_json(p, sw, extra)),
+    ] {
+        if let Err(e) = r {
+            eprintln!("xrunrig: {e}");
+            code = EXIT_FAILED;
+        }
+    }
+    println!();
+    print!("{}", table::render(&sum.rows));
+    println!();
+    for l in &sw.restored {
+        eprintln!("xrunrig: restored {l}");
+    }
+    println!("results: {}", p.dir.display());
+    if let Some(f) = &sw.fatal {
+        eprintln!("xrunrig: the run ended early: {f}");
+        return EXIT_FAILED;
+    }
+    if sw.interrupted {
+        eprintln!("xrunrig: interrupted; the results above cover the trials that finished");
+        return EXIT_INTERRUPTED;
+    }
+    code
+}
