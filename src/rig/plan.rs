@@ -70,6 +70,8 @@ pub struct ThreadPlan {
     pub priority: i32,
     pub cpus: Vec<usize>,
     pub ops: Vec<Op>,
+    /// Line and column of the thread's CPU list (or name), for machine-check errors.
+    pub cpus_at: (usize, usize),
 }
 
 #[derive(Debug, Clone)]
@@ -174,10 +176,28 @@ impl Rig {
             return Ok(());
         }
         let want = need.iter().max().map_or(1, |m| m + 1);
+        let mut lines = Vec::new();
+        for v in &self.variants {
+            for t in &v.plan.threads {
+                let bad: Vec<usize> = t.cpus.iter().copied().filter(|c| missing.contains(c)).collect();
+                let line = format!(
+                    "{}:{}:{}: thread '{}' uses CPU {}, which this machine does not have",
+                    self.path.display(),
+                    t.cpus_at.0,
+                    t.cpus_at.1,
+                    t.base,
+                    crate::sys::format_cpu_set(&bad)
+                );
+                if !bad.is_empty() && !lines.contains(&line) {
+                    lines.push(line);
+                }
+            }
+        }
         Err(format!(
-            "rig '{}' needs CPUs {} but this machine has only {} online (missing {}).\n\
+            "{}\nrig '{}' needs CPUs {} but this machine has only {} online (missing {}).\n\
              Nothing was changed. Run it in a guest kernel with enough CPUs, e.g.\n  \
              xrunrig run {} --kernel debian:6.12 --cpus {}",
+            lines.join("\n"),
             self.name,
             crate::sys::format_cpu_set(&need),
             crate::sys::format_cpu_set(online),

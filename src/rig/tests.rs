@@ -1,0 +1,201 @@
+//! Parser and validation tests: every problem names its line and column.
+
+use super::*;
+use std::path::Path;
+
+fn errs(text: &str) -> Vec<(usize, usize, String)> {
+    match parse(Path::new("bad.toml"), text) {
+        Ok(_) => panic!("expected errors for:\n{text}"),
+        Err(e) => e.problems,
+    }
+}
+
+fn one_err(text: &str, want: &str) -> (usize, usize) {
+    let e = errs(text);
+    let hit = e
+        .iter()
+        .find(|(_, _, m)| m.contains(want))
+        .unwrap_or_else(|| panic!("no error containing {want:?} in {e:?}"));
+    (hit.0, hit.1)
+}
+
+const GOOD: &str = r#"
+name = "ok"
+trials = 3
+[locks.M]
+protocol = "inherit"
+[[threads]]
+name = "a"
+policy = "fifo"
+priority = 10
+cpus = [0]
+steps = [ { lock = "M" }, { signal = "go" }, { run = "1 ms" }, { unlock = "M" } ]
+[[threads]]
+name = "b"
+policy = "other"
+cpus = "0"
+instances = 2
+steps = [ { wait = "go" }, { mark = "want" }, { lock = "M" }, { mark = "got" }, { unlock = "M" },
+          { barrier = "end" } ]
+[metrics.wait]
+from = "b.want"
+to = "b.got"
+bound = "< 1 s"
+[[variants]]
+name = "pi"
+[[variants]]
+name = "none"
+locks.M.protocol = "none"
+threads.a.priority = 20
+"#;
+
+#[test]
+fn good_rig_compiles_to_plans() {
+    let r = parse(Path::new("ok.toml"), GOOD).unwrap();
+    assert_eq!(r.name, "ok");
+    assert_eq!(r.trials, 3);
+    assert_eq!(r.variants.len(), 2);
+    let pi = &r.variants[0].plan;
+    let none = &r.variants[1].plan;
+    assert_eq!(pi.locks[0].protocol, Protocol::Inherit);
+    assert_eq!(none.locks[0].protocol, Protocol::None);
+    assert_eq!(pi.threads[0].priority, 10);
+    assert_eq!(none.threads[0].priority, 20);
+    // Two instances of b, named b.0 and b.1, each with its own marks.
+    let names: Vec<&str> = pi.threads.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["a", "b.0", "b.1"]);
+    assert_eq!(pi.marks.len(), 4);
+    assert_eq!(pi.barriers, vec![("end".to_string(), 2)]);
+    assert_eq!(pi.threads[0].ops[2], Op::Run(1_000_000));
+    assert_eq!(r.metrics[0].bound.unwrap().limit_ns, 1_000_000_000);
+}
+
+#[test]
+fn shipped_rigs_are_valid() {
+    for f in ["rigs/pi-inversion.toml", "rigs/pi-boost-affinity.toml"] {
+        let r = load(Path::new(f)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!r.metrics.is_empty());
+    }
+}
+
+#[test]
+fn syntax_error_has_position() {
+    let (l, c) = one_err("name = \"x\"\n[[threads]\n", "");
+    assert_eq!((l, c), (2, 11), "points at the unclosed table header");
+}
+
+#[test]
+fn unknown_key_is_named_with_position() {
+    let text = GOOD.replace("policy = \"fifo\"", "polcy = \"fifo\"");
+    let (l, _) = one_err(&text, "unknown field `polcy`");
+    assert_eq!(l, 8);
+}
+
+#[test]
+fn priority_out_of_range() {
+    let text = GOOD.replace("priority = 10", "priority = 120");
+    let (l, c) = one_err(&text, "priority 120 is out of range for fifo/rr");
+    assert_eq!((l, c), (9, 12));
+    let text = GOOD.replace("policy = \"other\"", "policy = \"other\"\npriority = 30");
+    one_err(&text, "nice value, -20..=19");
+}
+
+#[test]
+fn lock_never_unlocked() {
+    let text = GOOD.replace(", { unlock = \"M\" } ]\n[[threads]]", " ]\n[[threads]]");
+    let (l, _) = one_err(&text, "thread 'a' never unlocks M");
+    assert_eq!(l, 7);
+}
+
+#[test]
+fn unlock_without_lock_and_double_lock() {
+    let text = GOOD.replace("{ lock = \"M\" }, { signal", "{ unlock = \"M\" }, { signal");
+    one_err(&text, "unlocks 'M' without holding it");
+    let text = GOOD.replace("{ run = \"1 ms\" }", "{ lock = \"M\" }");
+    one_err(&text, "while already holding it");
+}
+
+#[test]
+fn mark_never_taken() {
+    let text = GOOD.replace("to = \"b.got\"", "to = \"b.gotten\"");
+    let (l, c) = one_err(&text, "mark 'gotten' is never taken by thread 'b'");
+    assert_eq!((l, c), (21, 6));
+    let text = GOOD.replace("from = \"b.want\"", "from = \"c.want\"");
+    one_err(&text, "thread 'c' is not defined");
+}
+
+#[test]
+fn event_never_signalled_and_undefined_lock() {
+    let text = GOOD.replace("{ wait = \"go\" }", "{ wait = \"gone\" }");
+    one_err(&text, "event 'gone' is waited for but no thread signals it");
+    let text = GOOD.replace("{ lock = \"M\" }, { mark = \"got\" }", "{ lock = \"N\" }, { mark = \"got\" }");
+    one_err(&text, "lock 'N' is not defined");
+}
+
+#[test]
+fn step_with_two_actions_or_none() {
+    let text = GOOD.replace("{ run = \"1 ms\" }", "{ run = \"1 ms\", sleep = \"1 ms\" }");
+    one_err(&text, "this one has run and sleep");
+    let text = GOOD.replace("{ run = \"1 ms\" }", "{ }");
+    one_err(&text, "a step needs one action");
+}
+
+#[test]
+fn bad_durations_bounds_policies_cpus() {
+    one_err(&GOOD.replace("\"1 ms\"", "\"1 parsec\""), "no known time unit");
+    one_err(&GOOD.replace("\"< 1 s\"", "\"1 s\""), "must start with <");
+    one_err(&GOOD.replace("\"fifo\"", "\"deadline\""), "unknown policy 'deadline'");
+    one_err(&GOOD.replace("cpus = \"0\"", "cpus = \"0-x\""), "cpus:");
+    one_err(&GOOD.replace("cpus = [0]", "cpus = []"), "cpus is empty");
+    one_err(&GOOD.replace("\"inherit\"", "\"priority-ceiling\""), "unknown lock protocol");
+}
+
+#[test]
+fn variants_must_name_real_things() {
+    one_err(&GOOD.replace("threads.a.priority", "threads.z.priority"), "overrides thread 'z'");
+    one_err(&GOOD.replace("locks.M.protocol = \"none\"", "locks.Q.protocol = \"none\""), "overrides lock 'Q'");
+    one_err(&GOOD.replace("name = \"none\"", "name = \"pi\""), "variant 'pi' is defined twice");
+}
+
+#[test]
+fn every_problem_is_reported_not_just_the_first() {
+    let text = GOOD
+        .replace("priority = 10", "priority = 0")
+        .replace("to = \"b.got\"", "to = \"b.nope\"");
+    assert!(errs(&text).len() >= 2);
+}
+
+#[test]
+fn cpus_missing_on_this_machine_name_the_line() {
+    let text = GOOD.replace("cpus = [0]", "cpus = [0, 4000]");
+    let r = parse(Path::new("big.toml"), &text).unwrap();
+    let e = r.check_machine(&[0, 1]).unwrap_err();
+    assert!(e.contains("big.toml:10:8: thread 'a' uses CPU {4000}"), "{e}");
+    assert!(e.contains("--kernel"), "{e}");
+    assert!(r.check_machine(&(0..4001).collect::<Vec<_>>()).is_ok());
+}
+
+#[test]
+fn repeat_marks_have_capacity() {
+    let r = parse(
+        Path::new("r.toml"),
+        r#"
+[[threads]]
+name = "a"
+policy = "other"
+steps = [ { repeat = 5, steps = [ { mark = "x" }, { repeat = 3, steps = [ { mark = "y" } ] } ] } ]
+[metrics.m]
+from = "a.x"
+to = "a.y"
+"#,
+    )
+    .unwrap();
+    let caps: Vec<usize> = r.variants[0].plan.marks.iter().map(|m| m.capacity).collect();
+    assert_eq!(caps, [5, 15]);
+}
+
+#[test]
+fn line_col_counts_from_one() {
+    assert_eq!(line_col("ab\ncd", 0), (1, 1));
+    assert_eq!(line_col("ab\ncd", 4), (2, 2));
+}

@@ -493,7 +493,12 @@ pub fn compile(file: &RigFile, ck: &mut Checker, path: &std::path::Path, text: &
                 over.and_then(|o| o.priority.as_ref()).or(td.priority.as_ref()),
                 at(&td.name),
             );
-            let cpus = match over.and_then(|o| o.cpus.as_ref()).or(td.cpus.as_ref()) {
+            let cpus_spec = over.and_then(|o| o.cpus.as_ref()).or(td.cpus.as_ref());
+            let cpus_at = super::line_col(
+                text,
+                cpus_spec.map_or(td.name.span().start, |c| c.span().start),
+            );
+            let cpus = match cpus_spec {
                 Some(c) => ck.cpus(c),
                 None => crate::sys::online_cpus(),
             };
@@ -538,6 +543,7 @@ pub fn compile(file: &RigFile, ck: &mut Checker, path: &std::path::Path, text: &
                     priority: prio,
                     cpus: cpus.clone(),
                     ops,
+                    cpus_at,
                 });
             }
         }

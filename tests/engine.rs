@@ -1,0 +1,372 @@
+//! End-to-end tests of `xrunrig run` on this machine: the real binary, real SCHED_FIFO
+//! threads, real PI mutexes, real sysctls. Needs root (CI runs as root).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_xrunrig");
+
+/// RT tests share CPU 1: run them one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn tmp(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("xrunrig-e2e-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn xrunrig(args: &[&str], state: &Path) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("XRUNRIG_STATE_DIR", state)
+        .output()
+        .expect("run xrunrig")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn json(p: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+fn rr_timeslice() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/sched_rr_timeslice_ms")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+fn fmt_val(v: f64) -> String {
+    xrunrig::output::table::fmt_val(v)
+}
+
+#[test]
+fn pi_inversion_inherit_waits_less_than_half_of_none() {
+    if !is_root() {
+        eprintln!("skipped: SCHED_FIFO needs root");
+        return;
+    }
+    let _g = serial();
+    let d = tmp("pi");
+    let out = d.join("res");
+    let o = xrunrig(
+        &["run", "rigs/pi-inversion.toml", "--trials", "8", "--out", out.to_str().unwrap()],
+        &d,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let s = json(&out.join("summary.json"));
+    let rows = s["rows"].as_array().unwrap();
+    let row = |v: &str| rows.iter().find(|r| r["variant"] == v).unwrap().clone();
+    let (inh, none) = (row("inherit"), row("none"));
+    assert_eq!(inh["n"], 8);
+    assert_eq!(none["n"], 8);
+    assert_eq!(inh["values"].as_array().unwrap().len(), 8);
+    let (mi, mn) = (inh["median"].as_f64().unwrap(), none["median"].as_f64().unwrap());
+    assert!(mi < mn / 2.0, "inherit median {mi} ms is not under half of none {mn} ms");
+    // The owner had ~90 ms of work left: PI cannot make the wait shorter than that.
+    assert!(mi > 80.0, "inherit median {mi} ms is shorter than the owner's remaining work");
+    // The printed table holds the same numbers as summary.json.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    for r in [&inh, &none] {
+        let line = stdout
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == r["variant"].as_str())
+            .unwrap_or_else(|| panic!("no table row for {}:\n{stdout}", r["variant"]));
+        let med = format!("{} ms", fmt_val(r["median"].as_f64().unwrap()));
+        assert!(line.contains(&med), "table row {line:?} lacks median {med}");
+        let within = format!("{}/8", r["within_bound"]);
+        assert!(line.contains(&within), "table row {line:?} lacks {within}");
+    }
+    // samples.jsonl has one line per trial with its marks.
+    let samples = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
+    assert_eq!(samples.lines().count(), 16);
+    let run = json(&out.join("run.json"));
+    assert_eq!(run["rig"]["name"], "pi-inversion");
+    assert_eq!(run["rig"]["sha256"].as_str().unwrap().len(), 64);
+    assert!(run["kernel"]["release"].as_str().unwrap().len() > 3);
+}
+
+#[test]
+fn pi_boost_affinity_refuses_on_a_small_machine_and_changes_nothing() {
+    let online = xrunrig::sys::online_cpus();
+    if online.len() >= 4 {
+        eprintln!("skipped: this machine has {} CPUs, the rig fits", online.len());
+        return;
+    }
+    let _g = serial();
+    let d = tmp("refuse");
+    let out = d.join("res");
+    let before = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").unwrap();
+    let o = xrunrig(
+        &[
+            "run",
+            "rigs/pi-boost-affinity.toml",
+            "--profile",
+            "profiles/rt-push-ipi.toml",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &d,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("needs CPUs {1-3}"), "{err}");
+    assert!(err.contains("uses CPU {3}"), "{err}");
+    assert!(err.contains("--kernel"), "{err}");
+    assert!(err.contains("Nothing was changed"), "{err}");
+    assert!(!out.exists(), "no results directory for a refused run");
+    assert!(!d.join("journal.json").exists(), "no journal: nothing was touched");
+    let after = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").unwrap();
+    assert_eq!(before, after);
+}
+
+#[test]
+fn locked_down_features_stop_the_run_unless_settings_as_is() {
+    if xrunrig::knobs::features_snapshot().is_ok() {
+        eprintln!("skipped: sched features are readable here, no lockdown to test");
+        return;
+    }
+    if !is_root() {
+        eprintln!("skipped: needs root for the SCHED_FIFO part");
+        return;
+    }
+    let _g = serial();
+    let d = tmp("asis");
+    let out = d.join("res");
+    let args = [
+        "run",
+        "rigs/pi-inversion.toml",
+        "--profile",
+        "profiles/rt-push-ipi.toml",
+        "--trials",
+        "1",
+        "--variant",
+        "inherit",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let o = xrunrig(&args, &d);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("nothing was changed"), "{err}");
+    assert!(err.contains("/sys/kernel/debug/sched/features"), "{err}");
+    assert!(err.contains("--settings-as-is"), "{err}");
+    assert!(!out.exists());
+
+    let mut with = args.to_vec();
+    with.push("--settings-as-is");
+    let o = xrunrig(&with, &d);
+    assert!(o.status.success(), "{}", text(&o));
+    let run = json(&out.join("run.json"));
+    assert_eq!(run["settings_applied"], false);
+    assert!(run["settings_note"].as_str().unwrap().contains("NOT in force"));
+    assert!(run["sched_features_before"]["unreadable"].is_string());
+    let s = json(&out.join("summary.json"));
+    assert_eq!(s["rows"][0]["setting"], "as-is");
+}
+
+/// A rig that holds the run open (a sleeping SCHED_OTHER thread) long enough to kill it.
+const SLEEPER: &str = r#"
+name = "sleeper"
+trials = 1
+trial_timeout = "60 s"
+[[threads]]
+name = "s"
+policy = "other"
+steps = [ { mark = "a" }, { sleep = "30 s" }, { mark = "b" } ]
+[metrics.slept]
+from = "s.a"
+to = "s.b"
+"#;
+
+const QUICK: &str = r#"
+name = "quick"
+trials = 1
+[[threads]]
+name = "q"
+policy = "other"
+steps = [ { mark = "a" }, { run = "1 ms" }, { mark = "b" } ]
+[metrics.ran]
+from = "q.a"
+to = "q.b"
+"#;
+
+/// Writes the sleeper rig and a profile that sets the RR timeslice to a value other
+/// than the current one. Returns (rig, profile, original, target).
+fn knob_fixture(d: &Path) -> (PathBuf, PathBuf, String, String) {
+    let original = rr_timeslice();
+    let target = if original == "37" { "41" } else { "37" }.to_string();
+    let rig = d.join("sleeper.toml");
+    std::fs::write(&rig, SLEEPER).unwrap();
+    let prof = d.join("rr.toml");
+    std::fs::write(
+        &prof,
+        format!("[[settings]]\nname = \"rr\"\nsysctl = {{ \"kernel.sched_rr_timeslice_ms\" = {target} }}\n"),
+    )
+    .unwrap();
+    (rig, prof, original, target)
+}
+
+/// Starts a run that changes the knob and waits until the change is visible.
+fn start_changed(d: &Path, rig: &Path, prof: &Path, target: &str) -> std::process::Child {
+    let child = Command::new(BIN)
+        .args(["run", rig.to_str().unwrap(), "--profile", prof.to_str().unwrap(), "--out"])
+        .arg(d.join("res"))
+        .env("XRUNRIG_STATE_DIR", d)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while rr_timeslice() != target {
+        assert!(t0.elapsed() < Duration::from_secs(20), "the run never applied the knob");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+#[test]
+fn sigkill_leaves_a_journal_and_the_next_start_restores_it() {
+    if !is_root() {
+        eprintln!("skipped: writing sysctls needs root");
+        return;
+    }
+    let _g = serial();
+    let d = tmp("kill");
+    let (rig, prof, original, target) = knob_fixture(&d);
+    let mut child = start_changed(&d, &rig, &prof, &target);
+    assert!(d.join("journal.json").exists(), "journal written before the change");
+    // SAFETY: plain kill of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    assert_eq!(rr_timeslice(), target, "SIGKILL gives no chance to restore");
+    let j = json(&d.join("journal.json"));
+    assert_eq!(j["entries"][0]["original"], original.as_str());
+
+    // The next start, of any rig, restores it before doing anything else.
+    let quick = d.join("quick.toml");
+    std::fs::write(&quick, QUICK).unwrap();
+    let o = xrunrig(
+        &["run", quick.to_str().unwrap(), "--out", d.join("res2").to_str().unwrap()],
+        &d,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(rr_timeslice(), original, "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("ended without restoring its settings"), "{err}");
+    assert!(err.contains("kernel.sched_rr_timeslice_ms"), "{err}");
+    assert!(!d.join("journal.json").exists());
+}
+
+#[test]
+fn ctrl_c_restores_and_keeps_what_was_recorded() {
+    if !is_root() {
+        eprintln!("skipped: writing sysctls needs root");
+        return;
+    }
+    let _g = serial();
+    let d = tmp("int");
+    let (rig, prof, original, target) = knob_fixture(&d);
+    let child = start_changed(&d, &rig, &prof, &target);
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: plain kill of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t0 = Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(10), "Ctrl-C must end the run promptly");
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert_eq!(rr_timeslice(), original);
+    assert!(!d.join("journal.json").exists());
+    let run = json(&d.join("res/run.json"));
+    assert_eq!(run["interrupted"], true);
+    assert_eq!(
+        run["settings"][0]["in_force"]["kernel.sched_rr_timeslice_ms"],
+        target.as_str()
+    );
+}
+
+#[test]
+fn profile_is_applied_read_back_interleaved_and_restored() {
+    if !is_root() {
+        eprintln!("skipped: writing sysctls needs root");
+        return;
+    }
+    let _g = serial();
+    let d = tmp("sweep");
+    let original = rr_timeslice();
+    let quick = d.join("quick.toml");
+    std::fs::write(&quick, QUICK).unwrap();
+    let out = d.join("res");
+    let o = xrunrig(
+        &[
+            "run",
+            quick.to_str().unwrap(),
+            "--profile",
+            "profiles/rr-timeslice.toml",
+            "--trials",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &d,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(rr_timeslice(), original);
+    // A B A B: settings alternate across trials.
+    let order: Vec<String> = std::fs::read_to_string(out.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["setting"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(order, ["rr-37ms", "rr-100ms", "rr-37ms", "rr-100ms"]);
+    let run = json(&out.join("run.json"));
+    assert_eq!(run["settings"][0]["in_force"]["kernel.sched_rr_timeslice_ms"], "37");
+    assert_eq!(run["settings"][1]["in_force"]["kernel.sched_rr_timeslice_ms"], "100");
+    assert_eq!(run["settings_applied"], true);
+}
+
+#[test]
+fn bad_rig_is_refused_with_position_and_nothing_is_run() {
+    let d = tmp("bad");
+    let bad = d.join("bad.toml");
+    std::fs::write(&bad, QUICK.replace("policy = \"other\"", "policy = \"other\"\ncolour = 1")).unwrap();
+    let out = d.join("res");
+    let o = xrunrig(&["run", bad.to_str().unwrap(), "--out", out.to_str().unwrap()], &d);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad.toml:7:1: unknown field `colour`"), "{err}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn existing_results_are_never_overwritten() {
+    let d = tmp("exists");
+    let quick = d.join("quick.toml");
+    std::fs::write(&quick, QUICK).unwrap();
+    let out = d.join("res");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("summary.json"), "{\"keep\": true}").unwrap();
+    let o = xrunrig(&["run", quick.to_str().unwrap(), "--out", out.to_str().unwrap()], &d);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(out.join("summary.json")).unwrap(), "{\"keep\": true}");
+}
