@@ -20,7 +20,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Cmd {
     /// Run a rig, optionally swept across a profile's settings.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Parse and validate a rig (and profile) without running anything.
     Check(CheckArgs),
     /// Restore kernel settings left changed by a run that was killed.

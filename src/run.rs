@@ -83,17 +83,14 @@ fn features_json() -> serde_json::Value {
 pub fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     let io = RealIo;
     let state = knobs::state_dir();
-    match knobs::recover(&io, &state)? {
-        Some((j, lines)) => {
-            eprintln!(
-                "xrunrig: a previous run (pid {}, started {}) ended without restoring its settings; restored now:",
-                j.pid, j.started
-            );
-            for l in lines {
-                eprintln!("  {l}");
-            }
+    if let Some((j, lines)) = knobs::recover(&io, &state)? {
+        eprintln!(
+            "xrunrig: a previous run (pid {}, started {}) ended without restoring its settings; restored now:",
+            j.pid, j.started
+        );
+        for l in lines {
+            eprintln!("  {l}");
         }
-        None => {}
     }
     let rig = rig::load(&args.rig).map_err(|e| e.to_string())?;
     let profile = match &args.profile {
@@ -244,7 +241,7 @@ pub fn sweep(
                 }
                 let rec = one(s, v, t, &p.stop);
                 done += 1;
-                eprintln!("[{done:>4}/{total}] {}", progress_line(&rec, p.trials));
+                eprintln!("[{done:>4}/{total}] {}", progress_line(&rec, p.trials, &p.rig.metrics));
                 let _ = writeln!(samples, "{}", serde_json::to_string(&rec).unwrap_or_default());
                 let stuck = rec.status == "stuck";
                 records.push(rec);
@@ -275,11 +272,18 @@ pub fn sweep(
     })
 }
 
-fn progress_line(r: &TrialRecord, trials: u32) -> String {
+fn progress_line(r: &TrialRecord, trials: u32, metrics: &[rig::Metric]) -> String {
     let vals: Vec<String> = r
         .metrics
         .iter()
-        .filter_map(|(k, v)| v.first().map(|x| format!("{k} {}", table::fmt_val(*x))))
+        .filter_map(|(k, v)| {
+            let unit = metrics
+                .iter()
+                .find(|m| &m.name == k)
+                .map_or("", |m| m.unit.as_str());
+            v.first()
+                .map(|x| format!("{k} {} {unit}", table::fmt_val(*x)).trim_end().to_string())
+        })
         .collect();
     let mut s = format!(
         "{} / {} trial {}/{}: {}",

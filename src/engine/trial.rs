@@ -235,13 +235,16 @@ pub fn run_trial(plan: &Plan, timeout_ns: u64, stop: &AtomicBool) -> TrialResult
     run_trial_with(plan, timeout_ns, stop, &mut |_| {})
 }
 
+/// Called with every rig thread's (name, kernel tid) before the threads are released.
+pub type OnReady<'a> = dyn FnMut(&[(String, i32)]) + 'a;
+
 /// As `run_trial`, calling `on_ready` with every thread's name and kernel tid once all
 /// are set up and before they are released (instruments filter on those tids).
 pub fn run_trial_with(
     plan: &Plan,
     timeout_ns: u64,
     stop: &AtomicBool,
-    on_ready: &mut dyn FnMut(&[(String, i32)]),
+    on_ready: &mut OnReady,
 ) -> TrialResult {
     let n = plan.threads.len() as u32;
     let mut locks = Vec::new();

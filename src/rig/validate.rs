@@ -379,9 +379,11 @@ pub fn compile(file: &RigFile, ck: &mut Checker, path: &std::path::Path, text: &
     if kind == Kind::Livefx && rig.livefx.is_none() {
         ck.err(0..0, "kind = \"livefx\" needs a [livefx] table");
     }
-    if kind == Kind::Trials && rig.livefx.is_some() {
+    if kind == Kind::Trials
+        && let Some(l) = &rig.livefx
+    {
         ck.err(
-            at(rig.livefx.as_ref().unwrap()),
+            at(l),
             "a [livefx] table needs kind = \"livefx\"",
         );
     }
