@@ -370,3 +370,55 @@ fn existing_results_are_never_overwritten() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert_eq!(std::fs::read_to_string(out.join("summary.json")).unwrap(), "{\"keep\": true}");
 }
+
+#[test]
+fn hard_time_bound_stops_a_spinning_run_and_restores() {
+    if !is_root() {
+        eprintln!("skipped: writing sysctls needs root");
+        return;
+    }
+    let _g = serial();
+    let d = tmp("bound");
+    let (_, prof, original, _) = knob_fixture(&d);
+    // A FIFO thread that would spin for 20 s on CPU 1; the run may take 1 s.
+    let rig = d.join("spinner.toml");
+    std::fs::write(
+        &rig,
+        r#"
+name = "spinner"
+trials = 1
+trial_timeout = "30 s"
+[[threads]]
+name = "spin"
+policy = "fifo"
+priority = 5
+cpus = [1]
+steps = [ { mark = "a" }, { spin = "20 s" }, { mark = "b" } ]
+[metrics.spun]
+from = "spin.a"
+to = "spin.b"
+"#,
+    )
+    .unwrap();
+    let t0 = Instant::now();
+    let o = xrunrig(
+        &[
+            "run",
+            rig.to_str().unwrap(),
+            "--profile",
+            prof.to_str().unwrap(),
+            "--max-time",
+            "1 s",
+            "--out",
+            d.join("res").to_str().unwrap(),
+        ],
+        &d,
+    );
+    let took = t0.elapsed();
+    assert!(took < Duration::from_secs(8), "took {took:?}: {}", text(&o));
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("hard time bound"));
+    assert_eq!(rr_timeslice(), original);
+    let s = std::fs::read_to_string(d.join("res/samples.jsonl")).unwrap();
+    assert!(s.contains("\"aborted\""), "{s}");
+}
