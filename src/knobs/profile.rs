@@ -110,10 +110,7 @@ fn value_text(v: &toml::Value) -> Option<String> {
     }
 }
 
-fn changes(
-    d: &SettingDef,
-    problems: &mut Vec<(std::ops::Range<usize>, String)>,
-) -> Vec<Change> {
+fn changes(d: &SettingDef, problems: &mut Vec<(std::ops::Range<usize>, String)>) -> Vec<Change> {
     let mut out = Vec::new();
     for f in &d.features {
         let raw = f.get_ref().trim();
@@ -133,34 +130,25 @@ fn changes(
             None => out.push(Change::Feature(raw.to_string(), true)),
         }
     }
-    for (k, v) in &d.sysctl {
-        if !SYSCTLS.contains(&k.as_str()) {
-            problems.push((
-                v.span(),
-                format!(
-                    "sysctl '{k}' is not one xrunrig writes; allowed: {}",
-                    SYSCTLS.join(", ")
-                ),
-            ));
-        } else if let Some(t) = value_text(v.get_ref()) {
-            out.push(Change::Sysctl(k.clone(), t));
-        } else {
-            problems.push((v.span(), format!("sysctl '{k}': give a number or a string")));
-        }
-    }
-    for (k, v) in &d.debugfs {
-        if !DEBUGFS.contains(&k.as_str()) {
-            problems.push((
-                v.span(),
-                format!(
-                    "debugfs tunable '{k}' is not one xrunrig writes; allowed: {}",
-                    DEBUGFS.join(", ")
-                ),
-            ));
-        } else if let Some(t) = value_text(v.get_ref()) {
-            out.push(Change::Debugfs(k.clone(), t));
-        } else {
-            problems.push((v.span(), format!("debugfs '{k}': give a number")));
+    let tables: [(&str, &[&str], _, fn(String, String) -> Change); 2] = [
+        ("sysctl", SYSCTLS, &d.sysctl, Change::Sysctl),
+        ("debugfs tunable", DEBUGFS, &d.debugfs, Change::Debugfs),
+    ];
+    for (what, allowed, map, make) in tables {
+        for (k, v) in map {
+            if !allowed.contains(&k.as_str()) {
+                problems.push((
+                    v.span(),
+                    format!(
+                        "{what} '{k}' is not one xrunrig writes; allowed: {}",
+                        allowed.join(", ")
+                    ),
+                ));
+            } else if let Some(t) = value_text(v.get_ref()) {
+                out.push(make(k.clone(), t));
+            } else {
+                problems.push((v.span(), format!("{what} '{k}': give a number or a string")));
+            }
         }
     }
     out
@@ -191,7 +179,10 @@ pub fn parse(path: &Path, text: &str) -> Result<Profile, String> {
         .as_ref()
         .map(|c| {
             if c.get_ref().name.is_some() {
-                problems.push((c.span(), "[common] has no name: it applies to every setting".into()));
+                problems.push((
+                    c.span(),
+                    "[common] has no name: it applies to every setting".into(),
+                ));
             }
             changes(c.get_ref(), &mut problems)
         })
@@ -209,7 +200,10 @@ pub fn parse(path: &Path, text: &str) -> Result<Profile, String> {
             continue;
         };
         if !names.insert(name.get_ref().clone()) {
-            problems.push((name.span(), format!("setting '{}' is defined twice", name.get_ref())));
+            problems.push((
+                name.span(),
+                format!("setting '{}' is defined twice", name.get_ref()),
+            ));
         }
         let mut ch = common.clone();
         for c in changes(d, &mut problems) {
@@ -302,10 +296,17 @@ sysctl = { "kernel.sched_rt_runtime_us" = 950000 }
         .unwrap_err();
         assert!(e.starts_with("p.toml:3:"), "{e}");
         assert!(e.contains("not one xrunrig writes"), "{e}");
-        let e = parse(Path::new("p.toml"), "[[settings]]\nname = \"a\"\nfeatures = [\"rt push\"]\n")
-            .unwrap_err();
+        let e = parse(
+            Path::new("p.toml"),
+            "[[settings]]\nname = \"a\"\nfeatures = [\"rt push\"]\n",
+        )
+        .unwrap_err();
         assert!(e.contains("not a sched feature name"), "{e}");
-        let e = parse(Path::new("p.toml"), "[[settings]]\nname = \"a\"\ncolour = 1\n").unwrap_err();
+        let e = parse(
+            Path::new("p.toml"),
+            "[[settings]]\nname = \"a\"\ncolour = 1\n",
+        )
+        .unwrap_err();
         assert!(e.contains("unknown field"), "{e}");
     }
 }
