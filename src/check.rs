@@ -34,11 +34,17 @@ pub fn main(a: &CheckArgs) -> i32 {
 pub fn restore_main() -> i32 {
     match knobs::recover(&RealIo, &knobs::state_dir()) {
         Ok(None) => {
-            println!("nothing to restore: no journal in {}", knobs::state_dir().display());
+            println!(
+                "nothing to restore: no journal in {}",
+                knobs::state_dir().display()
+            );
             0
         }
         Ok(Some((j, lines))) => {
-            println!("restored what run pid {} (started {}) left behind:", j.pid, j.started);
+            println!(
+                "restored what run pid {} (started {}) left behind:",
+                j.pid, j.started
+            );
             for l in lines {
                 println!("  {l}");
             }

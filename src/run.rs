@@ -4,8 +4,8 @@
 use crate::cli::RunArgs;
 use crate::engine::thread::{free_cpu, set_affinity};
 use crate::engine::trial::{TrialStatus, run_trial_with};
-use crate::instruments::Instruments;
 use crate::engine::watchdog::{Watchdog, install_signal_flag};
+use crate::instruments::Instruments;
 use crate::knobs::knob::{Knob, RealIo};
 use crate::knobs::profile::{Profile, Setting};
 use crate::knobs::{self, InForce, KnobSession};
@@ -241,12 +241,21 @@ pub fn sweep(
                 }
                 let rec = one(s, v, t, &p.stop);
                 done += 1;
-                eprintln!("[{done:>4}/{total}] {}", progress_line(&rec, p.trials, &p.rig.metrics));
-                let _ = writeln!(samples, "{}", serde_json::to_string(&rec).unwrap_or_default());
+                eprintln!(
+                    "[{done:>4}/{total}] {}",
+                    progress_line(&rec, p.trials, &p.rig.metrics)
+                );
+                let _ = writeln!(
+                    samples,
+                    "{}",
+                    serde_json::to_string(&rec).unwrap_or_default()
+                );
                 let stuck = rec.status == "stuck";
                 records.push(rec);
                 if stuck {
-                    fatal = Some("rig threads did not stop even after being demoted; ending the run".into());
+                    fatal = Some(
+                        "rig threads did not stop even after being demoted; ending the run".into(),
+                    );
                     break 'outer;
                 }
                 let gap_end = crate::sys::now_ns() + p.rig.trial_gap_ns;
@@ -281,8 +290,11 @@ fn progress_line(r: &TrialRecord, trials: u32, metrics: &[rig::Metric]) -> Strin
                 .iter()
                 .find(|m| &m.name == k)
                 .map_or("", |m| m.unit.as_str());
-            v.first()
-                .map(|x| format!("{k} {} {unit}", table::fmt_val(*x)).trim_end().to_string())
+            v.first().map(|x| {
+                format!("{k} {} {unit}", table::fmt_val(*x))
+                    .trim_end()
+                    .to_string()
+            })
         })
         .collect();
     let mut s = format!(
@@ -291,13 +303,19 @@ fn progress_line(r: &TrialRecord, trials: u32, metrics: &[rig::Metric]) -> Strin
         r.variant,
         r.trial + 1,
         trials,
-        if vals.is_empty() { "-".into() } else { vals.join(", ") }
+        if vals.is_empty() {
+            "-".into()
+        } else {
+            vals.join(", ")
+        }
     );
     if r.status != "ok" {
         s.push_str(&format!(
             " [{}{}]",
             r.status,
-            r.detail.as_ref().map_or(String::new(), |d| format!(": {d}"))
+            r.detail
+                .as_ref()
+                .map_or(String::new(), |d| format!(": {d}"))
         ));
     }
     s
@@ -357,8 +375,7 @@ pub fn run_json(p: &Prepared, sw: &Swept, extra: serde_json::Value) -> serde_jso
 fn run_trials(p: Prepared) -> i32 {
     let rig = &p.rig;
     let per_trial = rig.trial_timeout_ns + rig.trial_gap_ns;
-    let estimate =
-        per_trial * p.trials as u64 * p.settings.len() as u64 * p.variants.len() as u64;
+    let estimate = per_trial * p.trials as u64 * p.settings.len() as u64 * p.variants.len() as u64;
     eprintln!(
         "xrunrig: {} — {} trial(s) × {} setting(s) × {} variant(s), results in {}",
         rig.name,
@@ -389,7 +406,10 @@ fn run_trials(p: Prepared) -> i32 {
             TrialStatus::Ok => ("ok", None),
             TrialStatus::TimedOut(th) => (
                 "timed_out",
-                Some(format!("unfinished at the trial timeout: {}", th.join(", "))),
+                Some(format!(
+                    "unfinished at the trial timeout: {}",
+                    th.join(", ")
+                )),
             ),
             TrialStatus::Aborted => ("aborted", None),
             TrialStatus::Failed(e) => ("failed", Some(e.clone())),
@@ -398,7 +418,12 @@ fn run_trials(p: Prepared) -> i32 {
         let mut metrics: std::collections::BTreeMap<String, Vec<f64>> = rig
             .metrics
             .iter()
-            .map(|m| (m.name.clone(), summary::metric_values(m, &var.plan, &r.marks)))
+            .map(|m| {
+                (
+                    m.name.clone(),
+                    summary::metric_values(m, &var.plan, &r.marks),
+                )
+            })
             .filter(|(_, v)| !v.is_empty())
             .collect();
         metrics.extend(found.metrics);

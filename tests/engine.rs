@@ -70,7 +70,14 @@ fn pi_inversion_inherit_waits_less_than_half_of_none() {
     let d = tmp("pi");
     let out = d.join("res");
     let o = xrunrig(
-        &["run", "rigs/pi-inversion.toml", "--trials", "8", "--out", out.to_str().unwrap()],
+        &[
+            "run",
+            "rigs/pi-inversion.toml",
+            "--trials",
+            "8",
+            "--out",
+            out.to_str().unwrap(),
+        ],
         &d,
     );
     assert!(o.status.success(), "{}", text(&o));
@@ -81,10 +88,19 @@ fn pi_inversion_inherit_waits_less_than_half_of_none() {
     assert_eq!(inh["n"], 8);
     assert_eq!(none["n"], 8);
     assert_eq!(inh["values"].as_array().unwrap().len(), 8);
-    let (mi, mn) = (inh["median"].as_f64().unwrap(), none["median"].as_f64().unwrap());
-    assert!(mi < mn / 2.0, "inherit median {mi} ms is not under half of none {mn} ms");
+    let (mi, mn) = (
+        inh["median"].as_f64().unwrap(),
+        none["median"].as_f64().unwrap(),
+    );
+    assert!(
+        mi < mn / 2.0,
+        "inherit median {mi} ms is not under half of none {mn} ms"
+    );
     // The owner had ~90 ms of work left: PI cannot make the wait shorter than that.
-    assert!(mi > 80.0, "inherit median {mi} ms is shorter than the owner's remaining work");
+    assert!(
+        mi > 80.0,
+        "inherit median {mi} ms is shorter than the owner's remaining work"
+    );
     // The printed table holds the same numbers as summary.json.
     let stdout = String::from_utf8_lossy(&o.stdout);
     for r in [&inh, &none] {
@@ -110,7 +126,10 @@ fn pi_inversion_inherit_waits_less_than_half_of_none() {
 fn pi_boost_affinity_refuses_on_a_small_machine_and_changes_nothing() {
     let online = xrunrig::sys::online_cpus();
     if online.len() >= 4 {
-        eprintln!("skipped: this machine has {} CPUs, the rig fits", online.len());
+        eprintln!(
+            "skipped: this machine has {} CPUs, the rig fits",
+            online.len()
+        );
         return;
     }
     let _g = serial();
@@ -135,7 +154,10 @@ fn pi_boost_affinity_refuses_on_a_small_machine_and_changes_nothing() {
     assert!(err.contains("--kernel"), "{err}");
     assert!(err.contains("Nothing was changed"), "{err}");
     assert!(!out.exists(), "no results directory for a refused run");
-    assert!(!d.join("journal.json").exists(), "no journal: nothing was touched");
+    assert!(
+        !d.join("journal.json").exists(),
+        "no journal: nothing was touched"
+    );
     let after = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").unwrap();
     assert_eq!(before, after);
 }
@@ -179,7 +201,12 @@ fn locked_down_features_stop_the_run_unless_settings_as_is() {
     assert!(o.status.success(), "{}", text(&o));
     let run = json(&out.join("run.json"));
     assert_eq!(run["settings_applied"], false);
-    assert!(run["settings_note"].as_str().unwrap().contains("NOT in force"));
+    assert!(
+        run["settings_note"]
+            .as_str()
+            .unwrap()
+            .contains("NOT in force")
+    );
     assert!(run["sched_features_before"]["unreadable"].is_string());
     let s = json(&out.join("summary.json"));
     assert_eq!(s["rows"][0]["setting"], "as-is");
@@ -230,7 +257,13 @@ fn knob_fixture(d: &Path) -> (PathBuf, PathBuf, String, String) {
 /// Starts a run that changes the knob and waits until the change is visible.
 fn start_changed(d: &Path, rig: &Path, prof: &Path, target: &str) -> std::process::Child {
     let child = Command::new(BIN)
-        .args(["run", rig.to_str().unwrap(), "--profile", prof.to_str().unwrap(), "--out"])
+        .args([
+            "run",
+            rig.to_str().unwrap(),
+            "--profile",
+            prof.to_str().unwrap(),
+            "--out",
+        ])
         .arg(d.join("res"))
         .env("XRUNRIG_STATE_DIR", d)
         .stdout(Stdio::null())
@@ -239,7 +272,10 @@ fn start_changed(d: &Path, rig: &Path, prof: &Path, target: &str) -> std::proces
         .unwrap();
     let t0 = Instant::now();
     while rr_timeslice() != target {
-        assert!(t0.elapsed() < Duration::from_secs(20), "the run never applied the knob");
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the run never applied the knob"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     child
@@ -255,7 +291,10 @@ fn sigkill_leaves_a_journal_and_the_next_start_restores_it() {
     let d = tmp("kill");
     let (rig, prof, original, target) = knob_fixture(&d);
     let mut child = start_changed(&d, &rig, &prof, &target);
-    assert!(d.join("journal.json").exists(), "journal written before the change");
+    assert!(
+        d.join("journal.json").exists(),
+        "journal written before the change"
+    );
     // SAFETY: plain kill of our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     child.wait().unwrap();
@@ -267,13 +306,21 @@ fn sigkill_leaves_a_journal_and_the_next_start_restores_it() {
     let quick = d.join("quick.toml");
     std::fs::write(&quick, QUICK).unwrap();
     let o = xrunrig(
-        &["run", quick.to_str().unwrap(), "--out", d.join("res2").to_str().unwrap()],
+        &[
+            "run",
+            quick.to_str().unwrap(),
+            "--out",
+            d.join("res2").to_str().unwrap(),
+        ],
         &d,
     );
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(rr_timeslice(), original, "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("ended without restoring its settings"), "{err}");
+    assert!(
+        err.contains("ended without restoring its settings"),
+        "{err}"
+    );
     assert!(err.contains("kernel.sched_rr_timeslice_ms"), "{err}");
     assert!(!d.join("journal.json").exists());
 }
@@ -293,7 +340,10 @@ fn ctrl_c_restores_and_keeps_what_was_recorded() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let t0 = Instant::now();
     let o = child.wait_with_output().unwrap();
-    assert!(t0.elapsed() < Duration::from_secs(10), "Ctrl-C must end the run promptly");
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "Ctrl-C must end the run promptly"
+    );
     assert_eq!(o.status.code(), Some(130), "{}", text(&o));
     assert_eq!(rr_timeslice(), original);
     assert!(!d.join("journal.json").exists());
@@ -336,12 +386,23 @@ fn profile_is_applied_read_back_interleaved_and_restored() {
     let order: Vec<String> = std::fs::read_to_string(out.join("samples.jsonl"))
         .unwrap()
         .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["setting"].as_str().unwrap().to_string())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["setting"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect();
     assert_eq!(order, ["rr-37ms", "rr-100ms", "rr-37ms", "rr-100ms"]);
     let run = json(&out.join("run.json"));
-    assert_eq!(run["settings"][0]["in_force"]["kernel.sched_rr_timeslice_ms"], "37");
-    assert_eq!(run["settings"][1]["in_force"]["kernel.sched_rr_timeslice_ms"], "100");
+    assert_eq!(
+        run["settings"][0]["in_force"]["kernel.sched_rr_timeslice_ms"],
+        "37"
+    );
+    assert_eq!(
+        run["settings"][1]["in_force"]["kernel.sched_rr_timeslice_ms"],
+        "100"
+    );
     assert_eq!(run["settings_applied"], true);
 }
 
@@ -349,12 +410,22 @@ fn profile_is_applied_read_back_interleaved_and_restored() {
 fn bad_rig_is_refused_with_position_and_nothing_is_run() {
     let d = tmp("bad");
     let bad = d.join("bad.toml");
-    std::fs::write(&bad, QUICK.replace("policy = \"other\"", "policy = \"other\"\ncolour = 1")).unwrap();
+    std::fs::write(
+        &bad,
+        QUICK.replace("policy = \"other\"", "policy = \"other\"\ncolour = 1"),
+    )
+    .unwrap();
     let out = d.join("res");
-    let o = xrunrig(&["run", bad.to_str().unwrap(), "--out", out.to_str().unwrap()], &d);
+    let o = xrunrig(
+        &["run", bad.to_str().unwrap(), "--out", out.to_str().unwrap()],
+        &d,
+    );
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("bad.toml:7:1: unknown field `colour`"), "{err}");
+    assert!(
+        err.contains("bad.toml:7:1: unknown field `colour`"),
+        "{err}"
+    );
     assert!(!out.exists());
 }
 
@@ -366,9 +437,20 @@ fn existing_results_are_never_overwritten() {
     let out = d.join("res");
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("summary.json"), "{\"keep\": true}").unwrap();
-    let o = xrunrig(&["run", quick.to_str().unwrap(), "--out", out.to_str().unwrap()], &d);
+    let o = xrunrig(
+        &[
+            "run",
+            quick.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &d,
+    );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert_eq!(std::fs::read_to_string(out.join("summary.json")).unwrap(), "{\"keep\": true}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("summary.json")).unwrap(),
+        "{\"keep\": true}"
+    );
 }
 
 #[test]

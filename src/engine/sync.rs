@@ -162,7 +162,10 @@ mod tests {
     #[test]
     fn latch_signals_and_times_out() {
         let l = Arc::new(Latch::new());
-        assert_eq!(l.wait_until(now_ns() + 20_000_000, None), WaitResult::TimedOut);
+        assert_eq!(
+            l.wait_until(now_ns() + 20_000_000, None),
+            WaitResult::TimedOut
+        );
         let l2 = l.clone();
         let h = std::thread::spawn(move || l2.wait_until(now_ns() + 5_000_000_000, None));
         std::thread::sleep(std::time::Duration::from_millis(20));

@@ -171,9 +171,10 @@ fn exec(sh: &Shared, ops: &[Op], held: &mut [bool], deadline: u64) -> Result<(),
             }
             Op::Signal(e) => sh.latches[e].signal(),
             Op::Wait(e) => wait_res(sh.latches[e].wait_until(deadline, Some(&sh.abort)), "wait")?,
-            Op::Barrier(b) => {
-                wait_res(sh.barriers[b].wait_until(deadline, Some(&sh.abort)), "barrier")?
-            }
+            Op::Barrier(b) => wait_res(
+                sh.barriers[b].wait_until(deadline, Some(&sh.abort)),
+                "barrier",
+            )?,
             Op::Mark(m) => sh.marks[m].take(now_ns()),
             Op::Repeat { times, ref body } => {
                 for _ in 0..times {
@@ -204,7 +205,10 @@ fn thread_main(sh: &Shared, idx: usize, sched: &Sched, ops: &[Op]) -> ThreadEnd 
         finish(sh);
         return ThreadEnd::Failed(e);
     }
-    let end = match sh.start.wait_until(now_ns() + 30_000_000_000, Some(&sh.abort)) {
+    let end = match sh
+        .start
+        .wait_until(now_ns() + 30_000_000_000, Some(&sh.abort))
+    {
         WaitResult::Done => {
             let deadline = sh.deadline.load(Ordering::SeqCst);
             match exec(sh, ops, &mut held, deadline) {
@@ -264,8 +268,16 @@ pub fn run_trial_with(
     let sh = Arc::new(Shared {
         locks,
         latches: plan.events.iter().map(|_| Latch::new()).collect(),
-        barriers: plan.barriers.iter().map(|(_, c)| Barrier::new(*c)).collect(),
-        marks: plan.marks.iter().map(|m| MarkBuf::new(m.capacity)).collect(),
+        barriers: plan
+            .barriers
+            .iter()
+            .map(|(_, c)| Barrier::new(*c))
+            .collect(),
+        marks: plan
+            .marks
+            .iter()
+            .map(|m| MarkBuf::new(m.capacity))
+            .collect(),
         abort: Abort::new(),
         start: Latch::new(),
         ready: AtomicU32::new(0),
@@ -375,7 +387,9 @@ pub fn run_trial_with(
     {
         status = TrialStatus::Failed(format!("thread {name}: {e}"));
     } else if status == TrialStatus::Ok
-        && threads.iter().any(|(_, e)| matches!(e, ThreadEnd::TimedOut(_)))
+        && threads
+            .iter()
+            .any(|(_, e)| matches!(e, ThreadEnd::TimedOut(_)))
     {
         status = TrialStatus::TimedOut(vec![]);
     }
@@ -392,7 +406,12 @@ pub fn run_trial_with(
     let marks = sh
         .marks
         .iter()
-        .map(|m| m.collect().into_iter().map(|t| t.saturating_sub(t0)).collect())
+        .map(|m| {
+            m.collect()
+                .into_iter()
+                .map(|t| t.saturating_sub(t0))
+                .collect()
+        })
         .collect();
     TrialResult {
         status,

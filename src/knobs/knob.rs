@@ -24,7 +24,10 @@ pub const DEBUGFS: &[&str] = &[
     "fair_server/cpu*/runtime",
 ];
 
-pub const FEATURES_PATHS: &[&str] = &["sys/kernel/debug/sched/features", "sys/kernel/debug/sched_features"];
+pub const FEATURES_PATHS: &[&str] = &[
+    "sys/kernel/debug/sched/features",
+    "sys/kernel/debug/sched_features",
+];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -78,7 +81,10 @@ impl KnobIo for RealIo {
         f.write_all(value.as_bytes())
     }
     fn probe_write(&self, path: &Path) -> io::Result<()> {
-        std::fs::OpenOptions::new().write(true).open(path).map(|_| ())
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map(|_| ())
     }
     fn exists(&self, path: &Path) -> bool {
         path.exists()
@@ -163,6 +169,9 @@ mod tests {
                 PathBuf::from("/d/fair_server/cpu10/runtime")
             ]
         );
-        assert_eq!(glob_dirs(Path::new("/a/b"), |_| vec![]), vec![PathBuf::from("/a/b")]);
+        assert_eq!(
+            glob_dirs(Path::new("/a/b"), |_| vec![]),
+            vec![PathBuf::from("/a/b")]
+        );
     }
 }

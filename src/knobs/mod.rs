@@ -178,9 +178,7 @@ pub fn preflight(io: &dyn KnobIo, profile: &Profile, root: bool) -> Result<Vec<K
     let mut problems = Vec::new();
     let mut knobs: Vec<Knob> = Vec::new();
     if profile.changes_anything() && !root {
-        problems.push(
-            "not root: writing kernel knobs needs root (run with sudo)".to_string(),
-        );
+        problems.push("not root: writing kernel knobs needs root (run with sudo)".to_string());
     }
     let mut seen_feature_file = false;
     for s in &profile.settings {
@@ -222,7 +220,13 @@ pub fn preflight(io: &dyn KnobIo, profile: &Profile, root: bool) -> Result<Vec<K
                                 "sched feature {} is not known to this kernel{}",
                                 f.name,
                                 if close.is_empty() {
-                                    format!(" (it has: {})", have.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(" "))
+                                    format!(
+                                        " (it has: {})",
+                                        have.iter()
+                                            .map(|(n, _)| n.as_str())
+                                            .collect::<Vec<_>>()
+                                            .join(" ")
+                                    )
                                 } else {
                                     format!("; did you mean {}?", close.join(" or "))
                                 }
@@ -265,7 +269,11 @@ fn write_journal(path: &Path, j: &Journal) -> std::io::Result<()> {
     let tmp = path.with_extension("json.tmp");
     {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(serde_json::to_string_pretty(j).unwrap_or_default().as_bytes())?;
+        f.write_all(
+            serde_json::to_string_pretty(j)
+                .unwrap_or_default()
+                .as_bytes(),
+        )?;
         f.sync_all()?;
     }
     std::fs::rename(&tmp, path)?;

@@ -22,11 +22,26 @@ impl FakeIo {
         let f = FakeIo::default();
         {
             let mut m = f.files.lock().unwrap();
-            m.insert(FEAT.into(), "GENTLE_FAIR_SLEEPERS NO_HRTICK NO_RT_PUSH_IPI RT_RUNTIME_SHARE\n".into());
-            m.insert("/proc/sys/kernel/sched_rt_runtime_us".into(), "950000\n".into());
-            m.insert("/sys/kernel/debug/sched/base_slice_ns".into(), "750000\n".into());
-            m.insert("/sys/kernel/debug/sched/fair_server/cpu0/runtime".into(), "50000000\n".into());
-            m.insert("/sys/kernel/debug/sched/fair_server/cpu1/runtime".into(), "50000000\n".into());
+            m.insert(
+                FEAT.into(),
+                "GENTLE_FAIR_SLEEPERS NO_HRTICK NO_RT_PUSH_IPI RT_RUNTIME_SHARE\n".into(),
+            );
+            m.insert(
+                "/proc/sys/kernel/sched_rt_runtime_us".into(),
+                "950000\n".into(),
+            );
+            m.insert(
+                "/sys/kernel/debug/sched/base_slice_ns".into(),
+                "750000\n".into(),
+            );
+            m.insert(
+                "/sys/kernel/debug/sched/fair_server/cpu0/runtime".into(),
+                "50000000\n".into(),
+            );
+            m.insert(
+                "/sys/kernel/debug/sched/fair_server/cpu1/runtime".into(),
+                "50000000\n".into(),
+            );
         }
         f
     }
@@ -51,9 +66,15 @@ impl KnobIo for FakeIo {
         if self.denied.iter().any(|d| path.starts_with(d)) {
             return Err(io::Error::from_raw_os_error(libc::EPERM));
         }
-        self.writes.lock().unwrap().push((path.into(), value.into()));
+        self.writes
+            .lock()
+            .unwrap()
+            .push((path.into(), value.into()));
         let mut m = self.files.lock().unwrap();
-        let cur = m.get(path).cloned().ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        let cur = m
+            .get(path)
+            .cloned()
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
         if path == Path::new(FEAT) {
             let (name, on) = match value.strip_prefix("NO_") {
                 Some(n) => (n, false),
@@ -129,18 +150,35 @@ fn apply_reads_back_and_restore_puts_everything_back() {
     assert_eq!(knobs.len(), 4, "{knobs:?}");
     let dir = tmpdir("apply");
     let mut s = KnobSession::begin(&io, &dir, &knobs).unwrap();
-    assert!(journal_path(&dir).exists(), "journal before the first write");
+    assert!(
+        journal_path(&dir).exists(),
+        "journal before the first write"
+    );
     let on = s.apply(&p.settings[0].changes).unwrap();
-    assert!(on.contains(&("sched feature RT_PUSH_IPI".into(), "on".into())), "{on:?}");
+    assert!(
+        on.contains(&("sched feature RT_PUSH_IPI".into(), "on".into())),
+        "{on:?}"
+    );
     assert!(io.get(FEAT).contains(" RT_PUSH_IPI"));
     assert_eq!(io.get("/proc/sys/kernel/sched_rt_runtime_us").trim(), "-1");
-    assert_eq!(io.get("/sys/kernel/debug/sched/fair_server/cpu1/runtime").trim(), "0");
+    assert_eq!(
+        io.get("/sys/kernel/debug/sched/fair_server/cpu1/runtime")
+            .trim(),
+        "0"
+    );
     s.apply(&p.settings[1].changes).unwrap();
     assert!(io.get(FEAT).contains("NO_RT_PUSH_IPI"));
     let lines = s.restore().unwrap();
     assert_eq!(lines.len(), 4);
-    assert_eq!(io.get("/proc/sys/kernel/sched_rt_runtime_us").trim(), "950000");
-    assert_eq!(io.get("/sys/kernel/debug/sched/fair_server/cpu0/runtime").trim(), "50000000");
+    assert_eq!(
+        io.get("/proc/sys/kernel/sched_rt_runtime_us").trim(),
+        "950000"
+    );
+    assert_eq!(
+        io.get("/sys/kernel/debug/sched/fair_server/cpu0/runtime")
+            .trim(),
+        "50000000"
+    );
     assert!(io.get(FEAT).contains("NO_RT_PUSH_IPI"));
     assert!(!journal_path(&dir).exists());
 }
@@ -157,7 +195,10 @@ fn drop_restores_on_error_and_panic_paths() {
         panic!("boom");
     }));
     assert!(r.is_err());
-    assert_eq!(io.get("/proc/sys/kernel/sched_rt_runtime_us").trim(), "950000");
+    assert_eq!(
+        io.get("/proc/sys/kernel/sched_rt_runtime_us").trim(),
+        "950000"
+    );
     assert!(io.get(FEAT).contains("NO_RT_PUSH_IPI"));
     assert!(!journal_path(&dir).exists());
 }
@@ -179,7 +220,10 @@ fn journal_left_by_a_killed_run_is_restored() {
     let (old, lines) = recover(&io, &dir).unwrap().unwrap();
     assert_eq!(old.pid, 999_999_999);
     assert_eq!(lines.len(), 4);
-    assert_eq!(io.get("/proc/sys/kernel/sched_rt_runtime_us").trim(), "950000");
+    assert_eq!(
+        io.get("/proc/sys/kernel/sched_rt_runtime_us").trim(),
+        "950000"
+    );
     assert!(io.get(FEAT).contains("NO_RT_PUSH_IPI"));
     assert!(recover(&io, &dir).unwrap().is_none());
 }
@@ -192,7 +236,10 @@ fn preflight_names_lockdown_not_root_and_unknown_features() {
     assert!(e.contains("Operation not permitted"), "{e}");
     assert!(e.contains("lockdown"), "{e}");
     assert!(e.contains("--settings-as-is"), "{e}");
-    assert!(io.writes.lock().unwrap().is_empty(), "preflight writes nothing");
+    assert!(
+        io.writes.lock().unwrap().is_empty(),
+        "preflight writes nothing"
+    );
 
     let io = FakeIo::machine();
     let e = preflight(&io, &profile(PUSH), false).unwrap_err();
@@ -224,6 +271,9 @@ fn a_value_the_kernel_rejects_is_an_error_and_restored() {
     assert!(write_knob(&io, &bad, "on").is_err());
     s.apply(&p.settings[0].changes).unwrap();
     drop(s);
-    assert_eq!(io.get("/proc/sys/kernel/sched_rt_runtime_us").trim(), "950000");
+    assert_eq!(
+        io.get("/proc/sys/kernel/sched_rt_runtime_us").trim(),
+        "950000"
+    );
     assert!(!journal_path(&dir).exists());
 }

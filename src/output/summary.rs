@@ -179,7 +179,10 @@ bound = "< 100 ms"
         .unwrap();
         let plan = &rig.variants[0].plan;
         let m = &rig.metrics[0];
-        assert_eq!(metric_values(m, plan, &[vec![1_000_000], vec![51_000_000]]), vec![50.0]);
+        assert_eq!(
+            metric_values(m, plan, &[vec![1_000_000], vec![51_000_000]]),
+            vec![50.0]
+        );
         let rec = |v: Option<f64>| TrialRecord {
             setting: "s".into(),
             variant: "default".into(),
@@ -187,7 +190,10 @@ bound = "< 100 ms"
             status: "ok".into(),
             detail: None,
             duration_ms: 0.0,
-            metrics: v.map(|x| ("wait".to_string(), vec![x])).into_iter().collect(),
+            metrics: v
+                .map(|x| ("wait".to_string(), vec![x]))
+                .into_iter()
+                .collect(),
             marks: BTreeMap::new(),
             evidence: vec![],
         };

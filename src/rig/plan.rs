@@ -56,8 +56,14 @@ pub enum Op {
     Barrier(usize),
     /// Take a timestamp into this mark slot.
     Mark(usize),
-    Repeat { times: u64, body: Vec<Op> },
-    RepeatFor { ns: u64, body: Vec<Op> },
+    Repeat {
+        times: u64,
+        body: Vec<Op>,
+    },
+    RepeatFor {
+        ns: u64,
+        body: Vec<Op>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -179,7 +185,12 @@ impl Rig {
         let mut lines = Vec::new();
         for v in &self.variants {
             for t in &v.plan.threads {
-                let bad: Vec<usize> = t.cpus.iter().copied().filter(|c| missing.contains(c)).collect();
+                let bad: Vec<usize> = t
+                    .cpus
+                    .iter()
+                    .copied()
+                    .filter(|c| missing.contains(c))
+                    .collect();
                 let line = format!(
                     "{}:{}:{}: thread '{}' uses CPU {}, which this machine does not have",
                     self.path.display(),

@@ -128,7 +128,10 @@ fn mark_never_taken() {
 fn event_never_signalled_and_undefined_lock() {
     let text = GOOD.replace("{ wait = \"go\" }", "{ wait = \"gone\" }");
     one_err(&text, "event 'gone' is waited for but no thread signals it");
-    let text = GOOD.replace("{ lock = \"M\" }, { mark = \"got\" }", "{ lock = \"N\" }, { mark = \"got\" }");
+    let text = GOOD.replace(
+        "{ lock = \"M\" }, { mark = \"got\" }",
+        "{ lock = \"N\" }, { mark = \"got\" }",
+    );
     one_err(&text, "lock 'N' is not defined");
 }
 
@@ -142,19 +145,37 @@ fn step_with_two_actions_or_none() {
 
 #[test]
 fn bad_durations_bounds_policies_cpus() {
-    one_err(&GOOD.replace("\"1 ms\"", "\"1 parsec\""), "no known time unit");
+    one_err(
+        &GOOD.replace("\"1 ms\"", "\"1 parsec\""),
+        "no known time unit",
+    );
     one_err(&GOOD.replace("\"< 1 s\"", "\"1 s\""), "must start with <");
-    one_err(&GOOD.replace("\"fifo\"", "\"deadline\""), "unknown policy 'deadline'");
+    one_err(
+        &GOOD.replace("\"fifo\"", "\"deadline\""),
+        "unknown policy 'deadline'",
+    );
     one_err(&GOOD.replace("cpus = \"0\"", "cpus = \"0-x\""), "cpus:");
     one_err(&GOOD.replace("cpus = [0]", "cpus = []"), "cpus is empty");
-    one_err(&GOOD.replace("\"inherit\"", "\"priority-ceiling\""), "unknown lock protocol");
+    one_err(
+        &GOOD.replace("\"inherit\"", "\"priority-ceiling\""),
+        "unknown lock protocol",
+    );
 }
 
 #[test]
 fn variants_must_name_real_things() {
-    one_err(&GOOD.replace("threads.a.priority", "threads.z.priority"), "overrides thread 'z'");
-    one_err(&GOOD.replace("locks.M.protocol = \"none\"", "locks.Q.protocol = \"none\""), "overrides lock 'Q'");
-    one_err(&GOOD.replace("name = \"none\"", "name = \"pi\""), "variant 'pi' is defined twice");
+    one_err(
+        &GOOD.replace("threads.a.priority", "threads.z.priority"),
+        "overrides thread 'z'",
+    );
+    one_err(
+        &GOOD.replace("locks.M.protocol = \"none\"", "locks.Q.protocol = \"none\""),
+        "overrides lock 'Q'",
+    );
+    one_err(
+        &GOOD.replace("name = \"none\"", "name = \"pi\""),
+        "variant 'pi' is defined twice",
+    );
 }
 
 #[test]
@@ -170,7 +191,10 @@ fn cpus_missing_on_this_machine_name_the_line() {
     let text = GOOD.replace("cpus = [0]", "cpus = [0, 4000]");
     let r = parse(Path::new("big.toml"), &text).unwrap();
     let e = r.check_machine(&[0, 1]).unwrap_err();
-    assert!(e.contains("big.toml:10:8: thread 'a' uses CPU {4000}"), "{e}");
+    assert!(
+        e.contains("big.toml:10:8: thread 'a' uses CPU {4000}"),
+        "{e}"
+    );
     assert!(e.contains("--kernel"), "{e}");
     assert!(r.check_machine(&(0..4001).collect::<Vec<_>>()).is_ok());
 }
@@ -190,7 +214,12 @@ to = "a.y"
 "#,
     )
     .unwrap();
-    let caps: Vec<usize> = r.variants[0].plan.marks.iter().map(|m| m.capacity).collect();
+    let caps: Vec<usize> = r.variants[0]
+        .plan
+        .marks
+        .iter()
+        .map(|m| m.capacity)
+        .collect();
     assert_eq!(caps, [5, 15]);
 }
 

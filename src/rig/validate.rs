@@ -233,7 +233,10 @@ fn compile_steps(
             continue;
         }
         if s.steps.is_some() && s.repeat.is_none() && s.repeat_for.is_none() {
-            ck.err(at(st), "'steps' inside a step belongs to repeat or repeat_for");
+            ck.err(
+                at(st),
+                "'steps' inside a step belongs to repeat or repeat_for",
+            );
         }
         let lock_idx = |ck: &mut Checker, n: &Spanned<String>| -> Option<usize> {
             let i = cx.locks.iter().position(|l| &l.name == n.get_ref());
@@ -354,7 +357,12 @@ fn compile_steps(
 }
 
 /// Checks the whole file and builds one plan per variant.
-pub fn compile(file: &RigFile, ck: &mut Checker, path: &std::path::Path, text: &str) -> Option<Rig> {
+pub fn compile(
+    file: &RigFile,
+    ck: &mut Checker,
+    path: &std::path::Path,
+    text: &str,
+) -> Option<Rig> {
     let rig = ck.rig;
     let name = rig
         .name
@@ -382,10 +390,7 @@ pub fn compile(file: &RigFile, ck: &mut Checker, path: &std::path::Path, text: &
     if kind == Kind::Trials
         && let Some(l) = &rig.livefx
     {
-        ck.err(
-            at(l),
-            "a [livefx] table needs kind = \"livefx\"",
-        );
+        ck.err(at(l), "a [livefx] table needs kind = \"livefx\"");
     }
     let trials = rig.trials.as_ref().map_or(8, |t| *t.get_ref());
     if let Some(t) = &rig.trials
@@ -415,7 +420,10 @@ pub fn compile(file: &RigFile, ck: &mut Checker, path: &std::path::Path, text: &
     let mut seen = BTreeSet::new();
     for t in &rig.threads {
         let n = t.get_ref().name.get_ref();
-        if n.is_empty() || !n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        if n.is_empty()
+            || !n
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         {
             ck.err(
                 at(&t.get_ref().name),
@@ -423,7 +431,10 @@ pub fn compile(file: &RigFile, ck: &mut Checker, path: &std::path::Path, text: &
             );
         }
         if !seen.insert(n.clone()) {
-            ck.err(at(&t.get_ref().name), format!("thread '{n}' is defined twice"));
+            ck.err(
+                at(&t.get_ref().name),
+                format!("thread '{n}' is defined twice"),
+            );
         }
         if let Some(i) = &t.get_ref().instances
             && *i.get_ref() == 0
@@ -451,7 +462,10 @@ pub fn compile(file: &RigFile, ck: &mut Checker, path: &std::path::Path, text: &
             if !rig.locks.contains_key(ln) {
                 ck.err(
                     at(l),
-                    format!("variant '{}' overrides lock '{ln}', which is not defined", vd.name.get_ref()),
+                    format!(
+                        "variant '{}' overrides lock '{ln}', which is not defined",
+                        vd.name.get_ref()
+                    ),
                 );
             }
         }
@@ -459,7 +473,10 @@ pub fn compile(file: &RigFile, ck: &mut Checker, path: &std::path::Path, text: &
             if !seen.contains(tn) {
                 ck.err(
                     at(t),
-                    format!("variant '{}' overrides thread '{tn}', which is not defined", vd.name.get_ref()),
+                    format!(
+                        "variant '{}' overrides thread '{tn}', which is not defined",
+                        vd.name.get_ref()
+                    ),
                 );
             }
         }
@@ -488,11 +505,14 @@ pub fn compile(file: &RigFile, ck: &mut Checker, path: &std::path::Path, text: &
         for t in &rig.threads {
             let td = t.get_ref();
             let base = td.name.get_ref().clone();
-            let over = vdef.and_then(|v| v.get_ref().threads.get(&base)).map(|o| o.get_ref());
+            let over = vdef
+                .and_then(|v| v.get_ref().threads.get(&base))
+                .map(|o| o.get_ref());
             let policy = ck.policy(over.and_then(|o| o.policy.as_ref()).or(td.policy.as_ref()));
             let prio = ck.priority(
                 policy,
-                over.and_then(|o| o.priority.as_ref()).or(td.priority.as_ref()),
+                over.and_then(|o| o.priority.as_ref())
+                    .or(td.priority.as_ref()),
                 at(&td.name),
             );
             let cpus_spec = over.and_then(|o| o.cpus.as_ref()).or(td.cpus.as_ref());
@@ -569,7 +589,11 @@ pub fn compile(file: &RigFile, ck: &mut Checker, path: &std::path::Path, text: &
             // Same file text: the first variant already reported shared problems.
             let extra: Vec<Problem> = ck.problems.drain(before..).collect();
             for p in extra {
-                if !ck.problems.iter().any(|q| q.span == p.span && q.msg == p.msg) {
+                if !ck
+                    .problems
+                    .iter()
+                    .any(|q| q.span == p.span && q.msg == p.msg)
+                {
                     ck.problems.push(p);
                 }
             }
@@ -597,12 +621,18 @@ pub fn compile(file: &RigFile, ck: &mut Checker, path: &std::path::Path, text: &
             let Some((t, mk)) = s.get_ref().split_once('.') else {
                 ck.err(
                     at(s),
-                    format!("'{}' must name a mark as thread.mark, e.g. \"waiter.got\"", s.get_ref()),
+                    format!(
+                        "'{}' must name a mark as thread.mark, e.g. \"waiter.got\"",
+                        s.get_ref()
+                    ),
                 );
                 return (String::new(), String::new());
             };
             if !seen.contains(t) {
-                ck.err(at(s), format!("metric '{mname}': thread '{t}' is not defined"));
+                ck.err(
+                    at(s),
+                    format!("metric '{mname}': thread '{t}' is not defined"),
+                );
             } else if !all_marks.contains(&(t.to_string(), mk.to_string())) {
                 ck.err(
                     at(s),
@@ -625,20 +655,26 @@ pub fn compile(file: &RigFile, ck: &mut Checker, path: &std::path::Path, text: &
                 format!("metric '{mname}': threads '{}' ({fi} instances) and '{}' ({ti}) cannot be paired", from.0, to.0),
             );
         }
-        let unit = md.unit.as_ref().map_or("ms".to_string(), |u| u.get_ref().clone());
+        let unit = md
+            .unit
+            .as_ref()
+            .map_or("ms".to_string(), |u| u.get_ref().clone());
         if unit_scale(&unit).is_none() {
             ck.err(
                 at(md.unit.as_ref().unwrap()),
                 format!("unknown unit '{unit}': use s, ms, us or ns"),
             );
         }
-        let bound = md.bound.as_ref().and_then(|b| match Bound::parse(b.get_ref()) {
-            Ok(b) => Some(b),
-            Err(e) => {
-                ck.err(at(b), e);
-                None
-            }
-        });
+        let bound = md
+            .bound
+            .as_ref()
+            .and_then(|b| match Bound::parse(b.get_ref()) {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    ck.err(at(b), e);
+                    None
+                }
+            });
         metrics.push(Metric {
             name: mname.clone(),
             from,
