@@ -119,6 +119,10 @@ pub struct DoctorArgs {
     /// Exit non-zero when a check this rig needs fails.
     #[arg(long)]
     pub rig: Option<PathBuf>,
+    /// With --rig: the profile it will run with; its sched features and debugfs knobs
+    /// must then be writable.
+    #[arg(long)]
+    pub profile: Option<PathBuf>,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,

@@ -1,0 +1,159 @@
+//! Live probes: facts that are not in a file. Each acts only on a short-lived thread
+//! of this process (or a client connection) and leaves nothing behind.
+
+use super::source::JackAnswer;
+use crate::engine::pimutex::{LockError, PiMutex};
+use crate::rig::Protocol;
+use std::time::Duration;
+
+fn errno_text(e: i32) -> String {
+    let name = match e {
+        libc::EPERM => " (EPERM)",
+        libc::EINVAL => " (EINVAL)",
+        libc::EAGAIN => " (EAGAIN)",
+        _ => "",
+    };
+    format!("{}{name}", std::io::Error::from_raw_os_error(e))
+}
+
+/// Sets SCHED_FIFO `prio` on a new thread, reads it back, and sets SCHED_OTHER again
+/// before the thread ends, so no RT thread ever outlives the probe.
+pub fn try_fifo(prio: i32) -> Result<(), String> {
+    let h = std::thread::Builder::new()
+        .name("xr-doctor-fifo".into())
+        .spawn(move || {
+            let sp = libc::sched_param {
+                sched_priority: prio,
+            };
+            // SAFETY: pid 0 is the calling thread; sp is a valid sched_param.
+            if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &sp) } != 0 {
+                return Err(errno_text(
+                    std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+                ));
+            }
+            // SAFETY: as above.
+            let got = unsafe { libc::sched_getscheduler(0) };
+            let back = libc::sched_param { sched_priority: 0 };
+            // SAFETY: lowering to SCHED_OTHER is always allowed.
+            unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &back) };
+            if got == libc::SCHED_FIFO {
+                Ok(())
+            } else {
+                Err(format!("set without error but reads back policy {got}"))
+            }
+        })
+        .map_err(|e| format!("cannot start a probe thread: {e}"))?;
+    h.join()
+        .unwrap_or_else(|_| Err("the probe thread panicked".into()))
+}
+
+/// A PI mutex held by this thread while another thread waits for it with a short
+/// deadline: the wait goes through the kernel (FUTEX_LOCK_PI) and must time out; then
+/// the mutex must lock and unlock normally.
+pub fn pi_futex() -> Result<String, String> {
+    let m = PiMutex::new(Protocol::Inherit).map_err(|e| {
+        format!("cannot create a PTHREAD_PRIO_INHERIT mutex: {e} (kernel without CONFIG_FUTEX_PI?)")
+    })?;
+    let held = m
+        .lock()
+        .map_err(|e| format!("cannot lock an uncontended PI mutex: {e:?}"))?;
+    let waited = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("xr-doctor-pi".into())
+            .spawn_scoped(s, || {
+                m.lock_until(crate::sys::now_ns() + 20_000_000).map(|_| ())
+            })
+            .map_err(|e| format!("cannot start a probe thread: {e}"))?
+            .join()
+            .map_err(|_| "the probe thread panicked".to_string())
+    })?;
+    drop(held);
+    match waited {
+        Err(LockError::TimedOut) => {}
+        Ok(()) => return Err("a second thread got a PI mutex that was held".into()),
+        Err(LockError::Os(e)) => {
+            return Err(format!(
+                "waiting for a held PI mutex failed: {} (the kernel's PI futex path does not work)",
+                errno_text(e)
+            ));
+        }
+    }
+    m.lock()
+        .map(|_| {
+            "a PTHREAD_PRIO_INHERIT mutex timed out in the kernel (FUTEX_LOCK_PI) while held \
+             by another thread, then locked"
+                .to_string()
+        })
+        .map_err(|e| format!("cannot lock the PI mutex after release: {e:?}"))
+}
+
+pub fn clock_res_ns() -> Result<u64, String> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec.
+    if unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) } != 0 {
+        return Err(std::io::Error::last_os_error().to_string());
+    }
+    Ok(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// The kernel log ring buffer, read without clearing it (SYSLOG_ACTION_READ_ALL).
+pub fn kernel_log() -> Result<String, String> {
+    const READ_ALL: i32 = 3;
+    const SIZE_BUFFER: i32 = 10;
+    // SAFETY: SIZE_BUFFER ignores the buffer arguments.
+    let n = unsafe { libc::klogctl(SIZE_BUFFER, std::ptr::null_mut(), 0) };
+    if n <= 0 {
+        return Err(format!(
+            "cannot read the kernel log: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let mut buf = vec![0u8; n as usize];
+    // SAFETY: buf has n writable bytes.
+    let got = unsafe { libc::klogctl(READ_ALL, buf.as_mut_ptr().cast(), n) };
+    if got < 0 {
+        return Err(format!(
+            "cannot read the kernel log: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    buf.truncate(got as usize);
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// Connects to the default JACK server (`JACK_DEFAULT_SERVER` or "default") without
+/// starting one. A client that hangs is left to the process exit after `limit`.
+pub fn jack(limit: Duration) -> Result<JackAnswer, String> {
+    let server = std::env::var("JACK_DEFAULT_SERVER").unwrap_or_else(|_| "default".into());
+    // Without libjack the jack crate's first call panics inside jack-sys: ask first.
+    if let Err(e) = jack::jack_sys::library() {
+        return Err(format!(
+            "no JACK client library ({e}): JACK is not installed"
+        ));
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("xr-doctor-jack".into())
+        .spawn(move || {
+            jack::set_logger(jack::LoggerType::None);
+            let r = jack::Client::new("xrunrig-doctor", jack::ClientOptions::NO_START_SERVER)
+                .map(|(c, _)| (c.sample_rate(), c.buffer_size()));
+            let _ = tx.send(r.map_err(|e| e.to_string()));
+        })
+        .map_err(|e| format!("cannot start a probe thread: {e}"))?;
+    match rx.recv_timeout(limit) {
+        Ok(Ok((rate, period))) => Ok(JackAnswer {
+            server,
+            rate,
+            period,
+        }),
+        Ok(Err(e)) => Err(format!("no JACK server '{server}' answered ({e})")),
+        Err(_) => Err(format!(
+            "JACK server '{server}' did not answer within {} s",
+            limit.as_secs()
+        )),
+    }
+}
