@@ -110,6 +110,15 @@ fn value_text(v: &toml::Value) -> Option<String> {
     }
 }
 
+/// A profile table (sysctl or debugfs): its name for messages, the knobs allowed in it,
+/// its entries, and how an entry becomes a change.
+type KnobTable<'a> = (
+    &'static str,
+    &'static [&'static str],
+    &'a BTreeMap<String, Spanned<toml::Value>>,
+    fn(String, String) -> Change,
+);
+
 fn changes(d: &SettingDef, problems: &mut Vec<(std::ops::Range<usize>, String)>) -> Vec<Change> {
     let mut out = Vec::new();
     for f in &d.features {
@@ -130,7 +139,7 @@ fn changes(d: &SettingDef, problems: &mut Vec<(std::ops::Range<usize>, String)>)
             None => out.push(Change::Feature(raw.to_string(), true)),
         }
     }
-    let tables: [(&str, &[&str], _, fn(String, String) -> Change); 2] = [
+    let tables: [KnobTable; 2] = [
         ("sysctl", SYSCTLS, &d.sysctl, Change::Sysctl),
         ("debugfs tunable", DEBUGFS, &d.debugfs, Change::Debugfs),
     ];
