@@ -1,18 +1,36 @@
-//! Statistics, reports and plots over xrunrig results directories. (Being filled in.)
+//! Statistics, reports and plots over xrunrig results directories.
+//!
+//! `report_main` turns one results directory into report.txt (80 columns, for a kernel
+//! list), report.md, a self-contained report.html, report.json, PNG and SVG plots and
+//! CSV / cyclictest-style exports. `compare_main` sets results directories side by side
+//! with a significance test per metric and gates on regressions. The crate reads the
+//! results format only; it does not depend on the xrunrig crate.
+
+pub mod compare;
+pub mod doc;
+pub mod export;
+pub mod hist;
+pub mod load;
+pub mod plot;
+pub mod redact;
+pub mod report;
+pub mod stats;
+pub mod synth;
 
 use std::path::{Path, PathBuf};
 
 /// `xrunrig report DIR`: returns the process exit code.
-pub fn report_main(_dir: &Path, _redact: bool) -> Result<i32, String> {
-    Err("not implemented yet".into())
+pub fn report_main(dir: &Path, redact: bool) -> Result<i32, String> {
+    report::main(dir, redact)
 }
 
-/// `xrunrig compare A B ...`: returns the process exit code.
+/// `xrunrig compare A B ...`: returns the process exit code: 0 when nothing regressed
+/// beyond `threshold` percent with significance, 1 when something did.
 pub fn compare_main(
-    _dirs: &[PathBuf],
-    _threshold: f64,
-    _out: Option<&Path>,
-    _redact: bool,
+    dirs: &[PathBuf],
+    threshold: f64,
+    out: Option<&Path>,
+    redact: bool,
 ) -> Result<i32, String> {
-    Err("not implemented yet".into())
+    compare::main(dirs, threshold, out, redact)
 }

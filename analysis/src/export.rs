@@ -1,0 +1,339 @@
+//! Exports for other tools: CSV of raw samples and trials (pandas reads them as is), and
+//! cyclictest-style histogram text for latency metrics.
+
+use crate::hist::LogHist;
+use crate::load::Results;
+use crate::load::cycles::{self, Cycle};
+use crate::load::livefx::LivefxData;
+use crate::load::trials::TrialsData;
+use crate::report::{Ctx, safe};
+use std::io::{BufRead, Write};
+
+/// Up to this many cycles, the raw cycles are also written as CSV.
+pub const CYCLES_CSV_LIMIT: u64 = 1_000_000;
+/// cyclictest's -h: rows 0..LIMIT, the rest counted as overflows.
+pub const HIST_ROWS_LIMIT: u64 = 100_000;
+
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn line(fields: &[String]) -> String {
+    let mut s = fields
+        .iter()
+        .map(|f| csv_field(f))
+        .collect::<Vec<_>>()
+        .join(",");
+    s.push('\n');
+    s
+}
+
+/// cyclictest -h style text: "%06d" value, then a count per column; then totals, min,
+/// avg, max and overflows. Values are integers in `unit`.
+type StatFn = dyn Fn(&[(u64, u64)]) -> u64;
+
+pub fn cyclictest_hist(title: &str, unit: &str, cols: &[(String, Vec<(u64, u64)>)]) -> String {
+    let mut o = format!(
+        "# {title}\n# cyclictest -h style: first column the latency in {unit}, then the count per column\n# columns: {}\n# Histogram\n",
+        cols.iter()
+            .map(|c| c.0.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let maxv = cols
+        .iter()
+        .flat_map(|c| c.1.iter().map(|x| x.0))
+        .max()
+        .unwrap_or(0);
+    let rows = (maxv + 1).min(HIST_ROWS_LIMIT);
+    let mut dense: Vec<Vec<u64>> = vec![vec![0; rows as usize]; cols.len()];
+    let mut over = vec![0u64; cols.len()];
+    for (ci, (_, pts)) in cols.iter().enumerate() {
+        for &(v, c) in pts {
+            if v < rows {
+                dense[ci][v as usize] += c;
+            } else {
+                over[ci] += c;
+            }
+        }
+    }
+    for v in 0..rows as usize {
+        o += &format!("{v:06}");
+        for d in &dense {
+            o += &format!(" {:06}", d[v]);
+        }
+        o.push('\n');
+    }
+    let stat = |f: &StatFn| -> String {
+        cols.iter()
+            .map(|c| format!(" {:05}", f(&c.1)))
+            .collect::<String>()
+    };
+    o += &format!(
+        "# Total:{}\n",
+        cols.iter()
+            .map(|c| format!(" {:09}", c.1.iter().map(|x| x.1).sum::<u64>()))
+            .collect::<String>()
+    );
+    o += &format!(
+        "# Min Latencies:{}\n",
+        stat(&|p| p.iter().filter(|x| x.1 > 0).map(|x| x.0).min().unwrap_or(0))
+    );
+    o += &format!(
+        "# Avg Latencies:{}\n",
+        stat(&|p| {
+            let n: u64 = p.iter().map(|x| x.1).sum();
+            if n == 0 {
+                0
+            } else {
+                (p.iter().map(|x| x.0 as u128 * x.1 as u128).sum::<u128>() / n as u128) as u64
+            }
+        })
+    );
+    o += &format!(
+        "# Max Latencies:{}\n",
+        stat(&|p| p.iter().filter(|x| x.1 > 0).map(|x| x.0).max().unwrap_or(0))
+    );
+    o += &format!(
+        "# Histogram Overflows:{}\n",
+        over.iter().map(|c| format!(" {c:05}")).collect::<String>()
+    );
+    o
+}
+
+/// A LogHist (ns) as 1-µs rows; buckets wider than 1 µs go to their midpoint's row.
+pub fn hist_us_points(h: &LogHist) -> Vec<(u64, u64)> {
+    let mut m: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+    for (lo, hi, c) in h.buckets() {
+        *m.entry((lo + hi) / 2 / 1000).or_insert(0) += c;
+    }
+    m.into_iter().collect()
+}
+
+pub fn trials(t: &TrialsData, ctx: &mut Ctx) -> Result<(), String> {
+    let metrics = t.metrics();
+    // samples.csv: one value per line, long format.
+    let mut s = line(
+        &[
+            "setting", "variant", "trial", "status", "metric", "unit", "value",
+        ]
+        .map(String::from),
+    );
+    for tr in &t.trials {
+        for (m, vals) in &tr.metrics {
+            let unit = metrics
+                .iter()
+                .find(|x| &x.0 == m)
+                .map_or(String::new(), |x| x.1.clone());
+            for v in vals {
+                s += &line(&[
+                    tr.setting.clone(),
+                    tr.variant.clone(),
+                    tr.trial.to_string(),
+                    tr.status.clone(),
+                    m.clone(),
+                    unit.clone(),
+                    v.to_string(),
+                ]);
+            }
+        }
+    }
+    ctx.write("export/samples.csv", &s)?;
+    // trials.csv: one trial per line, a column per metric (its first value).
+    let mut head: Vec<String> = ["setting", "variant", "trial", "status", "duration_ms"]
+        .map(String::from)
+        .to_vec();
+    head.extend(metrics.iter().map(|m| format!("{}_{}", m.0, m.1)));
+    head.push("detail".into());
+    let mut s = line(&head);
+    for tr in &t.trials {
+        let mut f = vec![
+            tr.setting.clone(),
+            tr.variant.clone(),
+            tr.trial.to_string(),
+            tr.status.clone(),
+            tr.duration_ms.map_or(String::new(), |d| d.to_string()),
+        ];
+        for m in &metrics {
+            f.push(
+                tr.metrics
+                    .get(&m.0)
+                    .and_then(|v| v.first())
+                    .map_or(String::new(), |v| v.to_string()),
+            );
+        }
+        f.push(tr.detail.clone().unwrap_or_default());
+        s += &line(&f);
+    }
+    ctx.write("export/trials.csv", &s)?;
+    // Histogram text per latency metric, a column per setting and variant.
+    for (m, unit, _) in &metrics {
+        if !["ns", "us", "µs", "ms", "s"].contains(&unit.as_str()) {
+            continue;
+        }
+        let cols: Vec<(String, Vec<(u64, u64)>)> = t
+            .rows
+            .iter()
+            .filter(|r| &r.metric == m)
+            .map(|r| {
+                let mut pts: std::collections::BTreeMap<u64, u64> = Default::default();
+                for v in &r.values {
+                    *pts.entry(v.max(0.0).round() as u64).or_insert(0) += 1;
+                }
+                (
+                    format!("{}/{}", r.setting, r.variant),
+                    pts.into_iter().collect(),
+                )
+            })
+            .collect();
+        let txt = cyclictest_hist(&format!("{}: {m}", ctx.rig), unit, &cols);
+        ctx.write(&format!("export/histogram_{}.txt", safe(m)), &txt)?;
+    }
+    Ok(())
+}
+
+pub fn livefx(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<(), String> {
+    let mut s = line(
+        &[
+            "setting",
+            "variant",
+            "trial",
+            "cycles_file",
+            "cycles",
+            "xruns",
+            "deadline_misses",
+            "injected",
+        ]
+        .map(String::from),
+    );
+    for t in &d.trials {
+        s += &line(&[
+            t.setting.clone(),
+            t.variant.clone(),
+            t.trial.to_string(),
+            t.cycles_file.clone().unwrap_or_default(),
+            t.cycles.to_string(),
+            t.xruns.to_string(),
+            t.deadline_misses.to_string(),
+            t.injected.to_string(),
+        ]);
+    }
+    ctx.write("export/trials.csv", &s)?;
+    // events.csv, streamed.
+    let ev = res.dir.join("events.jsonl");
+    if ev.is_file() {
+        let out_path = ctx.dir.join("export/events.csv");
+        let f = std::fs::File::create(&out_path)
+            .map_err(|e| format!("cannot write {}: {e}", out_path.display()))?;
+        let mut w = std::io::BufWriter::new(f);
+        let io = |e: std::io::Error| format!("cannot write {}: {e}", out_path.display());
+        w.write_all(b"setting,variant,trial,kind,cycle,t_s,usecs\n")
+            .map_err(io)?;
+        let r = std::io::BufReader::new(std::fs::File::open(&ev).map_err(|e| e.to_string())?);
+        for l in r.lines() {
+            let l = l.map_err(|e| e.to_string())?;
+            let Ok(e) = serde_json::from_str::<crate::load::events::Event>(&l) else {
+                continue;
+            };
+            let row = line(&[
+                ctx.red.apply(&e.setting),
+                ctx.red.apply(&e.variant),
+                e.trial.map_or(String::new(), |t| t.to_string()),
+                e.kind,
+                e.cycle.map_or(String::new(), |c| c.to_string()),
+                e.t_s.map_or(String::new(), |t| t.to_string()),
+                e.usecs.map_or(String::new(), |u| u.to_string()),
+            ]);
+            w.write_all(row.as_bytes()).map_err(io)?;
+        }
+        w.flush().map_err(io)?;
+        ctx.files.push("export/events.csv".into());
+    }
+    // Raw cycles as CSV only while that stays small; the .bin format is documented.
+    let total: u64 = d.cycle_stats.values().map(|c| c.cycles).sum();
+    if total > 0 && total <= CYCLES_CSV_LIMIT {
+        let out_path = ctx.dir.join("export/cycles.csv");
+        let f = std::fs::File::create(&out_path)
+            .map_err(|e| format!("cannot write {}: {e}", out_path.display()))?;
+        let mut w = std::io::BufWriter::new(f);
+        let mut err: Option<std::io::Error> = None;
+        let _ = writeln!(
+            w,
+            "setting,variant,trial,cycle,start_ns,callback_ns,lateness_ns,flags,wake_ns"
+        );
+        for t in &d.trials {
+            let Some(cf) = &t.cycles_file else { continue };
+            let p = res.dir.join(cf);
+            if !p.is_file() {
+                continue;
+            }
+            let (s, v) = (
+                csv_field(&ctx.red.apply(&t.setting)),
+                csv_field(&ctx.red.apply(&t.variant)),
+            );
+            let mut i = 0u64;
+            cycles::read_file(&p, |rec| {
+                let c = Cycle::decode(rec);
+                if let Err(e) = writeln!(
+                    w,
+                    "{s},{v},{},{i},{},{},{},{},{}",
+                    t.trial, c.start_ns, c.callback_ns, c.lateness_ns, c.flags, c.wake_ns
+                ) {
+                    err.get_or_insert(e);
+                }
+                i += 1;
+            })?;
+        }
+        w.flush().map_err(|e| e.to_string())?;
+        if let Some(e) = err {
+            return Err(format!("cannot write {}: {e}", out_path.display()));
+        }
+        ctx.files.push("export/cycles.csv".into());
+    }
+    for ((s, v), l) in &d.latency {
+        let cols = vec![
+            ("callback_duration".to_string(), hist_us_points(&l.callback)),
+            ("lateness".to_string(), hist_us_points(&l.lateness)),
+            ("wake_latency".to_string(), hist_us_points(&l.wake)),
+        ];
+        let txt = cyclictest_hist(&format!("{}: {s} / {v}", ctx.rig), "us", &cols);
+        ctx.write(
+            &format!("export/histogram_{}__{}.txt", safe(s), safe(v)),
+            &txt,
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cyclictest_format() {
+        let t = cyclictest_hist(
+            "t",
+            "us",
+            &[
+                ("a".into(), vec![(0, 2), (3, 1)]),
+                ("b".into(), vec![(1, 5), (200_000, 1)]),
+            ],
+        );
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines.contains(&"000000 000002 000000"));
+        assert!(lines.contains(&"000003 000001 000000"));
+        assert!(lines.contains(&"# Total: 000000003 000000006"));
+        assert!(lines.contains(&"# Max Latencies: 00003 200000"));
+        assert!(lines.contains(&"# Histogram Overflows: 00000 00001"));
+        assert_eq!(
+            lines.iter().filter(|l| !l.starts_with('#')).count(),
+            100_000
+        );
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("x\"y"), "\"x\"\"y\"");
+    }
+}

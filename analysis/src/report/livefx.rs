@@ -1,0 +1,558 @@
+//! The report of a livefx run: counts (xruns, misses), latency percentiles from the raw
+//! cycles, a verdict per setting in LatencyMon's terms, the timeline and the plots.
+
+use super::common::{fmt_count, fmt_dur, fmt_us};
+use super::{Ctx, safe};
+use crate::doc::Block;
+use crate::hist::LogHist;
+use crate::load::livefx::{LRow, LivefxData};
+use crate::plot::cdf::{Figure, Panel, PanelKind, Series, hist_ccdf, hist_cdf, hist_steps};
+use crate::plot::timeline::TimelinePlot;
+use crate::stats::{fmt_p, mann_whitney_hist, rate_p, sureness, zero_events_upper_per_hour};
+
+/// `sureness` in terms of audio time rather than trials.
+fn audio_sureness(p: f64) -> String {
+    sureness(p)
+        .replace(
+            "more trials would make it certain",
+            "a longer run would make it certain",
+        )
+        .replace("with this many trials", "in this much audio; run longer")
+}
+
+/// Facts per (setting, variant), from the raw cycles where present, else summary.json.
+pub struct Case<'a> {
+    pub setting: String,
+    pub variant: String,
+    pub row: Option<&'a LRow>,
+    pub cycles: u64,
+    pub xruns: u64,
+    pub misses: u64,
+    pub injected: u64,
+    /// Misses not explained by an injected overrun.
+    pub real_misses: u64,
+    pub injected_detected: Option<u64>,
+    pub discontinuities: Option<u64>,
+    pub audio_s: Option<f64>,
+    pub period_us: Option<f64>,
+    pub callback: Option<&'a LogHist>,
+    pub lateness: Option<&'a LogHist>,
+    pub wake: Option<&'a LogHist>,
+}
+
+impl Case<'_> {
+    /// Audible trouble: an xrun usually comes with a miss on the same cycle, so count the
+    /// larger of the two, plus loopback discontinuities.
+    pub fn trouble(&self) -> u64 {
+        self.xruns.max(self.real_misses) + self.discontinuities.unwrap_or(0)
+    }
+}
+
+pub fn cases(d: &LivefxData) -> Vec<Case<'_>> {
+    d.keys()
+        .into_iter()
+        .map(|(s, v)| {
+            let row = d.row(&s, &v);
+            let st = d.cycle_stats.get(&(s.clone(), v.clone()));
+            let lat = d.latency.get(&(s.clone(), v.clone()));
+            let cycles = st.map(|x| x.cycles).or(row.map(|r| r.cycles)).unwrap_or(0);
+            let misses = st
+                .map(|x| x.misses)
+                .or(row.map(|r| r.deadline_misses))
+                .unwrap_or(0);
+            let injected = st
+                .map(|x| x.injected)
+                .or(row.map(|r| r.injected))
+                .unwrap_or(0);
+            let real_misses = st
+                .map(|x| x.misses_uninjected)
+                .or(row.and_then(|r| r.misses_not_injected))
+                .unwrap_or(misses.saturating_sub(injected));
+            let period_us = row.and_then(|r| r.period_us());
+            let audio_s = period_us
+                .map(|p| cycles as f64 * p / 1e6)
+                .or(row.and_then(|r| r.audio_s()));
+            Case {
+                row,
+                cycles,
+                xruns: row.map(|r| r.xruns).or(st.map(|x| x.xruns)).unwrap_or(0),
+                misses,
+                injected,
+                real_misses,
+                injected_detected: st
+                    .map(|x| x.misses - x.misses_uninjected)
+                    .or(row
+                        .and_then(|r| r.injected_undetected.map(|u| r.injected.saturating_sub(u)))),
+                discontinuities: row
+                    .and_then(|r| r.discontinuities)
+                    .or(st.map(|x| x.discontinuities)),
+                audio_s,
+                period_us,
+                callback: lat.map(|l| &l.callback).filter(|h| !h.is_empty()),
+                lateness: lat.map(|l| &l.lateness).filter(|h| !h.is_empty()),
+                wake: lat.map(|l| &l.wake).filter(|h| !h.is_empty()),
+                setting: s,
+                variant: v,
+            }
+        })
+        .collect()
+}
+
+fn us(h: Option<&LogHist>, q: f64) -> String {
+    h.and_then(|h| h.quantile(q))
+        .map_or("-".into(), |v| fmt_us(v as f64 / 1e3))
+}
+
+pub fn tables(cs: &[Case]) -> Vec<Block> {
+    let mut rows = Vec::new();
+    for c in cs {
+        let per_h = |k: u64| -> String {
+            c.audio_s
+                .filter(|s| *s > 0.0)
+                .map_or("-".into(), |s| format!("{:.1}", k as f64 * 3600.0 / s))
+        };
+        rows.push(vec![
+            format!("{} / {}", c.setting, c.variant),
+            fmt_count(c.cycles),
+            c.audio_s.map_or("-".into(), fmt_dur),
+            c.xruns.to_string(),
+            c.real_misses.to_string(),
+            c.injected.to_string(),
+            per_h(c.trouble()),
+        ]);
+    }
+    let counts = Block::Table {
+        head: [
+            "setting / variant",
+            "cycles",
+            "audio",
+            "xruns",
+            "misses",
+            "injected",
+            "per hour",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows,
+        right: vec![false, true, true, true, true, true, true],
+    };
+    let mut lrows = Vec::new();
+    for c in cs {
+        for (name, h) in [
+            ("callback", c.callback),
+            ("lateness", c.lateness),
+            ("wake", c.wake),
+        ] {
+            if h.is_none() {
+                continue;
+            }
+            lrows.push(vec![
+                format!("{} / {}", c.setting, c.variant),
+                name.to_string(),
+                us(h, 0.5),
+                us(h, 0.99),
+                us(h, 0.999),
+                us(h, 1.0),
+            ]);
+        }
+    }
+    let mut out = vec![
+        Block::Para(
+            "misses: deadline misses not caused by an injected overrun; per hour: dropouts \
+             (the larger of xruns and misses, plus discontinuities) per hour of audio."
+                .into(),
+        ),
+        counts,
+    ];
+    if !lrows.is_empty() {
+        out.push(Block::Table {
+            head: ["setting / variant", "latency", "p50", "p99", "p99.9", "max"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            rows: lrows,
+            right: vec![false, false, true, true, true, true],
+        });
+    }
+    out
+}
+
+/// Clean runs shorter than this are too short to call suitable.
+pub const MIN_CLEAN_S: f64 = 60.0;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Judgement {
+    Suitable,
+    TooShort,
+    NotSuitable,
+}
+
+fn one_case(c: &Case, multi_variant: bool) -> (String, Judgement) {
+    let name = if multi_variant {
+        format!("{} / {}", c.setting, c.variant)
+    } else {
+        c.setting.clone()
+    };
+    let span = match (c.audio_s, c.row) {
+        (Some(s), Some(r)) => format!(
+            "{} cycles, {} of audio at {} frames / {} Hz ({} per period)",
+            fmt_count(c.cycles),
+            fmt_dur(s),
+            r.period.map_or("?".into(), |p| format!("{p:.0}")),
+            r.rate.map_or("?".into(), |x| format!("{x:.0}")),
+            c.period_us.map_or("?".into(), fmt_us)
+        ),
+        (Some(s), None) => format!("{} cycles, {}", fmt_count(c.cycles), fmt_dur(s)),
+        _ => format!("{} cycles", fmt_count(c.cycles)),
+    };
+    let bad = c.trouble();
+    let mut s = if bad == 0 {
+        let mut s = format!("{name}: no xruns and no deadline misses in {span}.");
+        if let Some(u) = c
+            .audio_s
+            .and_then(|x| zero_events_upper_per_hour(x / 3600.0))
+        {
+            s += &format!(
+                " With none seen, the true rate is below {} per hour (95 % confidence).",
+                rate_fmt(u)
+            );
+        }
+        if c.audio_s.is_some_and(|a| a < MIN_CLEAN_S) {
+            s += " Too short a run to call it suitable: run at least 10 minutes.";
+        } else {
+            s += " Suitable for real-time audio at this period.";
+        }
+        s
+    } else {
+        let mut s = format!(
+            "{name}: {} xruns and {} deadline misses in {span}",
+            c.xruns, c.real_misses
+        );
+        if let Some(d) = c.discontinuities.filter(|d| *d > 0) {
+            s += &format!(", {d} loopback discontinuities (clicks JACK may not have reported)");
+        }
+        if let Some(a) = c.audio_s.filter(|a| *a > 0.0) {
+            s += &format!(": a dropout about every {}", fmt_dur(a / bad as f64));
+        }
+        s += ". NOT suitable for real-time audio at this period: clicks are to be expected.";
+        s
+    };
+    if let (Some(h), Some(p)) = (c.callback, c.period_us) {
+        let max = h.max as f64 / 1e3;
+        s += &format!(
+            " Longest callback {} ({:.0} % of the period{}).",
+            fmt_us(max),
+            100.0 * max / p,
+            if c.injected > 0 {
+                ", injected overruns included"
+            } else {
+                ""
+            }
+        );
+    }
+    if c.injected > 0 {
+        match c.injected_detected {
+            Some(d) => {
+                s += &format!(
+                    " {} overruns were injected on purpose to check the counters; {d} of them were seen as deadline misses.",
+                    c.injected
+                )
+            }
+            None => {
+                s += &format!(
+                    " {} overruns were injected on purpose and are not counted above.",
+                    c.injected
+                )
+            }
+        }
+    }
+    let j = if bad > 0 {
+        Judgement::NotSuitable
+    } else if c.audio_s.is_some_and(|a| a < MIN_CLEAN_S) {
+        Judgement::TooShort
+    } else {
+        Judgement::Suitable
+    };
+    (s, j)
+}
+
+fn rate_fmt(x: f64) -> String {
+    if x >= 10.0 {
+        format!("{x:.0}")
+    } else if x >= 0.1 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+pub fn verdict(cs: &[Case]) -> (Vec<String>, String) {
+    let multi_variant = cs.iter().any(|c| c.variant != cs[0].variant);
+    let mut bullets = Vec::new();
+    let mut ok = Vec::new();
+    let mut not_ok = Vec::new();
+    let mut short = Vec::new();
+    for c in cs {
+        let (s, good) = one_case(c, multi_variant);
+        bullets.push(s);
+        let n = if multi_variant {
+            format!("{} / {}", c.setting, c.variant)
+        } else {
+            c.setting.clone()
+        };
+        match good {
+            Judgement::Suitable => ok.push(n),
+            Judgement::TooShort => short.push(n),
+            Judgement::NotSuitable => not_ok.push(n),
+        }
+    }
+    // Settings against the first one, per variant; with one setting, variants against
+    // the first variant.
+    let multi_setting = cs.iter().any(|c| c.setting != cs[0].setting);
+    let mut best_p: Option<f64> = None;
+    for c in cs.iter() {
+        let base = if multi_setting {
+            cs.iter().find(|b| b.variant == c.variant)
+        } else {
+            cs.iter().find(|b| b.setting == c.setting)
+        };
+        let Some(base) = base else {
+            continue;
+        };
+        let (cn, bn) = if multi_setting {
+            (c.setting.clone(), base.setting.clone())
+        } else {
+            (c.variant.clone(), format!("with {}", base.variant))
+        };
+        if std::ptr::eq(base, c) {
+            continue;
+        }
+        let (Some(ta), Some(tb)) = (c.audio_s, base.audio_s) else {
+            continue;
+        };
+        let (ka, kb) = (c.trouble(), base.trouble());
+        let mut s = format!(
+            "{}: {ka} dropouts (xruns or misses) against {kb} {} ({} against {} of audio)",
+            cn,
+            if multi_setting {
+                format!("under {bn}")
+            } else {
+                bn.clone()
+            },
+            fmt_dur(ta),
+            fmt_dur(tb)
+        );
+        if ka + kb > 0 {
+            let p = rate_p(kb, tb, ka, ta);
+            best_p = Some(best_p.map_or(p, |b: f64| b.min(p)));
+            s += &format!(", {} (exact rate test): {}", fmt_p(p), audio_sureness(p));
+        }
+        if let (Some(a), Some(b)) = (c.callback, base.callback)
+            && let (Some(pa), Some(pb)) = (a.quantile(0.99), b.quantile(0.99))
+        {
+            let mw = mann_whitney_hist(a, b).map(|m| m.p).unwrap_or(1.0);
+            s += &format!(
+                "; callback p99 {} against {} ({:+.1} %, {})",
+                fmt_us(pa as f64 / 1e3),
+                fmt_us(pb as f64 / 1e3),
+                100.0 * (pa as f64 - pb as f64) / (pb as f64).max(1.0),
+                fmt_p(mw)
+            );
+        }
+        bullets.push(s + ".");
+    }
+    let mut parts = Vec::new();
+    if !ok.is_empty() {
+        parts.push(format!(
+            "suitable for real-time audio under {}",
+            ok.join(", ")
+        ));
+    }
+    if !not_ok.is_empty() {
+        parts.push(format!(
+            "{} under {}: xruns or deadline misses",
+            if ok.is_empty() {
+                "NOT suitable for real-time audio"
+            } else {
+                "NOT"
+            },
+            not_ok.join(", ")
+        ));
+    }
+    if !short.is_empty() {
+        parts.push(format!(
+            "no dropouts under {}, but in too short a run to call it suitable",
+            short.join(", ")
+        ));
+    }
+    let mut c = format!("Conclusion: {}.", parts.join("; "));
+    if let (Some(p), false) = (
+        best_p,
+        not_ok.is_empty() || (ok.is_empty() && short.is_empty()),
+    ) {
+        c += &format!(" The difference is {} ({}).", audio_sureness(p), fmt_p(p));
+    }
+    (bullets, c)
+}
+
+pub fn first_events(d: &LivefxData) -> Vec<String> {
+    let Some(tl) = &d.timeline else { return vec![] };
+    tl.first
+        .iter()
+        .map(|e| {
+            format!(
+                "{} / {} #{}: {} at {:.3} s, cycle {}{}",
+                e.setting,
+                e.variant,
+                e.trial.map_or("?".into(), |t| t.to_string()),
+                e.kind.replace('_', " "),
+                e.t_s.unwrap_or(0.0),
+                e.cycle.map_or("?".into(), |c| c.to_string()),
+                e.usecs
+                    .map_or(String::new(), |u| format!(", {}", fmt_us(u)))
+            )
+        })
+        .collect()
+}
+
+pub fn plots(d: &LivefxData, cs: &[Case], ctx: &mut Ctx) -> Result<Vec<Block>, String> {
+    let r = ctx.red.clone();
+    let mut blocks = Vec::new();
+    let period = cs.iter().find_map(|c| c.period_us);
+    let vline = |p: Option<f64>| -> Vec<(f64, String)> {
+        p.map(|p| (p, format!("one period ({})", fmt_us(p))))
+            .into_iter()
+            .collect()
+    };
+    // Per setting (and variant): OSADL-style histogram and CDF of the three latencies.
+    for c in cs {
+        let mut hs = Vec::new();
+        for (i, (name, h)) in [
+            ("callback duration", c.callback),
+            ("start lateness", c.lateness),
+            ("worker wake latency", c.wake),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if let Some(h) = h {
+                hs.push((i, name, h));
+            }
+        }
+        if hs.is_empty() {
+            continue;
+        }
+        let log_x = hs
+            .iter()
+            .any(|(_, _, h)| h.max > 50 * h.quantile(0.5).unwrap_or(1).max(1));
+        let hist = Panel {
+            title: "histogram".into(),
+            x_label: format!("latency (us{})", if log_x { ", log scale" } else { "" }),
+            kind: PanelKind::Hist { log_x },
+            series: hs
+                .iter()
+                .map(|(i, n, h)| Series {
+                    label: format!("{n}, max {}", fmt_us(h.max as f64 / 1e3)),
+                    color: *i,
+                    pts: hist_steps(h, 150, log_x),
+                    dots: false,
+                })
+                .collect(),
+            vlines: vline(c.period_us),
+        };
+        let cdf = Panel {
+            title: "cumulative distribution".into(),
+            x_label: "latency (us, log scale)".into(),
+            kind: PanelKind::Cdf,
+            series: hs
+                .iter()
+                .map(|(i, n, h)| Series {
+                    label: n.to_string(),
+                    color: *i,
+                    pts: hist_cdf(h),
+                    dots: false,
+                })
+                .collect(),
+            vlines: vline(c.period_us),
+        };
+        let fig = Figure {
+            title: r.apply(&format!(
+                "{}: {} / {}, {} cycles",
+                ctx.rig,
+                c.setting,
+                c.variant,
+                fmt_count(c.cycles)
+            )),
+            panels: vec![hist, cdf],
+            panel_size: (760, 540),
+        };
+        let f = format!("plots/latency_{}__{}", safe(&c.setting), safe(&c.variant));
+        ctx.save(&fig, &f)?;
+        blocks.push(Block::Image {
+            file: f,
+            caption: r.apply(&format!(
+                "{} / {}: latency histogram (log count, OSADL style) and CDF",
+                c.setting, c.variant
+            )),
+        });
+    }
+    // A/B: each latency, all settings on one axis.
+    let mut panels = Vec::new();
+    for (name, pick) in [
+        ("callback duration", 0usize),
+        ("start lateness", 1),
+        ("worker wake latency", 2),
+    ] {
+        let series: Vec<Series> = cs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let h = [c.callback, c.lateness, c.wake][pick]?;
+                Some(Series {
+                    label: r.apply(&format!("{} / {}", c.setting, c.variant)),
+                    color: i,
+                    pts: hist_ccdf(h),
+                    dots: false,
+                })
+            })
+            .collect();
+        if !series.is_empty() {
+            panels.push(Panel {
+                title: name.into(),
+                x_label: "us, log scale".into(),
+                kind: PanelKind::Ccdf,
+                series,
+                vlines: vline(period),
+            });
+        }
+    }
+    if !panels.is_empty() {
+        let fig = Figure {
+            title: r.apply(&format!("{}: settings side by side", ctx.rig)),
+            panels,
+            panel_size: (620, 520),
+        };
+        ctx.save(&fig, "plots/ab_latency")?;
+        blocks.push(Block::Image {
+            file: "plots/ab_latency".into(),
+            caption: "A/B: every setting on one axis, as the share of cycles slower than x (the tail is where clicks come from)".into(),
+        });
+    }
+    if let Some(tl) = &d.timeline {
+        let p = TimelinePlot {
+            title: r.apply(&format!(
+                "{}: xruns and deadline misses over the run",
+                ctx.rig
+            )),
+            tl,
+            red: r.clone(),
+        };
+        ctx.save(&p, "plots/timeline")?;
+        blocks.push(Block::Image {
+            file: "plots/timeline".into(),
+            caption: "timeline: when xruns (red), deadline misses (orange) and injected overruns (grey) happened".into(),
+        });
+    }
+    Ok(blocks)
+}

@@ -1,0 +1,337 @@
+//! `xrunrig report DIR`: report.txt / .md / .html / .json, plots and exports, written
+//! into DIR.
+
+pub mod common;
+pub mod livefx;
+pub mod trials;
+
+use crate::doc::{self, Block, Doc};
+use crate::load::{self, Kind, Results};
+use crate::plot::{self, Plot};
+use crate::redact::Redactor;
+use std::path::{Path, PathBuf};
+
+/// Where a report's files go; every text written passes through the redactor.
+pub struct Ctx {
+    pub dir: PathBuf,
+    pub red: Redactor,
+    pub rig: String,
+    /// Files written, relative to `dir`.
+    pub files: Vec<String>,
+}
+
+impl Ctx {
+    pub fn save(&mut self, p: &impl Plot, rel: &str) -> Result<(), String> {
+        plot::save(p, &self.dir.join(rel), &self.red)?;
+        self.files.push(format!("{rel}.png"));
+        self.files.push(format!("{rel}.svg"));
+        Ok(())
+    }
+    pub fn write(&mut self, rel: &str, text: &str) -> Result<(), String> {
+        let p = self.dir.join(rel);
+        std::fs::write(&p, self.red.apply(text))
+            .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+        self.files.push(rel.to_string());
+        Ok(())
+    }
+}
+
+/// A name safe in a file name.
+pub fn safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+pub fn redactor_for(res: &Results, redact: bool) -> Redactor {
+    if !redact {
+        return Redactor::none();
+    }
+    let mut hosts = Vec::new();
+    for p in [&["host"][..], &["guest", "host"][..]] {
+        if let Some(h) = load::json::str_at(&res.run, p) {
+            hosts.push(h);
+        }
+    }
+    Redactor::for_this_machine(&hosts)
+}
+
+pub struct Built {
+    pub doc: Doc,
+    pub conclusion: String,
+    pub verdict: Vec<String>,
+    pub table: Vec<Block>,
+}
+
+/// Builds the document, writing plots and exports on the way.
+pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
+    std::fs::create_dir_all(ctx.dir.join("plots"))
+        .map_err(|e| format!("cannot create plots/: {e}"))?;
+    std::fs::create_dir_all(ctx.dir.join("export"))
+        .map_err(|e| format!("cannot create export/: {e}"))?;
+    let kind = match &res.kind {
+        Kind::Trials(_) => "trials",
+        Kind::Livefx(_) => "livefx",
+    };
+    let mut doc = Doc {
+        title: format!("xrunrig report: {}", res.rig),
+        subtitle: None,
+        sections: vec![],
+    };
+    let doctor = common::doctor(&res.run);
+    if !doctor.is_empty() {
+        doc.section(
+            "Machine check (xrunrig doctor): warnings and failures",
+            vec![Block::Bullets(doctor)],
+        );
+    }
+    let (conclusion, verdict, table, extra_sections, plots) = match &res.kind {
+        Kind::Trials(t) => {
+            let (bullets, conclusion) = trials::verdict(t);
+            let trials_run = t.trials.len();
+            let extra = vec![(
+                "trials".to_string(),
+                format!(
+                    "{} run{}",
+                    trials_run,
+                    load::json::u64_at(&res.run, &["trials"])
+                        .map_or(String::new(), |n| format!(", {n} per setting and variant"))
+                ),
+            )];
+            let table = vec![trials::table(t)];
+            let ev = trials::evidence(t);
+            let plots = trials::plots(t, ctx)?;
+            crate::export::trials(t, ctx)?;
+            let mut sections = Vec::new();
+            if !ev.is_empty() {
+                sections.push(("Trace evidence".to_string(), vec![Block::Pre(ev)]));
+            }
+            (conclusion, bullets, table, (extra, sections), plots)
+        }
+        Kind::Livefx(d) => {
+            let cs = livefx::cases(d);
+            let (bullets, conclusion) = livefx::verdict(&cs);
+            let mut extra = Vec::new();
+            if let Some(r) = d.rows.first() {
+                let mut b = r.backend.clone();
+                if let Some(n) = &r.backend_note {
+                    b += &format!(" ({n})");
+                }
+                extra.push(("backend".to_string(), b));
+                extra.push((
+                    "audio".to_string(),
+                    format!(
+                        "{} frames at {} Hz{}",
+                        r.period.map_or("?".into(), |p| format!("{p:.0}")),
+                        r.rate.map_or("?".into(), |x| format!("{x:.0}")),
+                        r.period_us().map_or(String::new(), |p| format!(
+                            " ({} per period)",
+                            common::fmt_us(p)
+                        ))
+                    ),
+                ));
+                if let Some(w) = workers(&res.run) {
+                    extra.push(("workers".to_string(), w));
+                }
+                if let Some(rt) = r.roundtrip_frames {
+                    extra.push(("round trip".into(), format!("{rt} frames (loopback)")));
+                }
+            }
+            extra.push((
+                "trials".to_string(),
+                format!(
+                    "{} trial{} in all{}",
+                    d.trials.len(),
+                    if d.trials.len() == 1 { "" } else { "s" },
+                    d.rows
+                        .first()
+                        .and_then(|r| r.trial_s())
+                        .map_or(String::new(), |s| format!(", {} each", common::fmt_dur(s)))
+                ),
+            ));
+            let table = livefx::tables(&cs);
+            let ev = livefx::first_events(d);
+            let plots = livefx::plots(d, &cs, ctx)?;
+            crate::export::livefx(res, d, ctx)?;
+            let mut sections = Vec::new();
+            if !ev.is_empty() {
+                sections.push((
+                    "First events (events.jsonl)".to_string(),
+                    vec![Block::Pre(ev)],
+                ));
+            }
+            let src: Vec<&str> = d.latency.values().map(|l| l.source).collect();
+            if let Some(s) = src.first() {
+                sections.push((
+                    "Where the numbers come from".to_string(),
+                    vec![Block::Para(format!(
+                        "Latency percentiles from {}; counts from {}.",
+                        if *s == "cycles" {
+                            "every cycle's raw record (cycles/*.bin)"
+                        } else {
+                            "histograms.json"
+                        },
+                        if d.cycle_stats.is_empty() {
+                            "summary.json"
+                        } else {
+                            "the raw cycle records"
+                        }
+                    ))],
+                ));
+            }
+            (conclusion, bullets, table, (extra, sections), plots)
+        }
+    };
+    doc.section(
+        "Verdict",
+        vec![
+            Block::Para(conclusion.clone()),
+            Block::Bullets(verdict.clone()),
+        ],
+    );
+    doc.section(
+        "What ran",
+        vec![common::what_ran(&res.run, &res.rig, kind, extra_sections.0)],
+    );
+    doc.section("Kernel", common::kernel(&res.run));
+    doc.section("Settings in force", common::settings(&res.run));
+    doc.section("Results", table.clone());
+    for (t, b) in extra_sections.1 {
+        doc.section(&t, b);
+    }
+    if !res.warnings.is_empty() {
+        doc.section(
+            "Reading problems",
+            vec![Block::Bullets(res.warnings.clone())],
+        );
+    }
+    doc.section("Plots", plots);
+    Ok(Built {
+        doc,
+        conclusion,
+        verdict,
+        table,
+    })
+}
+
+/// run.json's livefx worker layout in one line: "fx.0 FIFO 60 on CPU 0: 150 us, 60 us
+/// under bus, 40 us under state; ...".
+fn workers(run: &serde_json::Value) -> Option<String> {
+    let ws = load::json::at(run, &["livefx", "workers"])?.as_array()?;
+    let mut out = Vec::new();
+    for w in ws {
+        let name = load::json::str_at(w, &["name"]).unwrap_or_else(|| "worker".into());
+        let prio = load::json::str_at(w, &["priority"]).unwrap_or_else(|| "?".into());
+        let cpus: Vec<String> = w
+            .get("cpus")
+            .and_then(|c| c.as_array())
+            .map(|a| a.iter().map(|x| x.to_string()).collect())
+            .unwrap_or_default();
+        let plugins: Vec<String> = w
+            .get("plugins")
+            .and_then(|p| p.as_array())
+            .map(|a| {
+                a.iter()
+                    .map(|p| {
+                        let us = load::json::f64_at(p, &["run_us"]).map_or("?".into(), |v| {
+                            if v.fract() == 0.0 {
+                                format!("{v:.0}")
+                            } else {
+                                common::fmt_val(v)
+                            }
+                        });
+                        match load::json::str_at(p, &["lock"]) {
+                            Some(l) => format!("{us} us under {l}"),
+                            None => format!("{us} us"),
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.push(format!(
+            "{name} FIFO {prio}{}: {}",
+            if cpus.is_empty() {
+                String::new()
+            } else {
+                format!(" on CPU {}", cpus.join(","))
+            },
+            plugins.join(", ")
+        ));
+    }
+    (!out.is_empty()).then(|| out.join("; "))
+}
+
+/// Writes report.txt, report.md, report.html and report.json; returns report.txt.
+pub fn write_all(dir: &Path, redact: bool) -> Result<(String, Vec<String>), String> {
+    let res = load::load(dir)?;
+    let red = redactor_for(&res, redact);
+    let mut ctx = Ctx {
+        dir: dir.to_path_buf(),
+        red: red.clone(),
+        rig: res.rig.clone(),
+        files: vec![],
+    };
+    let b = build(&res, &mut ctx)?;
+    let mut files_doc = b.doc.clone();
+    let mut listing: Vec<String> = ctx
+        .files
+        .iter()
+        .filter(|f| f.starts_with("export/"))
+        .cloned()
+        .collect();
+    listing.sort();
+    files_doc.section(
+        "Exports",
+        vec![Block::Para(format!(
+            "For pandas and other tools, in export/: {}. summary.json, run.json and report.json hold the same in JSON.",
+            listing.iter().map(|f| f.trim_start_matches("export/")).collect::<Vec<_>>().join(", ")
+        ))],
+    );
+    let txt = doc::text::render(&files_doc);
+    ctx.write("report.txt", &txt)?;
+    ctx.write("report.md", &doc::markdown::render(&files_doc))?;
+    let d = dir.to_path_buf();
+    let html = doc::html::render(&files_doc, &|f| {
+        std::fs::read_to_string(d.join(format!("{f}.svg"))).ok()
+    });
+    ctx.write("report.html", &html)?;
+    let json = serde_json::json!({
+        "rig": res.rig,
+        "kind": match res.kind { Kind::Trials(_) => "trials", Kind::Livefx(_) => "livefx" },
+        "conclusion": b.conclusion,
+        "verdict": b.verdict,
+        "warnings": res.warnings,
+        "tables": b.table.iter().filter_map(|t| match t {
+            Block::Table { head, rows, .. } => Some(serde_json::json!({"head": head, "rows": rows})),
+            _ => None,
+        }).collect::<Vec<_>>(),
+        "files": ctx.files,
+    });
+    ctx.write(
+        "report.json",
+        &(serde_json::to_string_pretty(&json).map_err(|e| e.to_string())? + "\n"),
+    )?;
+    Ok((red.apply(&txt), ctx.files))
+}
+
+pub fn main(dir: &Path, redact: bool) -> Result<i32, String> {
+    let (txt, files) = write_all(dir, redact)?;
+    print!("{txt}");
+    println!();
+    println!(
+        "wrote {} files into {}: report.txt, report.md, report.html, report.json, plots/, export/",
+        files.len(),
+        if redact {
+            "the results directory".to_string()
+        } else {
+            dir.display().to_string()
+        }
+    );
+    Ok(0)
+}

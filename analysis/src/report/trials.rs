@@ -1,0 +1,600 @@
+//! The report of a trial rig (pi-inversion and friends): the table, the verdict per
+//! metric with a Mann–Whitney test between settings (or variants), trace evidence and
+//! the plots.
+
+use super::common::{bound_words, fmt_val};
+use super::{Ctx, safe};
+use crate::doc::Block;
+use crate::load::trials::{TRow, TrialsData};
+use crate::plot::cdf::{Figure, Panel, PanelKind, Series, ecdf_with_missing, value_steps};
+use crate::plot::strip::{Column, Strip};
+use crate::stats::{fmt_p, mann_whitney, min_p, sorted, sureness};
+
+pub fn table(t: &TrialsData) -> Block {
+    let metrics = t.metrics();
+    if let [(_, unit, bound)] = metrics.as_slice() {
+        // One metric: its name, unit and bound go in the header, so rows fit 80 columns.
+        let within_h = bound.as_ref().map_or("-".to_string(), |b| bound_words(b));
+        let rows = t
+            .rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.setting.clone(),
+                    r.variant.clone(),
+                    if r.missing > 0 {
+                        format!("{} ({} none)", r.n, r.missing)
+                    } else {
+                        r.n.to_string()
+                    },
+                    r.within_bound
+                        .map_or("-".into(), |w| format!("{w}/{}", r.n)),
+                    r.median.map_or("-".into(), fmt_val),
+                    match (r.min, r.max) {
+                        (Some(a), Some(b)) => format!("{} / {}", fmt_val(a), fmt_val(b)),
+                        _ => "-".into(),
+                    },
+                ]
+            })
+            .collect();
+        return Block::Table {
+            head: vec![
+                "setting".into(),
+                "variant".into(),
+                "n".into(),
+                within_h,
+                format!("median {unit}"),
+                format!("min / max {unit}"),
+            ],
+            rows,
+            right: vec![false, false, true, true, true, true],
+        };
+    }
+    let head = [
+        "setting",
+        "variant",
+        "metric",
+        "n",
+        "within bound",
+        "median",
+        "min / max",
+    ];
+    let mut rows = Vec::new();
+    for r in &t.rows {
+        let within = match (&r.bound, r.within_bound) {
+            (Some(b), Some(w)) => format!("{w}/{} ({b})", r.n),
+            _ => "-".into(),
+        };
+        let n = if r.missing > 0 {
+            format!("{} ({} no value)", r.n, r.missing)
+        } else {
+            r.n.to_string()
+        };
+        rows.push(vec![
+            r.setting.clone(),
+            r.variant.clone(),
+            r.metric.clone(),
+            n,
+            within,
+            r.median
+                .map_or("-".into(), |m| format!("{} {}", fmt_val(m), r.unit)),
+            match (r.min, r.max) {
+                (Some(a), Some(b)) => format!("{} / {} {}", fmt_val(a), fmt_val(b), r.unit),
+                _ => "-".into(),
+            },
+        ]);
+    }
+    Block::Table {
+        head: head.iter().map(|s| s.to_string()).collect(),
+        rows,
+        right: vec![false, false, false, true, false, true, false],
+    }
+}
+
+/// The row's share within the bound, counting trials without a value as outside.
+fn within(r: &TRow) -> Option<(usize, usize)> {
+    r.within_bound.map(|w| (w, r.n.max(w)))
+}
+
+/// "NO_RT_PUSH_IPI: wait median 1500 ms against 0.80 ms under RT_PUSH_IPI, 0/8 against
+/// 8/8 under 100 ms, p < 0.001 (Mann-Whitney U, 8 and 8 trials): clear."
+pub fn contrast(
+    other: &TRow,
+    base: &TRow,
+    other_name: &str,
+    base_name: &str,
+) -> (String, Option<f64>) {
+    let u = &other.unit;
+    let mut s = format!("{other_name}: {} median ", other.metric);
+    match (other.median, base.median) {
+        (Some(a), Some(b)) => {
+            s += &format!("{} {u} against {} {u} {base_name}", fmt_val(a), fmt_val(b))
+        }
+        _ => s += &format!("unknown against {base_name}"),
+    }
+    if let (Some((wa, na)), Some((wb, nb)), Some(b)) = (within(other), within(base), &other.bound) {
+        s += &format!(", {wa}/{na} against {wb}/{nb} {}", bound_words(b));
+    }
+    // A trial that timed out waited longer than any that finished: rank it last.
+    let with_missing = |r: &TRow| -> Vec<f64> {
+        let mut v = r.values.clone();
+        v.extend(std::iter::repeat_n(f64::INFINITY, r.missing));
+        v
+    };
+    let (va, vb) = (with_missing(other), with_missing(base));
+    let (na, nb) = (va.len(), vb.len());
+    let mw = mann_whitney(&va, &vb);
+    match mw {
+        Some(m) if min_p(na, nb) > 0.05 => {
+            s += &format!(
+                "; too few trials to tell ({na} and {nb}: even a complete separation gives p = {:.2})",
+                min_p(na, nb)
+            );
+            (s + ".", Some(m.p))
+        }
+        Some(m) => {
+            s += &format!(
+                ", {} (Mann-Whitney U{}, {na} and {nb} trials): {}.",
+                fmt_p(m.p),
+                if m.exact { " exact" } else { ", ties" },
+                sureness(m.p)
+            );
+            (s, Some(m.p))
+        }
+        None => (s + "; no values to test.", None),
+    }
+}
+
+fn describe(r: &TRow, name: &str) -> String {
+    let mut s = format!("{name}: {}", r.metric);
+    if let (Some((w, n)), Some(b)) = (within(r), &r.bound) {
+        s += &format!(" {} in {w}/{n} trials", bound_words(b));
+    }
+    if let Some(m) = r.median {
+        s += &format!(", median {} {}", fmt_val(m), r.unit);
+    }
+    if let (Some(a), Some(b)) = (r.min, r.max) {
+        s += &format!(" ({} to {})", fmt_val(a), fmt_val(b));
+    }
+    if r.missing > 0 {
+        s += &format!("; {} trials gave no value", r.missing);
+    }
+    s + "."
+}
+
+/// Verdict bullets and the one-paragraph conclusion.
+pub fn verdict(t: &TrialsData) -> (Vec<String>, String) {
+    let keys = t.keys();
+    let mut settings: Vec<String> = Vec::new();
+    let mut variants: Vec<String> = Vec::new();
+    for (s, v) in &keys {
+        if !settings.contains(s) {
+            settings.push(s.clone());
+        }
+        if !variants.contains(v) {
+            variants.push(v.clone());
+        }
+    }
+    let name = |s: &str, v: &str| -> String {
+        match (settings.len() > 1, variants.len() > 1) {
+            (true, true) => format!("{s} / {v}"),
+            (true, false) => s.to_string(),
+            _ => v.to_string(),
+        }
+    };
+    let mut bullets = Vec::new();
+    let mut conclusion = Vec::new();
+    let mut groups_out: Vec<(String, Vec<String>)> = Vec::new();
+    for (metric, _unit, bound) in t.metrics() {
+        let rows: Vec<&TRow> = t.rows.iter().filter(|r| r.metric == metric).collect();
+        let mut best_p: Option<f64> = None;
+        if settings.len() > 1 {
+            for v in &variants {
+                let Some(base) = rows
+                    .iter()
+                    .find(|r| &r.variant == v && r.setting == settings[0])
+                else {
+                    continue;
+                };
+                for s in settings.iter().skip(1) {
+                    if let Some(o) = rows.iter().find(|r| &r.variant == v && &r.setting == s) {
+                        let bn = if variants.len() > 1 {
+                            format!("under {} ({v})", settings[0])
+                        } else {
+                            format!("under {}", settings[0])
+                        };
+                        let (text, p) = contrast(o, base, &name(s, v), &bn);
+                        bullets.push(text);
+                        best_p = match (best_p, p) {
+                            (Some(a), Some(b)) => Some(a.min(b)),
+                            (a, b) => a.or(b),
+                        };
+                    }
+                }
+            }
+        } else if variants.len() > 1 {
+            let s = &settings[0];
+            if let Some(base) = rows
+                .iter()
+                .find(|r| &r.setting == s && r.variant == variants[0])
+            {
+                for v in variants.iter().skip(1) {
+                    if let Some(o) = rows.iter().find(|r| &r.setting == s && &r.variant == v) {
+                        let (text, p) = contrast(o, base, v, &format!("with {}", variants[0]));
+                        bullets.push(text);
+                        best_p = match (best_p, p) {
+                            (Some(a), Some(b)) => Some(a.min(b)),
+                            (a, b) => a.or(b),
+                        };
+                    }
+                }
+            }
+        } else if let Some(r) = rows.first() {
+            bullets.push(describe(r, &name(&r.setting, &r.variant)));
+        }
+        // Conclusion, LatencyMon style: what happened, under which setting, how sure:
+        // one sentence per group that was contrasted.
+        let groups: Vec<(String, Vec<&TRow>)> = if settings.len() > 1 {
+            variants
+                .iter()
+                .map(|v| {
+                    (
+                        v.clone(),
+                        rows.iter().copied().filter(|r| &r.variant == v).collect(),
+                    )
+                })
+                .collect()
+        } else {
+            vec![(settings[0].clone(), rows.clone())]
+        };
+        for (g, grows) in groups {
+            let label = |r: &TRow| {
+                if settings.len() > 1 {
+                    r.setting.clone()
+                } else {
+                    r.variant.clone()
+                }
+            };
+            let parts: Vec<String> = grows
+                .iter()
+                .map(|r| match (within(r), r.median) {
+                    (Some((w, n)), _) if bound.is_some() => format!("{w}/{n} with {}", label(r)),
+                    (_, Some(m)) => format!("median {} {} with {}", fmt_val(m), r.unit, label(r)),
+                    _ => format!("no value with {}", label(r)),
+                })
+                .collect();
+            let what = match &bound {
+                Some(b) => format!("{metric} {} in", bound_words(b)),
+                None => metric.clone(),
+            };
+            let mut c = format!("{what} {}", parts.join(", "));
+            // The strongest contrast inside this group, if the sizes allow any.
+            let mut best: Option<f64> = None;
+            let mut testable = false;
+            if let Some(base) = grows.first() {
+                for o in grows.iter().skip(1) {
+                    if min_p(o.values.len() + o.missing, base.values.len() + base.missing) <= 0.05 {
+                        testable = true;
+                        if let (_, Some(p)) = contrast(o, base, "", "") {
+                            best = Some(best.map_or(p, |b: f64| b.min(p)));
+                        }
+                    }
+                }
+            }
+            let same = grows.windows(2).all(|w| within(w[0]) == within(w[1])) && bound.is_some();
+            match best {
+                _ if grows.len() < 2 => {}
+                Some(p) if p < 0.05 => c += &format!(" ({}: {})", fmt_p(p), sureness(p)),
+                _ if same => c += " (the same everywhere)",
+                _ if !testable => c += " (too few trials to tell)",
+                Some(p) => c += &format!(" ({}: {})", fmt_p(p), sureness(p)),
+                None => {}
+            }
+            match groups_out
+                .iter_mut()
+                .find(|x: &&mut (String, Vec<String>)| x.0 == g)
+            {
+                Some(x) => x.1.push(c),
+                None => groups_out.push((g, vec![c])),
+            }
+        }
+        let _ = best_p;
+    }
+    let kind = if settings.len() > 1 {
+        "variant"
+    } else {
+        "setting"
+    };
+    for (g, frags) in groups_out {
+        if variants.len() > 1 || settings.len() > 1 {
+            conclusion.push(format!("{kind} {g}: {}.", frags.join("; ")));
+        } else {
+            conclusion.push(format!("{}.", frags.join("; ")));
+        }
+    }
+    // Trials that did not finish normally.
+    for (s, v) in &keys {
+        let st = t.statuses(s, v);
+        let odd: Vec<String> = st
+            .iter()
+            .filter(|(k, _)| k.as_str() != "ok")
+            .map(|(k, c)| format!("{c} {k}"))
+            .collect();
+        if !odd.is_empty() {
+            bullets.push(format!(
+                "{}: {} of {} trials did not end normally ({}); they count as outside the bound.",
+                name(s, v),
+                st.iter()
+                    .filter(|(k, _)| k.as_str() != "ok")
+                    .map(|(_, c)| c)
+                    .sum::<usize>(),
+                st.values().sum::<usize>(),
+                odd.join(", ")
+            ));
+        }
+    }
+    (bullets, format!("Conclusion: {}", conclusion.join(" ")))
+}
+
+pub fn evidence(t: &TrialsData) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut seen: Vec<(String, String, String)> = Vec::new();
+    let mut extra = 0usize;
+    for e in &t.evidence {
+        // Same line in several trials of one case: show it once.
+        let key = (e.setting.clone(), e.variant.clone(), e.line.clone());
+        if seen.contains(&key) {
+            continue;
+        }
+        if out.len() >= 24 {
+            extra += 1;
+            continue;
+        }
+        seen.push(key);
+        out.push(format!(
+            "[{} / {} #{}] {}",
+            e.setting, e.variant, e.trial, e.line
+        ));
+    }
+    if extra > 0 {
+        out.push(format!("({extra} more lines in samples.jsonl)"));
+    }
+    out
+}
+
+pub fn plots(t: &TrialsData, ctx: &mut Ctx) -> Result<Vec<Block>, String> {
+    let keys = t.keys();
+    let mut settings: Vec<String> = Vec::new();
+    for (s, _) in &keys {
+        if !settings.contains(s) {
+            settings.push(s.clone());
+        }
+    }
+    let mut variants: Vec<String> = Vec::new();
+    for (_, v) in &keys {
+        if !variants.contains(v) {
+            variants.push(v.clone());
+        }
+    }
+    let vcolor = |v: &str| variants.iter().position(|x| x == v).unwrap_or(0);
+    let mut blocks = Vec::new();
+    let r = ctx.red.clone();
+    for (metric, unit, bound) in t.metrics() {
+        let rows: Vec<&TRow> = t.rows.iter().filter(|x| x.metric == metric).collect();
+        let bound_v = bound.as_deref().and_then(|b| parse_bound(b, &unit));
+        // Every trial as a point.
+        let strip = Strip {
+            title: r.apply(&format!("{}: {metric} in every trial", t_rig(ctx))),
+            y_label: format!("{metric} ({unit})"),
+            columns: rows
+                .iter()
+                .map(|x| Column {
+                    label: vec![r.apply(&x.setting), r.apply(&x.variant)],
+                    color: vcolor(&x.variant),
+                    values: x.values.clone(),
+                    missing: x.missing,
+                })
+                .collect(),
+            bound: bound_v.map(|b| (b, format!("bound {}", bound.clone().unwrap_or_default()))),
+            legend: variants
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (r.apply(&format!("variant {v}")), i))
+                .collect(),
+        };
+        let f = format!("plots/trials_{}", safe(&metric));
+        ctx.save(&strip, &f)?;
+        blocks.push(Block::Image {
+            file: f,
+            caption: format!("{metric}: one point per trial, black bar = median, dashed = bound"),
+        });
+        // A/B: every setting and variant's distribution on one axis.
+        let series: Vec<Series> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, x)| Series {
+                label: r.apply(&format!("{} / {}", x.setting, x.variant)),
+                color: i,
+                pts: ecdf_with_missing(&x.values, x.missing),
+                dots: true,
+            })
+            .collect();
+        let ab = Figure {
+            title: r.apply(&format!("{}: {metric}, settings side by side", t_rig(ctx))),
+            panels: vec![Panel {
+                title: "cumulative share of trials".into(),
+                x_label: format!("{metric} ({unit}, log scale)"),
+                kind: PanelKind::Cdf,
+                series,
+                vlines: bound_v
+                    .map(|b| (b, format!("bound {}", bound.clone().unwrap_or_default())))
+                    .into_iter()
+                    .collect(),
+            }],
+            panel_size: (1000, 560),
+        };
+        let f = format!("plots/ab_{}", safe(&metric));
+        ctx.save(&ab, &f)?;
+        blocks.push(Block::Image {
+            file: f,
+            caption: format!("A/B: {metric} per setting and variant as a cumulative distribution"),
+        });
+    }
+    // Per setting: CDF and log-count histogram of each metric, one line per variant.
+    for s in &settings {
+        let mut panels = Vec::new();
+        for (metric, unit, bound) in t.metrics().into_iter().take(3) {
+            let rows: Vec<&TRow> = t
+                .rows
+                .iter()
+                .filter(|x| x.metric == metric && &x.setting == s)
+                .collect();
+            let all: Vec<f64> = rows.iter().flat_map(|x| x.values.iter().copied()).collect();
+            let sv = sorted(&all);
+            let log_x = sv.first().is_some_and(|a| *a > 0.0)
+                && sv.last().is_some_and(|b| *b / sv[0] > 30.0);
+            let bound_v = bound.as_deref().and_then(|b| parse_bound(b, &unit));
+            let vl: Vec<(f64, String)> = bound_v
+                .map(|b| (b, format!("bound {}", bound.clone().unwrap_or_default())))
+                .into_iter()
+                .collect();
+            panels.push(Panel {
+                title: format!("{metric}: histogram"),
+                x_label: format!(
+                    "{metric} ({unit}{})",
+                    if log_x { ", log scale" } else { "" }
+                ),
+                kind: PanelKind::Hist { log_x },
+                series: rows
+                    .iter()
+                    .map(|x| Series {
+                        label: r.apply(&x.variant),
+                        color: vcolor(&x.variant),
+                        pts: value_steps(&x.values, 40, log_x),
+                        dots: false,
+                    })
+                    .collect(),
+                vlines: vl.clone(),
+            });
+            panels.push(Panel {
+                title: format!("{metric}: cumulative"),
+                x_label: format!("{metric} ({unit}, log scale)"),
+                kind: PanelKind::Cdf,
+                series: rows
+                    .iter()
+                    .map(|x| Series {
+                        label: r.apply(&x.variant),
+                        color: vcolor(&x.variant),
+                        pts: ecdf_with_missing(&x.values, x.missing),
+                        dots: true,
+                    })
+                    .collect(),
+                vlines: vl,
+            });
+        }
+        let fig = Figure {
+            title: r.apply(&format!("{}: setting {s}", t_rig(ctx))),
+            panels,
+            panel_size: (700, 520),
+        };
+        let f = format!("plots/latency_{}", safe(s));
+        ctx.save(&fig, &f)?;
+        blocks.push(Block::Image {
+            file: f,
+            caption: r.apply(&format!(
+                "setting {s}: histogram (log count) and cumulative distribution"
+            )),
+        });
+    }
+    Ok(blocks)
+}
+
+fn t_rig(ctx: &Ctx) -> String {
+    ctx.rig.clone()
+}
+
+/// "< 100 ms" in the metric's unit -> 100.0.
+pub fn parse_bound(b: &str, unit: &str) -> Option<f64> {
+    let s = b.trim().trim_start_matches(['<', '>', '=']).trim();
+    let mut it = s.split_whitespace();
+    let v: f64 = it.next()?.parse().ok()?;
+    let u = it.next().unwrap_or(unit);
+    let scale = |u: &str| match u {
+        "ns" => Some(1e-9),
+        "us" | "µs" => Some(1e-6),
+        "ms" => Some(1e-3),
+        "s" => Some(1.0),
+        _ => None,
+    };
+    match (scale(u), scale(unit)) {
+        (Some(a), Some(b)) => Some(v * a / b),
+        _ => Some(v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(s: &str, v: &str, vals: &[f64], w: usize) -> TRow {
+        let so = sorted(vals);
+        TRow {
+            setting: s.into(),
+            variant: v.into(),
+            metric: "wait".into(),
+            unit: "ms".into(),
+            bound: Some("< 100 ms".into()),
+            n: vals.len(),
+            within_bound: Some(w),
+            missing: 0,
+            median: crate::stats::median(&so),
+            min: so.first().copied(),
+            max: so.last().copied(),
+            values: vals.to_vec(),
+        }
+    }
+
+    #[test]
+    fn verdict_names_the_setting_and_the_odds() {
+        let on = row(
+            "RT_PUSH_IPI",
+            "pi",
+            &[0.6, 0.7, 0.8, 0.8, 0.9, 1.0, 1.1, 5.4],
+            8,
+        );
+        let off = row(
+            "NO_RT_PUSH_IPI",
+            "pi",
+            &[
+                1146.1, 1499.0, 1499.5, 1499.6, 1499.7, 1500.0, 1501.0, 1502.6,
+            ],
+            0,
+        );
+        let t = TrialsData {
+            rows: vec![on, off],
+            ..Default::default()
+        };
+        let (b, c) = verdict(&t);
+        assert_eq!(b.len(), 1);
+        assert!(b[0].starts_with("NO_RT_PUSH_IPI: wait median 1499.7 ms against 0.850 ms under RT_PUSH_IPI, 0/8 against 8/8 under 100 ms, p < 0.001"), "{}", b[0]);
+        assert_eq!(
+            c,
+            "Conclusion: variant pi: wait under 100 ms in 8/8 with RT_PUSH_IPI, 0/8 with NO_RT_PUSH_IPI (p < 0.001: clear)."
+        );
+    }
+
+    #[test]
+    fn too_few_trials_say_so() {
+        let a = row("A", "v", &[1.0, 2.0], 2);
+        let b = row("B", "v", &[300.0, 400.0], 0);
+        let (text, _) = contrast(&b, &a, "B", "under A");
+        assert!(text.contains("too few trials to tell"), "{text}");
+    }
+
+    #[test]
+    fn bounds_convert_units() {
+        assert_eq!(parse_bound("< 100 ms", "ms"), Some(100.0));
+        assert_eq!(parse_bound("< 1 s", "ms"), Some(1000.0));
+        assert_eq!(parse_bound("<= 500 us", "ms"), Some(0.5));
+    }
+}

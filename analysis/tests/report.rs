@@ -1,0 +1,373 @@
+//! End-to-end: `report` on the committed synthetic fixtures (golden report.txt), the
+//! files it must write, PNGs that are really drawn, 80 columns, and --redact.
+
+use analysis::report::write_all;
+use std::path::{Path, PathBuf};
+
+/// The text with line breaks and indentation folded, as a reader sees it.
+fn flat(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// A scratch copy, so reports are never written into the source tree.
+fn scratch_copy(name: &str, tag: &str) -> PathBuf {
+    let dst = std::env::temp_dir().join(format!("analysis-test-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dst);
+    copy_dir(&fixture(name), &dst);
+    dst
+}
+
+fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+        }
+    }
+}
+
+fn golden(name: &str, tag: &str) {
+    let dir = scratch_copy(name, tag);
+    let (txt, _) = write_all(&dir, false).unwrap();
+    let on_disk = std::fs::read_to_string(dir.join("report.txt")).unwrap();
+    assert_eq!(txt, on_disk);
+    let expected_path = fixture(&format!("{name}.report.txt"));
+    if std::env::var("UPDATE_GOLDEN").is_ok() {
+        std::fs::write(&expected_path, &on_disk).unwrap();
+    }
+    let expected = std::fs::read_to_string(&expected_path)
+        .expect("golden file missing: run with UPDATE_GOLDEN=1 once and review it");
+    assert_eq!(
+        on_disk,
+        expected,
+        "report.txt differs from {}",
+        expected_path.display()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn golden_trials_report() {
+    golden("pi-boost-synthetic", "golden-trials");
+}
+
+#[test]
+fn golden_livefx_report() {
+    golden("livefx-synthetic", "golden-livefx");
+}
+
+fn png_size(p: &Path) -> (u32, u32) {
+    let b = std::fs::read(p).unwrap();
+    assert_eq!(&b[1..4], b"PNG", "{} is not a PNG", p.display());
+    let w = u32::from_be_bytes(b[16..20].try_into().unwrap());
+    let h = u32::from_be_bytes(b[20..24].try_into().unwrap());
+    (w, h)
+}
+
+/// Drawn, not blank: enough non-white pixels overall, and dark text pixels in the top
+/// band where the title is.
+fn assert_drawn(p: &Path) {
+    let img = image::open(p).unwrap().to_rgb8();
+    let (w, h) = img.dimensions();
+    let total = (w * h) as f64;
+    let inked = img.pixels().filter(|px| px.0 != [255, 255, 255]).count() as f64;
+    assert!(
+        inked / total > 0.01,
+        "{}: only {:.3} % drawn",
+        p.display(),
+        100.0 * inked / total
+    );
+    let title_dark = (0..w)
+        .flat_map(|x| (0..40.min(h)).map(move |y| (x, y)))
+        .filter(|&(x, y)| img.get_pixel(x, y).0.iter().all(|c| *c < 100))
+        .count();
+    assert!(
+        title_dark > 50,
+        "{}: no title text ({title_dark} dark pixels)",
+        p.display()
+    );
+}
+
+fn check_outputs(dir: &Path, plots: &[&str]) {
+    for f in [
+        "report.txt",
+        "report.md",
+        "report.html",
+        "report.json",
+        "export/trials.csv",
+    ] {
+        let p = dir.join(f);
+        assert!(
+            p.is_file() && std::fs::metadata(&p).unwrap().len() > 0,
+            "{f} missing or empty"
+        );
+    }
+    for l in std::fs::read_to_string(dir.join("report.txt"))
+        .unwrap()
+        .lines()
+    {
+        assert!(
+            l.chars().count() <= 80,
+            "report.txt line over 80 columns: {l}"
+        );
+    }
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        html.matches("<svg").count() >= plots.len(),
+        "report.html must inline every plot"
+    );
+    assert!(!html.contains("<img"), "report.html must be self-contained");
+    for p in plots {
+        let png = dir.join(format!("plots/{p}.png"));
+        let (w, h) = png_size(&png);
+        assert!(
+            (600..=4000).contains(&w) && (300..=2000).contains(&h),
+            "{p}: {w}x{h}"
+        );
+        assert_drawn(&png);
+        let svg = std::fs::read_to_string(dir.join(format!("plots/{p}.svg"))).unwrap();
+        assert!(
+            svg.contains("<svg") && svg.contains("<text"),
+            "{p}.svg has no text"
+        );
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    assert!(
+        json["conclusion"]
+            .as_str()
+            .unwrap()
+            .starts_with("Conclusion: ")
+    );
+}
+
+#[test]
+fn trials_report_writes_everything() {
+    let dir = scratch_copy("pi-boost-synthetic", "trials-files");
+    let (txt, _) = write_all(&dir, false).unwrap();
+    let txt = flat(&txt);
+    check_outputs(
+        &dir,
+        &[
+            "trials_wait",
+            "ab_wait",
+            "latency_RT_PUSH_IPI",
+            "latency_NO_RT_PUSH_IPI",
+        ],
+    );
+    assert!(txt.contains("NO_RT_PUSH_IPI / pi: wait median 1499.6 ms against 0.815 ms under RT_PUSH_IPI (pi), 0/8 against 8/8 under 100 ms, p < 0.001"), "{txt}");
+    assert!(
+        txt.contains("sched_migrate_task: owner cpu1 -> cpu3"),
+        "evidence missing"
+    );
+    assert!(txt.contains("1 timed_out"), "timed-out trial not reported");
+    let samples = std::fs::read_to_string(dir.join("export/samples.csv")).unwrap();
+    assert_eq!(
+        samples.lines().count(),
+        1 + 21,
+        "one line per value plus header"
+    );
+    let hist = std::fs::read_to_string(dir.join("export/histogram_wait.txt")).unwrap();
+    assert!(hist.contains("# Histogram") && hist.contains("# Max Latencies:"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn livefx_report_writes_everything() {
+    let dir = scratch_copy("livefx-synthetic", "livefx-files");
+    let (txt, _) = write_all(&dir, false).unwrap();
+    let txt = flat(&txt);
+    check_outputs(
+        &dir,
+        &[
+            "latency_RT_PUSH_IPI__default",
+            "latency_NO_RT_PUSH_IPI__default",
+            "ab_latency",
+            "timeline",
+        ],
+    );
+    assert!(
+        txt.contains("NOT suitable for real-time audio under NO_RT_PUSH_IPI"),
+        "{txt}"
+    );
+    // Exactness from the raw cycles: 3 injected per setting, all seen.
+    assert!(txt.contains(
+        "3 overruns were injected on purpose to check the counters; 3 of them were seen"
+    ));
+    let cycles = std::fs::read_to_string(dir.join("export/cycles.csv")).unwrap();
+    assert_eq!(cycles.lines().count(), 1 + 6000);
+    let ev = std::fs::read_to_string(dir.join("export/events.csv")).unwrap();
+    assert_eq!(ev.lines().count(), 1 + 30);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn metrics_missing_from_summary_come_from_samples() {
+    let dir = scratch_copy("pi-boost-synthetic", "rows-from-samples");
+    std::fs::write(
+        dir.join("summary.json"),
+        r#"{"rig":"pi-boost-synthetic","kind":"trials","rows":[]}"#,
+    )
+    .unwrap();
+    let (txt, _) = write_all(&dir, false).unwrap();
+    let txt = flat(&txt);
+    assert!(
+        txt.contains("summary.json has no rows for wait: summarised from samples.jsonl"),
+        "{txt}"
+    );
+    assert!(
+        txt.contains("NO_RT_PUSH_IPI pi 8 (1 none) - 1499.6 1146.1 / 1502.6"),
+        "{txt}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn long_clean_livefx_run_is_suitable() {
+    let dir = std::env::temp_dir().join(format!("analysis-test-long-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // 2 x 30000 cycles of 2.67 ms: 80 s of audio per setting, both clean.
+    let mut spec = analysis::synth::livefx::Spec::ab(60_000, 1);
+    spec.settings[1].stall_every = 0;
+    analysis::synth::livefx::generate(&dir, &spec).unwrap();
+    let (txt, _) = write_all(&dir, false).unwrap();
+    let txt = flat(&txt);
+    assert!(
+        txt.contains("Conclusion: suitable for real-time audio under RT_PUSH_IPI, NO_RT_PUSH_IPI."),
+        "{txt}"
+    );
+    assert!(txt.contains("the true rate is below 135 per hour"), "{txt}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn livefx_without_cycles_falls_back_to_histograms() {
+    let dir = scratch_copy("livefx-synthetic", "livefx-nocycles");
+    std::fs::remove_dir_all(dir.join("cycles")).unwrap();
+    let (txt, _) = write_all(&dir, false).unwrap();
+    assert!(
+        flat(&txt).contains("Latency percentiles from histograms.json"),
+        "{txt}"
+    );
+    assert!(dir.join("plots/ab_latency.png").is_file());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn word_present(hay: &str, w: &str) -> bool {
+    hay.match_indices(w).any(|(i, _)| {
+        let before = hay[..i].chars().next_back();
+        let after = hay[i + w.len()..].chars().next();
+        !before.is_some_and(|c| c.is_alphanumeric()) && !after.is_some_and(|c| c.is_alphanumeric())
+    })
+}
+
+fn all_text(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            // Outputs only: the inputs (run.json, samples) are the user's own.
+            let output = name.starts_with("report.")
+                || p.extension().is_some_and(|e| e == "svg" || e == "csv")
+                || (name.starts_with("histogram_") && name.ends_with(".txt"));
+            if output {
+                out.push((p.clone(), std::fs::read_to_string(&p).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn redact_leaves_no_host_user_or_home() {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string();
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| {
+            Path::new(&home)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_string()
+        });
+    let dir = scratch_copy("pi-boost-synthetic", "redact");
+    // Put the real identity where a real run.json has it.
+    let p = dir.join("run.json");
+    let mut run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    run["host"] = host.clone().into();
+    run["command"] = serde_json::json!([
+        format!("{home}/xrunrig/target/debug/xrunrig"),
+        "run",
+        format!("{home}/rigs/pi.toml"),
+        "--out",
+        format!("/home/{user}/results")
+    ]);
+    run["rig"]["description"] = format!("run by {user} on {host}").into();
+    run["settings_note"] = format!("made in {home}/work by {user}").into();
+    std::fs::write(&p, serde_json::to_string(&run).unwrap()).unwrap();
+
+    // Without --redact they are there (so this test can fail) ...
+    write_all(&dir, false).unwrap();
+    let plain = all_text(&dir).into_iter().map(|x| x.1).collect::<String>();
+    assert!(plain.contains(&home) && word_present(&plain, &host) && word_present(&plain, &user));
+
+    // ... with it, in no output file.
+    let (txt, _) = write_all(&dir, true).unwrap();
+    assert!(txt.contains("<host>") && txt.contains('~'), "{txt}");
+    for (path, text) in all_text(&dir) {
+        assert!(
+            !text.contains(&home),
+            "{} holds the home path {home}",
+            path.display()
+        );
+        assert!(
+            !word_present(&text, &host),
+            "{} holds the host name {host}",
+            path.display()
+        );
+        assert!(
+            !word_present(&text, &user),
+            "{} holds the user name {user}",
+            path.display()
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_input_says_what_to_do() {
+    let e = write_all(Path::new("/nonexistent/results"), false).unwrap_err();
+    assert!(e.contains("results directory"), "{e}");
+    let dir = std::env::temp_dir().join(format!("analysis-test-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let e = write_all(&dir, false).unwrap_err();
+    assert!(
+        e.contains("summary.json") && e.contains("xrunrig run"),
+        "{e}"
+    );
+    std::fs::write(dir.join("summary.json"), "{\"kind\":\"weird\"}").unwrap();
+    let e = write_all(&dir, false).unwrap_err();
+    assert!(e.contains("unknown kind"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
