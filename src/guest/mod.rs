@@ -1,8 +1,424 @@
-//! Running a rig inside a guest kernel under QEMU. (Being filled in.)
+//! Running a rig inside a guest kernel under QEMU: `xrunrig run RIG --kernel K …`.
+//!
+//! The host checks the rig and profile (statically: the guest provides the CPUs),
+//! never touches its own knobs, builds an initramfs holding its own xrunrig binary,
+//! boots K, and the guest runs the ordinary `xrunrig run` (so profiles, the journal
+//! and restore all apply there). Results come back on a second serial port and land
+//! in the host's results directory with run.json's "guest" provenance added.
+
+pub mod bzimage;
+pub mod channel;
+pub mod cpio;
+pub mod initramfs;
+pub mod kernel;
+pub mod modules;
+pub mod qemu;
+mod results;
 
 use crate::cli::RunArgs;
+use crate::output::summary::Row;
+use crate::rig::{self, Kind};
+use crate::run::{EXIT_FAILED, EXIT_INTERRUPTED, EXIT_REFUSED};
+use kernel::Kernel;
+use qemu::Accel;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-pub fn run_main(_a: &RunArgs) -> i32 {
-    eprintln!("xrunrig: --kernel is not implemented yet");
-    2
+/// Kernel command line for every guest. Not `nowatchdog`: the soft-lockup watchdog is
+/// part of the kernel under test (it rescues stuck tasks now and then); profiles turn
+/// it off at run time with kernel.watchdog = 0, and --append adds anything else.
+/// earlyprintk lets a failing boot decompressor say so ("-- System halted") instead
+/// of hanging silently until the boot bound.
+pub const BASE_CMDLINE: &str =
+    "console=ttyS0 earlyprintk=serial,ttyS0,115200 panic=-1 quiet mitigations=off";
+
+/// loops_per_jiffy from the host's clock (Debian kernels run at HZ = 250): given on
+/// the command line it spares each emulated secondary CPU its delay-loop calibration,
+/// which under TCG fails slowly ("calibrate_delay_direct() failed …"): measured
+/// 0.5 s of a 3.5–4 s boot. With a TSC, udelay does not use it.
+fn lpj() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let mhz: f64 = info
+        .lines()
+        .find(|l| l.starts_with("cpu MHz"))?
+        .split(':')
+        .nth(1)?
+        .trim()
+        .parse()
+        .ok()?;
+    (mhz > 100.0).then(|| (mhz * 1e6 / 250.0) as u64)
+}
+
+/// Everything decided on the host before any guest boots.
+pub struct HostPlan {
+    pub rig: rig::Rig,
+    pub files: Vec<(String, Vec<u8>)>,
+    pub command: Vec<String>,
+    pub cpus: u32,
+    pub memory: String,
+    pub cmdline: String,
+    pub audio: bool,
+    /// Bound on one guest's whole run, boot included.
+    pub run_bound: Duration,
+    pub boot_bound: Duration,
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file.toml".into())
+}
+
+fn valid_memory(m: &str) -> bool {
+    let digits = m.trim_end_matches(['M', 'G', 'm', 'g']);
+    !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()) && m.len() - digits.len() <= 1
+}
+
+fn env_secs(name: &str) -> Option<Duration> {
+    std::env::var(name)
+        .ok()?
+        .parse::<f64>()
+        .ok()
+        .map(Duration::from_secs_f64)
+}
+
+/// Checks the rig, profile and options on the host and builds the guest command.
+pub fn plan(a: &RunArgs) -> Result<HostPlan, String> {
+    let rig = rig::load(&a.rig).map_err(|e| e.to_string())?;
+    let profile = a
+        .profile
+        .as_ref()
+        .map(|p| crate::knobs::profile::load(p))
+        .transpose()?;
+    let setting_names: Vec<String> = profile
+        .as_ref()
+        .map(|p| p.settings.iter().map(|s| s.name.clone()).collect())
+        .unwrap_or_else(|| vec!["as-is".into()]);
+    for s in &a.setting {
+        if !setting_names.contains(s) {
+            return Err(format!(
+                "no setting '{s}' in the profile; it has: {}",
+                setting_names.join(", ")
+            ));
+        }
+    }
+    for v in &a.variant {
+        if !rig.variants.iter().any(|x| &x.name == v) {
+            let names: Vec<&str> = rig.variants.iter().map(|x| x.name.as_str()).collect();
+            return Err(format!(
+                "no variant '{v}' in rig '{}'; it has: {}",
+                rig.name,
+                names.join(", ")
+            ));
+        }
+    }
+    if a.trials == Some(0) {
+        return Err("--trials must be at least 1".into());
+    }
+    let need = rig.cpus_used().iter().max().map_or(1, |m| *m as u32 + 1);
+    let cpus = a.cpus.unwrap_or(need.max(4));
+    if cpus < need {
+        return Err(format!(
+            "rig '{}' uses CPUs up to {}: give the guest at least --cpus {need}",
+            rig.name,
+            need - 1
+        ));
+    }
+    if cpus == 0 || cpus > 64 {
+        return Err(format!("--cpus {cpus}: give 1 to 64 guest CPUs"));
+    }
+    let memory = a.memory.clone().unwrap_or_else(|| "1G".into());
+    if !valid_memory(&memory) {
+        return Err(format!("--memory {memory}: give a size such as 1G or 512M"));
+    }
+    if !["auto", "kvm", "tcg"].contains(&a.accel.as_str()) {
+        return Err(format!("--accel {}: choose auto, kvm or tcg", a.accel));
+    }
+    let max_time = a
+        .max_time
+        .as_deref()
+        .map(rig::units::parse_duration)
+        .transpose()
+        .map_err(|e| format!("--max-time: {e}"))?;
+    if let Some(d) = &a.duration {
+        rig::units::parse_duration(d).map_err(|e| format!("--duration: {e}"))?;
+    }
+
+    let rig_guest = format!("/xrunrig/rig/{}", file_name(&a.rig));
+    let mut files = vec![(rig_guest.clone(), rig.text.clone().into_bytes())];
+    let mut command: Vec<String> = vec!["/bin/xrunrig".into(), "run".into(), rig_guest];
+    if let (Some(p), Some(path)) = (&profile, &a.profile) {
+        let g = format!("/xrunrig/profile/{}", file_name(path));
+        files.push((g.clone(), p.text.clone().into_bytes()));
+        command.extend(["--profile".into(), g]);
+    }
+    command.extend(["--out".into(), "/results/x".into()]);
+    let mut opt = |name: &str, v: Option<String>| {
+        if let Some(v) = v {
+            command.extend([format!("--{name}"), v]);
+        }
+    };
+    opt("trials", a.trials.map(|t| t.to_string()));
+    opt("max-time", a.max_time.clone());
+    opt("backend", a.backend.clone());
+    opt("device", a.device.clone());
+    opt("period", a.period.map(|x| x.to_string()));
+    opt("rate", a.rate.map(|x| x.to_string()));
+    opt("duration", a.duration.clone());
+    opt("inject-every", a.inject_every.map(|x| x.to_string()));
+    opt("inject-factor", a.inject_factor.map(|x| x.to_string()));
+    for v in &a.variant {
+        command.extend(["--variant".into(), v.clone()]);
+    }
+    for s in &a.setting {
+        command.extend(["--setting".into(), s.clone()]);
+    }
+    if a.settings_as_is {
+        command.push("--settings-as-is".into());
+    }
+    if a.loopback {
+        command.push("--loopback".into());
+    }
+
+    // The guest's own bound (its watchdog) is estimate × 2 + 60 s; the host allows
+    // that plus boot and shipping, so the guest normally ends itself first.
+    let trials = a.trials.unwrap_or(rig.trials) as u64;
+    let n_settings = if a.setting.is_empty() {
+        setting_names.len()
+    } else {
+        a.setting.len()
+    } as u64;
+    let n_variants = if a.variant.is_empty() {
+        rig.variants.len()
+    } else {
+        a.variant.len()
+    } as u64;
+    let per_trial = match rig.kind {
+        Kind::Trials => rig.trial_timeout_ns + rig.trial_gap_ns,
+        Kind::Livefx => {
+            a.duration
+                .as_deref()
+                .and_then(|d| rig::units::parse_duration(d).ok())
+                .unwrap_or(60_000_000_000)
+                + 20_000_000_000
+        }
+    };
+    let estimate = per_trial * trials * n_settings * n_variants;
+    let inner = max_time.unwrap_or(estimate * 2 + 60_000_000_000);
+    let boot_bound = env_secs("XRUNRIG_GUEST_BOOT_TIMEOUT").unwrap_or(Duration::from_secs(90));
+    let run_bound = boot_bound + Duration::from_nanos(inner) + Duration::from_secs(60);
+    let mut cmdline = BASE_CMDLINE.to_string();
+    if let Some(l) = lpj() {
+        cmdline.push_str(&format!(" lpj={l}"));
+    }
+    if let Some(x) = &a.append {
+        cmdline.push(' ');
+        cmdline.push_str(x);
+    }
+    Ok(HostPlan {
+        audio: rig.kind == Kind::Livefx,
+        rig,
+        files,
+        command,
+        cpus,
+        memory,
+        cmdline,
+        run_bound,
+        boot_bound,
+    })
+}
+
+/// What one kernel's run produced.
+pub struct KernelRun {
+    pub kernel: Kernel,
+    pub dir: PathBuf,
+    pub code: i32,
+    pub accel: Option<Accel>,
+    pub rows: Vec<Row>,
+    pub error: Option<String>,
+    pub boot_s: Option<f64>,
+    pub wall_s: f64,
+}
+
+/// The results directory for each kernel.
+fn result_dirs(a: &RunArgs, rig: &str, kernels: &[Kernel]) -> (Option<PathBuf>, Vec<PathBuf>) {
+    let (_, stamp) = crate::sys::utc_now();
+    if kernels.len() == 1 {
+        let d = a.out.clone().unwrap_or_else(|| {
+            PathBuf::from("results").join(format!("{rig}-{stamp}-{}", kernels[0].release))
+        });
+        return (None, vec![d]);
+    }
+    let base = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(format!("{rig}-{stamp}-kernels")));
+    let mut dirs: Vec<PathBuf> = vec![];
+    for k in kernels {
+        let mut d = base.join(&k.release);
+        let mut i = 2;
+        while dirs.contains(&d) {
+            d = base.join(format!("{}-{i}", k.release));
+            i += 1;
+        }
+        dirs.push(d);
+    }
+    (Some(base), dirs)
+}
+
+pub fn run_main(a: &RunArgs) -> i32 {
+    let plan = match plan(a) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("xrunrig: {e}");
+            return EXIT_REFUSED;
+        }
+    };
+    let qemu_bin = match qemu::qemu_binary() {
+        Ok(q) => q,
+        Err(e) => {
+            eprintln!("xrunrig: {e}");
+            return EXIT_REFUSED;
+        }
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    if let Err(e) = crate::engine::watchdog::install_signal_flag(&stop) {
+        eprintln!("xrunrig: cannot install signal handlers: {e}");
+        return EXIT_REFUSED;
+    }
+    let mut kernels = vec![];
+    for k in &a.kernel {
+        match kernel::resolve(k, a.modules.as_deref()) {
+            Ok(x) => kernels.push(x),
+            Err(e) => {
+                eprintln!("xrunrig: {e}");
+                return EXIT_REFUSED;
+            }
+        }
+        if stop.load(Ordering::SeqCst) {
+            return EXIT_INTERRUPTED;
+        }
+    }
+    let (base, dirs) = result_dirs(a, &plan.rig.name, &kernels);
+    for d in &dirs {
+        if let Err(e) = crate::output::create_results_dir(d) {
+            eprintln!("xrunrig: {e}");
+            return EXIT_REFUSED;
+        }
+    }
+    let xrunrig_bin = match std::env::var_os("XRUNRIG_GUEST_BIN")
+        .map(PathBuf::from)
+        .map(Ok)
+        .unwrap_or_else(std::env::current_exe)
+    {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("xrunrig: cannot find this program's binary to put in the guest: {e}");
+            return EXIT_REFUSED;
+        }
+    };
+    let qemu_version = qemu::version(&qemu_bin);
+    let mut runs = vec![];
+    for (k, dir) in kernels.into_iter().zip(dirs) {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let ctx = results::Ctx {
+            plan: &plan,
+            args: a,
+            qemu: &qemu_bin,
+            qemu_version: &qemu_version,
+            xrunrig: &xrunrig_bin,
+            stop: &stop,
+        };
+        let r = results::run_kernel(&ctx, k, dir);
+        if let Some(e) = &r.error {
+            eprintln!("xrunrig: {}: {e}", r.kernel.label);
+        }
+        runs.push(r);
+    }
+    if let Some(base) = base {
+        results::combined(&plan.rig.name, &base, &runs);
+    }
+    if stop.load(Ordering::SeqCst) {
+        eprintln!("xrunrig: interrupted; the guest was stopped");
+        return EXIT_INTERRUPTED;
+    }
+    if runs.iter().any(|r| r.error.is_some()) {
+        return EXIT_FAILED;
+    }
+    runs.iter().map(|r| r.code).find(|&c| c != 0).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(extra: &[&str]) -> RunArgs {
+        #[derive(Parser)]
+        struct W {
+            #[command(flatten)]
+            a: RunArgs,
+        }
+        let mut v = vec![
+            "x",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/rigs/pi-boost-affinity.toml"),
+        ];
+        v.extend(extra);
+        W::parse_from(v).a
+    }
+
+    #[test]
+    fn plan_builds_guest_command_and_cpus() {
+        let prof = concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/rt-push-ipi.toml");
+        let p = plan(&args(&[
+            "--profile",
+            prof,
+            "--kernel",
+            "debian:6.12",
+            "--trials",
+            "8",
+            "--variant",
+            "pi",
+        ]))
+        .unwrap();
+        assert_eq!(p.cpus, 4);
+        let c = p.command.join(" ");
+        assert_eq!(
+            c,
+            "/bin/xrunrig run /xrunrig/rig/pi-boost-affinity.toml --profile /xrunrig/profile/rt-push-ipi.toml \
+             --out /results/x --trials 8 --variant pi"
+        );
+        assert_eq!(p.files.len(), 2);
+        assert!(!p.audio);
+        assert!(p.cmdline.contains("console=ttyS0") && !p.cmdline.contains("nowatchdog"));
+        // 8 trials × 2 settings × 1 variant × 4.2 s, doubled, + 60 s, + boot and shipping.
+        assert!(
+            p.run_bound > Duration::from_secs(67 + 60) && p.run_bound < Duration::from_secs(600)
+        );
+    }
+
+    #[test]
+    fn plan_refuses_bad_input() {
+        let e = plan(&args(&["--kernel", "k", "--cpus", "2"]))
+            .err()
+            .unwrap();
+        assert!(e.contains("--cpus 4"), "{e}");
+        let e = plan(&args(&["--kernel", "k", "--variant", "nope"]))
+            .err()
+            .unwrap();
+        assert!(e.contains("no variant 'nope'"), "{e}");
+        let e = plan(&args(&["--kernel", "k", "--memory", "lots"]))
+            .err()
+            .unwrap();
+        assert!(e.contains("--memory"), "{e}");
+        let e = plan(&args(&["--kernel", "k", "--accel", "hvf"]))
+            .err()
+            .unwrap();
+        assert!(e.contains("--accel"), "{e}");
+        assert!(valid_memory("512M") && valid_memory("2048") && !valid_memory("G"));
+    }
 }

@@ -442,8 +442,14 @@ impl<'a> KnobSession<'a> {
                 if !self.originals.iter().any(|(o, _)| *o == k) {
                     return Err(format!("{} was not in the journal", k.label()));
                 }
-                write_knob(self.io, &k, &v)
-                    .map_err(|e| format!("cannot write {} = {v}: {e}", k.label()))?;
+                // A value already in force is not written again: 6.12 refuses
+                // sched_rt_runtime_us = -1 over -1 (EBUSY) once the fair servers'
+                // runtime is 0, as the strict profile's later rounds would do.
+                let already = read_knob(self.io, &k).is_ok_and(|cur| norm(&cur) == norm(&v));
+                if !already {
+                    write_knob(self.io, &k, &v)
+                        .map_err(|e| format!("cannot write {} = {v}: {e}", k.label()))?;
+                }
                 let back = read_knob(self.io, &k)
                     .map_err(|e| format!("cannot read back {}: {e}", k.label()))?;
                 if norm(&back) != norm(&v) {

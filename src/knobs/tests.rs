@@ -184,6 +184,27 @@ fn apply_reads_back_and_restore_puts_everything_back() {
 }
 
 #[test]
+fn values_already_in_force_are_not_written_again() {
+    let io = FakeIo::machine();
+    let p = profile(PUSH);
+    let knobs = preflight(&io, &p, true).unwrap();
+    let dir = tmpdir("again");
+    let mut s = KnobSession::begin(&io, &dir, &knobs).unwrap();
+    s.apply(&p.settings[0].changes).unwrap();
+    let first = io.writes.lock().unwrap().len();
+    assert_eq!(first, 4, "rt_runtime, two fair servers and the feature");
+    // The next setting shares [common]: only the feature changes.
+    let f = s.apply(&p.settings[1].changes).unwrap();
+    assert_eq!(io.writes.lock().unwrap().len(), first + 1);
+    assert_eq!(
+        f.len(),
+        4,
+        "every knob is still reported as in force: {f:?}"
+    );
+    s.restore().unwrap();
+}
+
+#[test]
 fn drop_restores_on_error_and_panic_paths() {
     let io = FakeIo::machine();
     let p = profile(PUSH);

@@ -1,0 +1,95 @@
+//! Benchmark (not a test): boot-to-rig-start time and the whole pi-boost A/B plus
+//! control wall time in a guest kernel.
+//!
+//!   cargo build && ./target/debug/guest-bench [KERNEL…]     (default debian:6.12)
+//!
+//! Runs `xrunrig run rigs/pi-boost-affinity.toml --profile profiles/rt-push-ipi.toml
+//! --kernel K --trials 8 --variant pi --variant no-pi` with the xrunrig binary next
+//! to this one (or $XRUNRIG_BIN), from the current directory (the repository root).
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+fn main() {
+    let kernels: Vec<String> = {
+        let a: Vec<String> = std::env::args().skip(1).collect();
+        if a.is_empty() {
+            vec!["debian:6.12".into()]
+        } else {
+            a
+        }
+    };
+    let bin = std::env::var_os("XRUNRIG_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::current_exe()
+                .expect("own path")
+                .with_file_name("xrunrig")
+        });
+    let mut failed = false;
+    for k in &kernels {
+        let out = std::env::temp_dir().join(format!("xrunrig-guest-bench-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let t0 = Instant::now();
+        let st = Command::new(&bin)
+            .args([
+                "run",
+                "rigs/pi-boost-affinity.toml",
+                "--profile",
+                "profiles/rt-push-ipi.toml",
+            ])
+            .args([
+                "--kernel",
+                k,
+                "--trials",
+                "8",
+                "--variant",
+                "pi",
+                "--variant",
+                "no-pi",
+                "--out",
+            ])
+            .arg(&out)
+            .status();
+        let wall = t0.elapsed().as_secs_f64();
+        let run: Option<serde_json::Value> = std::fs::read_to_string(out.join("run.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        match (st, run) {
+            (Ok(s), Some(run)) if s.success() => {
+                let g = &run["guest"];
+                println!();
+                println!(
+                    "guest-bench {k} ({}):",
+                    g["kernel_release"].as_str().unwrap_or("?")
+                );
+                println!(
+                    "  accel {} ({}), {} vCPUs, {}",
+                    g["accel"].as_str().unwrap_or("?"),
+                    if g["emulated"] == true {
+                        "emulated"
+                    } else {
+                        "hardware"
+                    },
+                    g["cpus"],
+                    g["boot"].as_str().unwrap_or("?")
+                );
+                println!(
+                    "  boot to rig start: {:.2} s (QEMU start to the guest's ready marker)",
+                    g["boot_s"].as_f64().unwrap_or(f64::NAN)
+                );
+                println!(
+                    "  A/B + control, 8 trials each (32 trials, 1.5 s dwell): {wall:.1} s wall, \
+                     including kernel resolution, initramfs, boot and shipping"
+                );
+            }
+            (s, _) => {
+                eprintln!("guest-bench {k}: the run failed ({s:?}); see above");
+                failed = true;
+            }
+        }
+        let _ = std::fs::remove_dir_all(&out);
+    }
+    std::process::exit(i32::from(failed));
+}

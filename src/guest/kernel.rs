@@ -1,0 +1,413 @@
+//! Resolving `--kernel K` to an image QEMU can boot and the modules that go with it:
+//! a vmlinuz/bzImage path, a Debian linux-image .deb, a Debian package name fetched
+//! with `apt-get download`, or a short form (debian:6.12, debian:6.12-rt, debian:6.1)
+//! naming the newest such package apt knows.
+
+use super::bzimage;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    /// What the user gave as K.
+    pub label: String,
+    /// The vmlinuz/bzImage (or ELF) file.
+    pub image: PathBuf,
+    /// What QEMU boots: the unpacked vmlinux when that worked, else `image`.
+    pub boot: PathBuf,
+    /// How it boots and, when not through PVH, why.
+    pub boot_note: String,
+    pub release: String,
+    /// The matching lib/modules/<release> directory, when there is one.
+    pub modules: Option<PathBuf>,
+    pub package: Option<String>,
+}
+
+/// Where fetched packages and unpacked kernels are kept.
+pub fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("XRUNRIG_CACHE_DIR") {
+        return PathBuf::from(d).join("kernels");
+    }
+    if crate::sys::is_root() {
+        return PathBuf::from("/var/cache/xrunrig/kernels");
+    }
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from("/tmp"))
+        .join("xrunrig/kernels")
+}
+
+/// "6.1.0-57-amd64" → ("6.1.0-57", "amd64"): the version ends at the first '-'
+/// followed by a letter.
+fn split_flavour(rest: &str) -> Option<(&str, &str)> {
+    let b = rest.as_bytes();
+    (0..b.len().saturating_sub(1))
+        .find(|&i| b[i] == b'-' && b[i + 1].is_ascii_alphabetic())
+        .map(|i| (&rest[..i], &rest[i + 1..]))
+}
+
+fn version_key(v: &str) -> Vec<u64> {
+    v.split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap_or(0))
+        .collect()
+}
+
+/// Picks the newest `linux-image-<ver>…-<flavour>-unsigned` (or, without any, the
+/// signed `linux-image-<ver>…-<flavour>`) from package names.
+pub fn pick_debian<'a>(
+    names: impl Iterator<Item = &'a str>,
+    ver: &str,
+    flavour: &str,
+) -> Option<String> {
+    let mut best: Option<(bool, Vec<u64>, String)> = None;
+    for n in names {
+        let Some(rest) = n.strip_prefix("linux-image-") else {
+            continue;
+        };
+        let (rest, unsigned) = match rest.strip_suffix("-unsigned") {
+            Some(r) => (r, true),
+            None => (rest, false),
+        };
+        let Some((v, f)) = split_flavour(rest) else {
+            continue;
+        };
+        let matches_ver = v == ver
+            || v.strip_prefix(ver)
+                .is_some_and(|t| t.starts_with(['.', '+', '-']));
+        if f != flavour || !matches_ver {
+            continue;
+        }
+        let key = (unsigned, version_key(v), n.to_string());
+        if best.as_ref().is_none_or(|b| (key.0, &key.1) > (b.0, &b.1)) {
+            best = Some(key);
+        }
+    }
+    best.map(|b| b.2)
+}
+
+/// "debian:6.12-rt" → ("6.12", "rt-amd64").
+pub fn parse_short(k: &str) -> Option<(String, String)> {
+    let s = k.strip_prefix("debian:")?;
+    let (ver, fl) = match s.split_once('-') {
+        Some((v, f)) => (v, format!("{f}-amd64")),
+        None => (s, "amd64".to_string()),
+    };
+    (!ver.is_empty() && ver.chars().all(|c| c.is_ascii_digit() || c == '.'))
+        .then(|| (ver.to_string(), fl))
+}
+
+fn apt_names() -> Result<Vec<String>, String> {
+    let o = Command::new("apt-cache")
+        .args(["pkgnames", "linux-image-"])
+        .output()
+        .map_err(|e| {
+            format!(
+                "cannot run apt-cache (a Debian-family host is needed for debian:… kernels): {e}"
+            )
+        })?;
+    Ok(String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect())
+}
+
+fn resolve_short(k: &str, ver: &str, flavour: &str) -> Result<String, String> {
+    let names = apt_names()?;
+    if let Some(p) = pick_debian(names.iter().map(String::as_str), ver, flavour) {
+        return Ok(p);
+    }
+    eprintln!("xrunrig: no package for {k} in apt's lists; running apt-get update");
+    let st = Command::new("apt-get")
+        .args(["update", "-qq"])
+        .status()
+        .map_err(|e| format!("cannot run apt-get update: {e}"))?;
+    if !st.success() {
+        return Err(format!(
+            "{k}: apt knows no linux-image-{ver}*-{flavour} package and apt-get update failed (run it as root)"
+        ));
+    }
+    let names = apt_names()?;
+    pick_debian(names.iter().map(String::as_str), ver, flavour).ok_or_else(|| {
+        format!(
+            "{k}: apt knows no linux-image-{ver}*-{flavour}[-unsigned] package; \
+             list candidates with `apt-cache pkgnames linux-image-{ver}`"
+        )
+    })
+}
+
+fn find_deb(dir: &Path, pkg: &str) -> Option<PathBuf> {
+    let prefix = format!("{pkg}_");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".deb"))
+        })
+        .collect();
+    v.sort();
+    v.pop()
+}
+
+fn deb_ok(deb: &Path) -> bool {
+    Command::new("dpkg-deb")
+        .arg("-f")
+        .arg(deb)
+        .arg("Package")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The package's .deb in the cache, downloaded with `apt-get download` when missing.
+pub fn fetch_package(pkg: &str) -> Result<PathBuf, String> {
+    let dir = cache_dir();
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| format!("cannot create the kernel cache {}: {e}", dir.display()))?;
+    if let Some(d) = find_deb(&dir, pkg) {
+        if deb_ok(&d) {
+            return Ok(d);
+        }
+        let _ = std::fs::remove_file(&d);
+    }
+    eprintln!("xrunrig: fetching {pkg} into {}", dir.display());
+    let o = Command::new("apt-get")
+        .args(["download", "-qq", pkg])
+        .current_dir(&dir)
+        .output()
+        .map_err(|e| format!("cannot run apt-get download: {e}"))?;
+    match find_deb(&dir, pkg) {
+        Some(d) if o.status.success() && deb_ok(&d) => Ok(d),
+        _ => Err(format!(
+            "apt-get download {pkg} failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+    }
+}
+
+/// Unpacks the kernel image, the sound modules and modules.builtin from a .deb into
+/// the cache (once).
+fn unpack_deb(deb: &Path) -> Result<PathBuf, String> {
+    let stem = deb
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .ok_or("bad .deb file name")?;
+    let dest = cache_dir().join(format!("{stem}.d"));
+    if dest.join(".complete").exists() {
+        return Ok(dest);
+    }
+    let tmp = cache_dir().join(format!("{stem}.d.part{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    let script = "dpkg-deb --fsys-tarfile \"$1\" | tar -x -C \"$2\" --wildcards \
+        './boot/vmlinuz-*' './lib/modules/*/kernel/sound/*' './lib/modules/*/modules.builtin' \
+        './usr/lib/modules/*/kernel/sound/*' './usr/lib/modules/*/modules.builtin' 2>/dev/null; true";
+    let st = Command::new("sh")
+        .args(["-c", script, "sh"])
+        .arg(deb)
+        .arg(&tmp)
+        .status()
+        .map_err(|e| format!("cannot run dpkg-deb/tar: {e}"))?;
+    let has_image = std::fs::read_dir(tmp.join("boot"))
+        .map(|mut d| d.next().is_some())
+        .unwrap_or(false);
+    if !st.success() || !has_image {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(format!(
+            "{}: no boot/vmlinuz-* inside (is this a linux-image package? dpkg-deb must be installed)",
+            deb.display()
+        ));
+    }
+    std::fs::write(tmp.join(".complete"), b"").map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_dir_all(&dest);
+    std::fs::rename(&tmp, &dest).map_err(|e| format!("{}: {e}", dest.display()))?;
+    Ok(dest)
+}
+
+fn from_unpacked(label: &str, dir: &Path, package: Option<String>) -> Result<Kernel, String> {
+    let img = std::fs::read_dir(dir.join("boot"))
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("vmlinuz-"))
+        })
+        .ok_or_else(|| format!("no vmlinuz in {}", dir.display()))?;
+    let release = img.file_name().unwrap().to_string_lossy()["vmlinuz-".len()..].to_string();
+    let modules = ["lib/modules", "usr/lib/modules"]
+        .iter()
+        .map(|m| dir.join(m).join(&release))
+        .find(|p| p.is_dir());
+    let (boot, boot_note) = unpack_vmlinux(&img, &dir.join("vmlinux"));
+    Ok(Kernel {
+        label: label.into(),
+        image: img,
+        boot,
+        boot_note,
+        release,
+        modules,
+        package,
+    })
+}
+
+/// Unpacks the vmlinux next to the image (cached), falling back to the image itself.
+fn unpack_vmlinux(img: &Path, out: &Path) -> (PathBuf, String) {
+    if out.exists() {
+        return (
+            out.to_path_buf(),
+            "uncompressed vmlinux through the PVH entry".into(),
+        );
+    }
+    let d = match std::fs::read(img) {
+        Ok(d) => d,
+        Err(e) => return (img.to_path_buf(), format!("image as given ({e})")),
+    };
+    if bzimage::has_pvh_note(&d) {
+        return (img.to_path_buf(), "ELF image through the PVH entry".into());
+    }
+    if let Some(p) = out.parent() {
+        let _ = std::fs::create_dir_all(p);
+    }
+    match bzimage::extract_vmlinux(&d, out) {
+        Ok(()) => (
+            out.to_path_buf(),
+            "uncompressed vmlinux through the PVH entry".into(),
+        ),
+        Err(e) => (
+            img.to_path_buf(),
+            format!("image as given through SeaBIOS (no vmlinux: {e})"),
+        ),
+    }
+}
+
+fn from_image(label: &str, img: &Path, modules: Option<&Path>) -> Result<Kernel, String> {
+    let d = std::fs::read(img)
+        .map_err(|e| format!("{}: cannot read the kernel image: {e}", img.display()))?;
+    let release = bzimage::release(&d).unwrap_or_else(|| "unknown".into());
+    let sum: String = Sha256::digest(&d)[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    drop(d);
+    let (boot, boot_note) = unpack_vmlinux(
+        img,
+        &cache_dir().join("vmlinux").join(format!("{sum}.vmlinux")),
+    );
+    let modules = match modules {
+        Some(m) => {
+            if !m.is_dir() {
+                return Err(format!("--modules {}: not a directory", m.display()));
+            }
+            Some(m.to_path_buf())
+        }
+        None => Some(PathBuf::from("/lib/modules").join(&release)).filter(|p| p.is_dir()),
+    };
+    Ok(Kernel {
+        label: label.into(),
+        image: img.to_path_buf(),
+        boot,
+        boot_note,
+        release,
+        modules,
+        package: None,
+    })
+}
+
+/// Resolves K (fetching and unpacking as needed).
+pub fn resolve(k: &str, modules: Option<&Path>) -> Result<Kernel, String> {
+    let p = Path::new(k);
+    if p.exists() {
+        if k.ends_with(".deb") {
+            let dir = unpack_deb(p)?;
+            return from_unpacked(k, &dir, None);
+        }
+        return from_image(k, p, modules);
+    }
+    let pkg = if let Some((ver, fl)) = parse_short(k) {
+        resolve_short(k, &ver, &fl)?
+    } else if k.starts_with("linux-image-") && !k.contains('/') {
+        k.to_string()
+    } else {
+        return Err(format!(
+            "--kernel {k}: no such file, and not a Debian package name (linux-image-…) or a short form \
+             such as debian:6.12, debian:6.12-rt, debian:6.1"
+        ));
+    };
+    let deb = fetch_package(&pkg)?;
+    let dir = unpack_deb(&deb)?;
+    from_unpacked(k, &dir, Some(pkg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NAMES: &[&str] = &[
+        "linux-image-6.1.0-9-amd64-unsigned",
+        "linux-image-6.1.0-57-amd64-unsigned",
+        "linux-image-6.1.0-57-amd64",
+        "linux-image-6.1.0-57-rt-amd64-unsigned",
+        "linux-image-6.1.0-57-amd64-dbg",
+        "linux-image-6.12.9+deb12-amd64-unsigned",
+        "linux-image-6.12.117+deb12-amd64-unsigned",
+        "linux-image-6.12.115+deb12-amd64-unsigned",
+        "linux-image-6.12.117+deb12-rt-amd64-unsigned",
+        "linux-image-6.12.117+deb12-cloud-amd64",
+        "linux-image-amd64",
+    ];
+
+    #[test]
+    fn picks_newest_of_flavour() {
+        let it = || NAMES.iter().copied();
+        assert_eq!(
+            pick_debian(it(), "6.1", "amd64").as_deref(),
+            Some("linux-image-6.1.0-57-amd64-unsigned")
+        );
+        assert_eq!(
+            pick_debian(it(), "6.12", "amd64").as_deref(),
+            Some("linux-image-6.12.117+deb12-amd64-unsigned")
+        );
+        assert_eq!(
+            pick_debian(it(), "6.12", "rt-amd64").as_deref(),
+            Some("linux-image-6.12.117+deb12-rt-amd64-unsigned")
+        );
+        // Only a signed package: taken.
+        assert_eq!(
+            pick_debian(it(), "6.12", "cloud-amd64").as_deref(),
+            Some("linux-image-6.12.117+deb12-cloud-amd64")
+        );
+        assert_eq!(
+            pick_debian(it(), "6.12.115", "amd64").as_deref(),
+            Some("linux-image-6.12.115+deb12-amd64-unsigned")
+        );
+        assert_eq!(pick_debian(it(), "6.2", "amd64"), None);
+    }
+
+    #[test]
+    fn parses_short_forms() {
+        assert_eq!(
+            parse_short("debian:6.12"),
+            Some(("6.12".into(), "amd64".into()))
+        );
+        assert_eq!(
+            parse_short("debian:6.12-rt"),
+            Some(("6.12".into(), "rt-amd64".into()))
+        );
+        assert_eq!(
+            parse_short("debian:6.1"),
+            Some(("6.1".into(), "amd64".into()))
+        );
+        assert_eq!(parse_short("debian:"), None);
+        assert_eq!(parse_short("6.12"), None);
+    }
+
+    #[test]
+    fn bad_kernel_argument_says_what_is_accepted() {
+        let e = resolve("/no/such/vmlinuz", None).unwrap_err();
+        assert!(e.contains("debian:6.12"), "{e}");
+    }
+}

@@ -1,0 +1,408 @@
+//! Starting QEMU, watching the guest's console for its markers, and making sure QEMU
+//! never outlives us: its own process group (killed as a group on drop), and
+//! PR_SET_PDEATHSIG so it dies even if xrunrig is SIGKILLed.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accel {
+    Kvm,
+    Tcg,
+}
+
+impl Accel {
+    pub fn name(self) -> &'static str {
+        match self {
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        }
+    }
+}
+
+/// The QEMU binary: $XRUNRIG_QEMU or qemu-system-x86_64 on PATH.
+pub fn qemu_binary() -> Result<PathBuf, String> {
+    if let Some(q) = std::env::var_os("XRUNRIG_QEMU") {
+        let p = PathBuf::from(q);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!("XRUNRIG_QEMU={}: no such file", p.display()))
+        };
+    }
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join("qemu-system-x86_64"))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            "qemu-system-x86_64 not found: install it (apt-get install qemu-system-x86) to run rigs in a guest kernel"
+                .into()
+        })
+}
+
+pub fn version(qemu: &Path) -> String {
+    Command::new(qemu)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .map(str::to_string)
+        })
+        .map(|l| l.trim_start_matches("QEMU emulator version ").to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Whether KVM is worth trying, and if not why. PVM's /dev/kvm (nested
+/// virtualisation in some cloud VMs) cannot run stock kernels: measured, QEMU aborts
+/// on MSR 0x10a with -cpu host.
+pub fn kvm_usable() -> Result<(), String> {
+    if Path::new("/sys/module/kvm_pvm").exists() {
+        return Err(
+            "/dev/kvm is PVM nested virtualisation (kvm_pvm), which cannot run stock kernels"
+                .into(),
+        );
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .map(|_| ())
+        .map_err(|e| format!("/dev/kvm: {e}"))
+}
+
+pub struct Launch {
+    pub qemu: PathBuf,
+    pub kernel: PathBuf,
+    pub initrd: PathBuf,
+    pub cpus: u32,
+    pub memory: String,
+    pub cmdline: String,
+    pub accel: Accel,
+    pub console: PathBuf,
+    pub channel: PathBuf,
+    pub stderr: PathBuf,
+}
+
+pub fn args(l: &Launch) -> Vec<String> {
+    let mut a: Vec<String> = vec!["-nodefaults".into(), "-no-user-config".into()];
+    match l.accel {
+        Accel::Kvm => a.extend(["-accel".into(), "kvm".into(), "-cpu".into(), "host".into()]),
+        Accel::Tcg => a.extend([
+            "-accel".into(),
+            "tcg,thread=multi".into(),
+            "-cpu".into(),
+            "max".into(),
+        ]),
+    }
+    a.extend([
+        "-smp".into(),
+        l.cpus.to_string(),
+        "-m".into(),
+        l.memory.clone(),
+        "-display".into(),
+        "none".into(),
+        "-vga".into(),
+        "none".into(),
+        "-monitor".into(),
+        "none".into(),
+        "-no-reboot".into(),
+        "-kernel".into(),
+        l.kernel.display().to_string(),
+        "-initrd".into(),
+        l.initrd.display().to_string(),
+        "-append".into(),
+        l.cmdline.clone(),
+        // ttyS0: the console; ttyS1: the results channel, written only by /init.
+        "-serial".into(),
+        format!("file:{}", l.console.display()),
+        "-serial".into(),
+        format!("file:{}", l.channel.display()),
+    ]);
+    a
+}
+
+/// A running QEMU; dropping it kills its whole process group and reaps it.
+pub struct Guard {
+    child: Child,
+    done: bool,
+}
+
+impl Guard {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
+        match self.child.try_wait() {
+            Ok(Some(s)) => {
+                self.done = true;
+                Some(s)
+            }
+            _ => None,
+        }
+    }
+
+    pub fn kill(&mut self) {
+        if self.done {
+            return;
+        }
+        // SAFETY: signalling our own child's process group.
+        unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.done = true;
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+pub fn spawn(l: &Launch) -> Result<Guard, String> {
+    for p in [&l.console, &l.channel] {
+        std::fs::write(p, b"").map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    let err =
+        std::fs::File::create(&l.stderr).map_err(|e| format!("{}: {e}", l.stderr.display()))?;
+    let mut cmd = Command::new(&l.qemu);
+    cmd.args(args(l))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(err)
+        .process_group(0);
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", l.qemu.display()))?;
+    Ok(Guard { child, done: false })
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum End {
+    /// The guest shipped its results and powered off.
+    Shipped,
+    /// Did not print the ready marker within the boot bound.
+    BootTimeout,
+    /// Ran past the whole-run bound.
+    RunTimeout,
+    /// The kernel panicked or halted; the console line.
+    Crashed(String),
+    /// QEMU exited on its own before the guest shipped anything.
+    Exited(String),
+    Interrupted,
+}
+
+pub struct Outcome {
+    pub end: End,
+    /// Seconds from QEMU's start to the ready marker.
+    pub ready_s: Option<f64>,
+    /// The guest's own uptime at the ready marker (its kernel boot and /init).
+    pub guest_uptime_s: Option<f64>,
+    pub wall_s: f64,
+}
+
+/// "[   12.345678] …": a kernel message, not the guest run's own output.
+fn is_kernel_log(l: &str) -> bool {
+    l.strip_prefix('[')
+        .and_then(|r| r.split_once(']'))
+        .is_some_and(|(t, _)| {
+            t.contains('.') && t.trim().chars().all(|c| c.is_ascii_digit() || c == '.')
+        })
+}
+
+/// Console lines that mean the guest will not get anywhere.
+fn fatal_line(l: &str) -> bool {
+    [
+        "Kernel panic - not syncing",
+        "-- System halted",
+        "Attempted to kill init",
+    ]
+    .iter()
+    .any(|p| l.contains(p))
+}
+
+/// Watches the console until the guest ships, dies, or a bound passes; relays the
+/// guest's own output (after the ready marker, not kernel messages) to `relay`.
+pub fn watch(
+    g: &mut Guard,
+    console: &Path,
+    boot_bound: Duration,
+    run_bound: Duration,
+    stop: &AtomicBool,
+    relay: &mut dyn FnMut(&str),
+) -> Outcome {
+    let t0 = Instant::now();
+    let mut f = std::fs::File::open(console).ok();
+    let mut pos = 0u64;
+    let mut partial = String::new();
+    let mut ready: Option<f64> = None;
+    let mut guest_uptime: Option<f64> = None;
+    let mut shipped = false;
+    let mut crashed: Option<String> = None;
+    let mut exited: Option<String> = None;
+    let end = loop {
+        let status = g.try_wait();
+        // Read what the console got (also after exit, so nothing is missed).
+        if let Some(file) = f.as_mut() {
+            let mut buf = Vec::new();
+            if file.seek(SeekFrom::Start(pos)).is_ok() && file.read_to_end(&mut buf).is_ok() {
+                pos += buf.len() as u64;
+                partial.push_str(&String::from_utf8_lossy(&buf));
+                while let Some(i) = partial.find('\n') {
+                    let line: String = partial.drain(..=i).collect();
+                    let line = line.trim_end_matches(['\n', '\r']);
+                    if let Some(rest) = line.split("XRUNRIG-READY").nth(1) {
+                        ready.get_or_insert(t0.elapsed().as_secs_f64());
+                        guest_uptime = rest.split_whitespace().next().and_then(|x| x.parse().ok());
+                    } else if line.contains("XRUNRIG-SHIPPED") {
+                        shipped = true;
+                    } else if fatal_line(line) {
+                        crashed.get_or_insert(line.trim().to_string());
+                    } else if ready.is_some()
+                        && !is_kernel_log(line)
+                        && !line.starts_with("XRUNRIG-")
+                    {
+                        relay(line);
+                    }
+                }
+                // The boot decompressor halts without a final newline.
+                if fatal_line(&partial) {
+                    crashed.get_or_insert(partial.trim().to_string());
+                }
+            }
+        } else {
+            f = std::fs::File::open(console).ok();
+        }
+        if let Some(s) = status {
+            exited = Some(s.to_string());
+        }
+        if shipped {
+            // Give the power-off a moment, then stop it ourselves.
+            let t = Instant::now();
+            while g.try_wait().is_none() && t.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            break End::Shipped;
+        }
+        if let Some(c) = &crashed {
+            break End::Crashed(c.clone());
+        }
+        if let Some(e) = &exited {
+            break End::Exited(e.clone());
+        }
+        if stop.load(Ordering::SeqCst) {
+            break End::Interrupted;
+        }
+        let el = t0.elapsed();
+        if ready.is_none() && el > boot_bound {
+            break End::BootTimeout;
+        }
+        if el > run_bound {
+            break End::RunTimeout;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    g.kill();
+    Outcome {
+        end,
+        ready_s: ready,
+        guest_uptime_s: guest_uptime,
+        wall_s: t0.elapsed().as_secs_f64(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_line_has_two_serials_and_accel() {
+        let l = Launch {
+            qemu: "q".into(),
+            kernel: "/k".into(),
+            initrd: "/i".into(),
+            cpus: 4,
+            memory: "1G".into(),
+            cmdline: "console=ttyS0".into(),
+            accel: Accel::Tcg,
+            console: "/c".into(),
+            channel: "/ch".into(),
+            stderr: "/e".into(),
+        };
+        let a = args(&l).join(" ");
+        assert!(
+            a.contains("-accel tcg,thread=multi -cpu max -smp 4 -m 1G"),
+            "{a}"
+        );
+        assert!(a.contains("-serial file:/c -serial file:/ch"), "{a}");
+        assert!(a.contains("-no-reboot"));
+        assert!(fatal_line("[ 1.0] Kernel panic - not syncing: VFS"));
+        assert!(!fatal_line("all fine"));
+        assert!(is_kernel_log("[    9.823959] reboot: Power down"));
+        assert!(!is_kernel_log("[   1/4] RT_PUSH_IPI / pi trial 1/2"));
+    }
+
+    #[test]
+    fn guard_kills_the_group_and_watch_bounds_a_hang() {
+        // A stand-in "QEMU" that never boots: the boot bound must end it.
+        let dir = std::env::temp_dir().join(format!("xrunrig-qemu-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let console = dir.join("console");
+        std::fs::write(&console, b"").unwrap();
+        let child = Command::new("sh")
+            .args(["-c", "sleep 30 & sleep 30"])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let mut g = Guard { child, done: false };
+        let stop = AtomicBool::new(false);
+        let o = watch(
+            &mut g,
+            &console,
+            Duration::from_millis(300),
+            Duration::from_secs(60),
+            &stop,
+            &mut |_| {},
+        );
+        assert_eq!(o.end, End::BootTimeout);
+        assert!(o.wall_s < 5.0);
+        // Nothing of the group still runs (orphans may linger as zombies until
+        // their new parent reaps them).
+        std::thread::sleep(Duration::from_millis(100));
+        let alive: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+            .filter(|st| {
+                let f: Vec<&str> = st
+                    .rsplit_once(')')
+                    .map_or("", |x| x.1)
+                    .split_whitespace()
+                    .collect();
+                f.len() > 2 && f[2] == pid.to_string() && f[0] != "Z"
+            })
+            .collect();
+        assert!(
+            alive.is_empty(),
+            "process group {pid} still runs: {alive:?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,433 @@
+//! One kernel's guest run, from initramfs to the host's results directory, and the
+//! combined table when several kernels ran.
+
+use super::qemu::{self, Accel, End, Launch};
+use super::{HostPlan, KernelRun, initramfs, modules};
+use crate::cli::RunArgs;
+use crate::output::summary::{Row, Summary};
+use crate::output::table;
+use crate::run::{EXIT_FAILED, EXIT_INTERRUPTED};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+pub struct Ctx<'a> {
+    pub plan: &'a HostPlan,
+    pub args: &'a RunArgs,
+    pub qemu: &'a Path,
+    pub qemu_version: &'a str,
+    pub xrunrig: &'a Path,
+    pub stop: &'a AtomicBool,
+}
+
+/// A scratch directory removed when dropped.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Removes scratch directories of xrunrig processes that no longer exist (a SIGKILL
+/// leaves them; their QEMU died with them through PDEATHSIG).
+fn sweep_stale_scratch() {
+    let Ok(rd) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .strip_prefix("xrunrig-guest-")
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid
+            && !Path::new(&format!("/proc/{pid}")).exists()
+        {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+fn scratch() -> Result<Scratch, String> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    sweep_stale_scratch();
+    let d = std::env::temp_dir().join(format!(
+        "xrunrig-guest-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+    Ok(Scratch(d))
+}
+
+fn emulated_note(a: Accel) -> &'static str {
+    match a {
+        Accel::Tcg => {
+            "TCG: emulated CPUs; timings are of an emulated machine, not of this host's hardware"
+        }
+        Accel::Kvm => "KVM: hardware-virtualised CPUs",
+    }
+}
+
+/// Saves the console (and QEMU's stderr) as guest-console.log in the results dir.
+fn save_console(s: &Path, dir: &Path) -> PathBuf {
+    let mut text = std::fs::read(s.join("console.log")).unwrap_or_default();
+    let err = std::fs::read_to_string(s.join("qemu-stderr.log")).unwrap_or_default();
+    if !err.trim().is_empty() {
+        text.extend_from_slice(format!("\n--- qemu stderr ---\n{err}").as_bytes());
+    }
+    let p = dir.join("guest-console.log");
+    let _ = std::fs::write(&p, text);
+    p
+}
+
+fn tail(p: &Path, n: usize) -> String {
+    let t = std::fs::read_to_string(p).unwrap_or_default();
+    let lines: Vec<&str> = t.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..].join("\n    ")
+}
+
+pub fn run_kernel(c: &Ctx, k: super::kernel::Kernel, dir: PathBuf) -> KernelRun {
+    let mut run = KernelRun {
+        kernel: k,
+        dir,
+        code: EXIT_FAILED,
+        accel: None,
+        rows: vec![],
+        error: None,
+        boot_s: None,
+        wall_s: 0.0,
+    };
+    if let Err(e) = run_inner(c, &mut run) {
+        run.error = Some(e);
+    }
+    run
+}
+
+fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
+    let p = c.plan;
+    let k = &run.kernel;
+    let s = scratch()?;
+    let (mods, notes) = match (&k.modules, p.audio) {
+        (Some(m), true) => modules::collect(m, modules::SOUND),
+        (None, true) => (
+            vec![],
+            vec![format!(
+                "no modules directory for {} (give --modules DIR)",
+                k.release
+            )],
+        ),
+        _ => (vec![], vec![]),
+    };
+    for n in notes {
+        eprintln!("xrunrig: warning: {n}");
+    }
+    let spec = initramfs::Spec {
+        xrunrig: c.xrunrig.to_path_buf(),
+        files: p.files.clone(),
+        command: p.command.clone(),
+        modules: mods,
+        audio: p.audio,
+    };
+    let initrd = s.0.join("initramfs.cpio");
+    let (size, notes) = initramfs::build(&spec, &initrd)?;
+    for n in notes {
+        eprintln!("xrunrig: warning: {n}");
+    }
+    let (first, why) = match c.args.accel.as_str() {
+        "kvm" => (Accel::Kvm, "--accel kvm".to_string()),
+        "tcg" => (Accel::Tcg, "--accel tcg".to_string()),
+        _ => match qemu::kvm_usable() {
+            Ok(()) => (Accel::Kvm, "auto: /dev/kvm usable".to_string()),
+            Err(e) => (Accel::Tcg, format!("auto: {e}")),
+        },
+    };
+    let mut accel = first;
+    let mut accel_note = why;
+    let launch = |a: Accel| Launch {
+        qemu: c.qemu.to_path_buf(),
+        kernel: k.boot.clone(),
+        initrd: initrd.clone(),
+        cpus: p.cpus,
+        memory: p.memory.clone(),
+        cmdline: p.cmdline.clone(),
+        accel: a,
+        console: s.0.join("console.log"),
+        channel: s.0.join("channel.bin"),
+        stderr: s.0.join("qemu-stderr.log"),
+    };
+    let outcome = loop {
+        eprintln!(
+            "xrunrig: booting {} ({}) in QEMU {}: {} vCPUs, {}, {}{}{}; {}; initramfs {:.1} MB",
+            k.release,
+            k.label,
+            c.qemu_version,
+            p.cpus,
+            p.memory,
+            accel.name().to_uppercase(),
+            if accel == Accel::Tcg {
+                " (emulated)"
+            } else {
+                ""
+            },
+            format_args!(" [{accel_note}]"),
+            k.boot_note,
+            size as f64 / 1e6
+        );
+        let mut g = qemu::spawn(&launch(accel))?;
+        let boot_bound = if accel == Accel::Kvm && c.args.accel == "auto" {
+            Duration::from_secs(30).min(p.boot_bound)
+        } else {
+            p.boot_bound
+        };
+        let o = qemu::watch(
+            &mut g,
+            &s.0.join("console.log"),
+            boot_bound,
+            p.run_bound,
+            c.stop,
+            &mut |l| eprintln!("  guest| {l}"),
+        );
+        drop(g);
+        // KVM that does not reach the ready marker is retried under TCG.
+        if accel == Accel::Kvm
+            && c.args.accel == "auto"
+            && o.ready_s.is_none()
+            && o.end != End::Interrupted
+        {
+            accel_note = format!(
+                "auto: KVM did not reach the ready marker ({:?}); fell back to TCG",
+                o.end
+            );
+            accel = Accel::Tcg;
+            continue;
+        }
+        break o;
+    };
+    run.accel = Some(accel);
+    run.boot_s = outcome.ready_s;
+    run.wall_s = outcome.wall_s;
+    let console = save_console(&s.0, &run.dir);
+    let fail = |what: String| {
+        format!(
+            "{what}\n  the guest was stopped; console log: {}\n  last console lines:\n    {}",
+            console.display(),
+            tail(&console, 8)
+        )
+    };
+    match &outcome.end {
+        End::Shipped => {}
+        End::Interrupted => {
+            run.code = EXIT_INTERRUPTED;
+            return Err(fail("interrupted".into()));
+        }
+        End::BootTimeout => {
+            return Err(fail(format!(
+                "the guest did not reach its ready marker within {} s (boot failed or hung)",
+                p.boot_bound.as_secs()
+            )));
+        }
+        End::RunTimeout => {
+            return Err(fail(format!(
+                "the guest run passed its bound of {} s",
+                p.run_bound.as_secs()
+            )));
+        }
+        End::Crashed(l) => return Err(fail(format!("the guest kernel failed: {l}"))),
+        End::Exited(st) => {
+            return Err(fail(format!(
+                "QEMU exited ({st}) before the guest {}",
+                if outcome.ready_s.is_some() {
+                    "shipped its results"
+                } else {
+                    "was ready"
+                }
+            )));
+        }
+    }
+    let chan = std::fs::read(s.0.join("channel.bin")).map_err(|e| e.to_string())?;
+    let arch = super::channel::parse(&chan).map_err(fail)?;
+    super::channel::untar(&arch.tar, &run.dir).map_err(fail)?;
+    run.code = arch.rc;
+    let guest = json!({
+        "accel": accel.name(),
+        "accel_note": accel_note,
+        "emulated": accel == Accel::Tcg,
+        "note": emulated_note(accel),
+        "cpus": p.cpus,
+        "memory": p.memory,
+        "kernel": k.label,
+        "kernel_release": k.release,
+        "kernel_image": k.image.display().to_string(),
+        "kernel_package": k.package,
+        "boot": k.boot_note,
+        "qemu": c.qemu_version,
+        "boot_s": outcome.ready_s.map(|x| (x * 1000.0).round() / 1000.0),
+        "guest_uptime_at_start_s": outcome.guest_uptime_s,
+        "wall_s": (outcome.wall_s * 1000.0).round() / 1000.0,
+        "cmdline": p.cmdline,
+        "command": p.command,
+        "console_log": "guest-console.log",
+        "host": {
+            "hostname": crate::output::provenance::hostname(),
+            "kernel": crate::output::provenance::kernel(),
+            "cpus": crate::output::provenance::cpus(),
+        },
+    });
+    patch_run_json(&run.dir, c.args, guest)?;
+    let sum_path = run.dir.join("summary.json");
+    let summary: Option<Summary> = std::fs::read_to_string(&sum_path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    println!();
+    println!(
+        "kernel {} ({}), guest {} — {}; boot to rig start {}",
+        k.release,
+        k.label,
+        accel.name().to_uppercase(),
+        emulated_note(accel),
+        outcome.ready_s.map_or("-".into(), |b| format!("{b:.1} s"))
+    );
+    match &summary {
+        Some(sm) => {
+            print!("{}", table::render(&sm.rows));
+            run.rows = sm.rows.clone();
+        }
+        None => println!("(no summary.json: the guest run wrote no results)"),
+    }
+    println!("results: {}", run.dir.display());
+    if arch.rc != 0 {
+        eprintln!(
+            "xrunrig: the run in the guest exited with {} (its messages are above)",
+            arch.rc
+        );
+    }
+    Ok(())
+}
+
+/// run.json from the guest, with the host's command and paths and the "guest" block.
+fn patch_run_json(dir: &Path, a: &RunArgs, guest: serde_json::Value) -> Result<(), String> {
+    let p = dir.join("run.json");
+    let Ok(text) = std::fs::read_to_string(&p) else {
+        // The guest refused before writing run.json; record what we know.
+        return crate::output::write_json(
+            &p,
+            &json!({
+                "command": std::env::args().collect::<Vec<_>>(),
+                "error": "the run inside the guest wrote no run.json (see guest-console.log)",
+                "guest": guest,
+            }),
+        );
+    };
+    let mut v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("the guest's run.json is not JSON: {e}"))?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert(
+            "guest_command".into(),
+            o.get("command").cloned().unwrap_or_default(),
+        );
+        o.insert(
+            "command".into(),
+            json!(std::env::args().collect::<Vec<_>>()),
+        );
+        o.insert("host".into(), json!(crate::output::provenance::hostname()));
+        if let Some(r) = o.get_mut("rig").and_then(|r| r.as_object_mut()) {
+            r.insert("path".into(), json!(a.rig.display().to_string()));
+        }
+        if let (Some(pr), Some(path)) = (
+            o.get_mut("profile").and_then(|r| r.as_object_mut()),
+            &a.profile,
+        ) {
+            pr.insert("path".into(), json!(path.display().to_string()));
+        }
+        o.insert("guest".into(), guest);
+    }
+    crate::output::write_json(&p, &v)
+}
+
+/// The table across kernels (a kernel column before the usual ones) and
+/// combined.json in the parent directory.
+pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
+    let mut rows: Vec<Row> = vec![];
+    let mut labels: Vec<String> = vec![];
+    for r in runs {
+        for row in &r.rows {
+            rows.push(row.clone());
+            labels.push(r.kernel.release.clone());
+        }
+    }
+    let t = table::render(&rows);
+    let w = labels
+        .iter()
+        .map(|l| l.len())
+        .max()
+        .unwrap_or(0)
+        .max("kernel".len());
+    let mut out = String::new();
+    for (i, line) in t.lines().enumerate() {
+        let k = if i == 0 { "kernel" } else { &labels[i - 1] };
+        out.push_str(&format!("{k:<w$}  {line}\n"));
+    }
+    println!();
+    println!("all kernels ({rig}):");
+    print!("{out}");
+    for r in runs {
+        let acc = r.accel.map_or("-", |a| a.name());
+        match &r.error {
+            Some(_) => println!(
+                "  {} ({}): FAILED, see {}",
+                r.kernel.release,
+                r.kernel.label,
+                r.dir.display()
+            ),
+            None => println!(
+                "  {} ({}): {} {}, boot {} s, {:.1} s in all, {}{}",
+                r.kernel.release,
+                r.kernel.label,
+                acc,
+                if r.accel == Some(Accel::Tcg) {
+                    "(emulated)"
+                } else {
+                    ""
+                },
+                r.boot_s.map_or("-".into(), |b| format!("{b:.1}")),
+                r.wall_s,
+                r.dir.display(),
+                if r.code != 0 {
+                    format!(" (the guest run exited with {})", r.code)
+                } else {
+                    String::new()
+                }
+            ),
+        }
+    }
+    let v = json!({
+        "rig": rig,
+        "kernels": runs.iter().map(|r| json!({
+            "kernel": r.kernel.label,
+            "release": r.kernel.release,
+            "dir": r.dir.display().to_string(),
+            "accel": r.accel.map(|a| a.name()),
+            "emulated": r.accel == Some(Accel::Tcg),
+            "exit": r.code,
+            "error": r.error,
+            "boot_s": r.boot_s,
+        })).collect::<Vec<_>>(),
+        "rows": runs.iter().flat_map(|r| r.rows.iter().map(move |row| {
+            let mut x = serde_json::to_value(row).unwrap_or_default();
+            if let Some(o) = x.as_object_mut() {
+                o.insert("kernel".into(), json!(r.kernel.release));
+            }
+            x
+        })).collect::<Vec<_>>(),
+    });
+    if let Err(e) = crate::output::write_json(&base.join("combined.json"), &v) {
+        eprintln!("xrunrig: {e}");
+    }
+    let _ = std::fs::write(base.join("combined.txt"), &out);
+    println!("combined: {}", base.join("combined.json").display());
+}

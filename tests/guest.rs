@@ -1,0 +1,579 @@
+//! End-to-end: rigs run inside Debian guest kernels under QEMU (`--kernel`).
+//!
+//! Needs qemu-system-x86_64 (CI installs qemu-system-x86 and runs as root) and the
+//! Debian kernel packages, which the tests fetch through xrunrig's own code path
+//! (`--kernel debian:6.12` → apt-cache + apt-get download into the cache;
+//! `.ci/fetch-kernel` pre-fetches them). Without QEMU these tests FAIL, saying so,
+//! unless XRUNRIG_SKIP_GUEST=1. They run one at a time: a TCG guest takes both CPUs.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static ONE_GUEST_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn xrunrig() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_xrunrig"));
+    c.current_dir(repo());
+    c
+}
+
+/// False (skip) only when XRUNRIG_SKIP_GUEST=1; a missing QEMU fails the test.
+fn guest_tests_enabled() -> bool {
+    if std::env::var("XRUNRIG_SKIP_GUEST").as_deref() == Ok("1") {
+        eprintln!("guest test skipped: XRUNRIG_SKIP_GUEST=1");
+        return false;
+    }
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join("qemu-system-x86_64").is_file()))
+        .unwrap_or(false);
+    assert!(
+        found,
+        "qemu-system-x86_64 is not installed, so the guest-kernel tests cannot run: \
+         install it (apt-get install qemu-system-x86), or set XRUNRIG_SKIP_GUEST=1 to skip them"
+    );
+    true
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("xrunrig-test-guest-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn json(p: &Path) -> Value {
+    let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&t).unwrap()
+}
+
+fn show(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// (within bound, n) of the `wait` row.
+fn wait_row(sum: &Value, setting: &str, variant: &str) -> (u64, u64) {
+    let r = sum["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["setting"] == setting && r["variant"] == variant && r["metric"] == "wait")
+        .unwrap_or_else(|| panic!("no row {setting}/{variant}/wait in {sum}"));
+    (
+        r["within_bound"].as_u64().unwrap(),
+        r["n"].as_u64().unwrap(),
+    )
+}
+
+/// QEMU processes started by xrunrig process `pid` (their command lines name its
+/// scratch directory).
+fn qemus_of(pid: u32) -> Vec<String> {
+    let tag = format!("xrunrig-guest-{pid}-");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains("qemu-system") && c.contains(&tag))
+        .collect()
+}
+
+fn check_guest_block(run: &Value, release_prefix: &str) {
+    let g = &run["guest"];
+    let accel = g["accel"].as_str().unwrap();
+    assert!(accel == "tcg" || accel == "kvm", "{g}");
+    assert_eq!(g["emulated"].as_bool(), Some(accel == "tcg"), "{g}");
+    assert_eq!(g["cpus"], 4);
+    assert!(
+        g["kernel_release"]
+            .as_str()
+            .unwrap()
+            .starts_with(release_prefix),
+        "{g}"
+    );
+    assert!(
+        g["cmdline"].as_str().unwrap().contains("console=ttyS0"),
+        "{g}"
+    );
+    assert!(g["boot_s"].as_f64().unwrap() > 0.0, "{g}");
+    assert!(g["qemu"].as_str().is_some_and(|q| !q.is_empty()));
+    // The guest's own kernel is recorded as the run's kernel.
+    assert!(
+        run["kernel"]["release"]
+            .as_str()
+            .unwrap()
+            .starts_with(release_prefix)
+    );
+    assert_eq!(run["rig"]["path"], "rigs/pi-boost-affinity.toml");
+}
+
+/// The done-when A/B: RT_PUSH_IPI ≥ 7/8 waits under 100 ms for PI, NO_RT_PUSH_IPI
+/// ≤ 2/8, the no-PI control ≤ 1/8 either way — on Debian 6.12 and 6.1, two --kernel
+/// options in one command, one combined table.
+#[test]
+fn pi_boost_ab_on_debian_6_12_and_6_1_in_one_table() {
+    if !guest_tests_enabled() {
+        return;
+    }
+    let _one = ONE_GUEST_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let out = tmp("ab");
+    let o = xrunrig()
+        .args([
+            "run",
+            "rigs/pi-boost-affinity.toml",
+            "--profile",
+            "profiles/rt-push-ipi.toml",
+        ])
+        .args([
+            "--kernel",
+            "debian:6.12",
+            "--kernel",
+            "debian:6.1",
+            "--trials",
+            "8",
+        ])
+        .args(["--variant", "pi", "--variant", "no-pi", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = show(&o);
+    eprintln!("{text}");
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let combined = json(&out.join("combined.json"));
+    let kernels = combined["kernels"].as_array().unwrap();
+    assert_eq!(kernels.len(), 2, "{combined}");
+    for (k, prefix) in kernels.iter().zip(["6.12.", "6.1."]) {
+        let release = k["release"].as_str().unwrap();
+        assert!(release.starts_with(prefix), "{k}");
+        let dir = PathBuf::from(k["dir"].as_str().unwrap());
+        let sum = json(&dir.join("summary.json"));
+        let run = json(&dir.join("run.json"));
+        check_guest_block(&run, prefix);
+        assert!(dir.join("samples.jsonl").is_file() && dir.join("guest-console.log").is_file());
+        let on = wait_row(&sum, "RT_PUSH_IPI", "pi");
+        let off = wait_row(&sum, "NO_RT_PUSH_IPI", "pi");
+        let c_on = wait_row(&sum, "RT_PUSH_IPI", "no-pi");
+        let c_off = wait_row(&sum, "NO_RT_PUSH_IPI", "no-pi");
+        for r in [on, off, c_on, c_off] {
+            assert_eq!(r.1, 8, "{release}: {sum}");
+        }
+        assert!(
+            on.0 >= 7,
+            "{release}: RT_PUSH_IPI pi {}/8 under 100 ms, want >= 7\n{text}",
+            on.0
+        );
+        assert!(
+            off.0 <= 2,
+            "{release}: NO_RT_PUSH_IPI pi {}/8 under 100 ms, want <= 2\n{text}",
+            off.0
+        );
+        assert!(
+            c_on.0 <= 1 && c_off.0 <= 1,
+            "{release}: no-pi control {c_on:?} {c_off:?}, want <= 1/8\n{text}"
+        );
+        // Every combined row names its kernel.
+        let rows = combined["rows"].as_array().unwrap();
+        assert_eq!(
+            rows.iter().filter(|r| r["kernel"] == release).count(),
+            8,
+            "{combined}"
+        );
+    }
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let table: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("all kernels"))
+        .collect();
+    assert!(table.len() > 17, "no combined table in\n{stdout}");
+    assert!(
+        table[1].starts_with("kernel") && table[1].contains("within bound"),
+        "{stdout}"
+    );
+    for k in kernels {
+        let r = k["release"].as_str().unwrap();
+        assert_eq!(
+            table.iter().filter(|l| l.starts_with(r)).count(),
+            8,
+            "{stdout}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// With the soft-lockup watchdog and the fair server off (strict profile), nothing
+/// rescues the stuck owner: NO_RT_PUSH_IPI 0/8.
+#[test]
+fn strict_profile_leaves_no_rescue_on_6_12() {
+    if !guest_tests_enabled() {
+        return;
+    }
+    let _one = ONE_GUEST_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let out = tmp("strict");
+    let o = xrunrig()
+        .args([
+            "run",
+            "rigs/pi-boost-affinity.toml",
+            "--profile",
+            "profiles/rt-push-ipi-strict.toml",
+        ])
+        .args([
+            "--kernel",
+            "debian:6.12",
+            "--trials",
+            "8",
+            "--variant",
+            "pi",
+        ])
+        // Only the "off" side: the claim is about it, and it halves the time.
+        .args(["--setting", "NO_RT_PUSH_IPI", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = show(&o);
+    eprintln!("{text}");
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let sum = json(&out.join("summary.json"));
+    let off = wait_row(&sum, "NO_RT_PUSH_IPI", "pi");
+    assert_eq!(off.1, 8);
+    assert_eq!(
+        off.0, 0,
+        "NO_RT_PUSH_IPI {}/8, want 0 with watchdog and fair server off\n{text}",
+        off.0
+    );
+    let run = json(&out.join("run.json"));
+    let applied = run["settings"].to_string();
+    assert!(
+        applied.contains("kernel.watchdog") && applied.contains("fair_server"),
+        "{applied}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// A kernel that cannot boot: a clear error within the bound, the console log saved,
+/// no QEMU left behind.
+#[test]
+fn corrupt_kernel_fails_cleanly_and_leaves_nothing_running() {
+    if !guest_tests_enabled() {
+        return;
+    }
+    let _one = ONE_GUEST_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let base = tmp("corrupt");
+    std::fs::create_dir_all(&base).unwrap();
+    // 1: garbage. 2: a real Debian bzImage with its compressed payload damaged, so the
+    // kernel's own decompressor fails inside the guest.
+    let garbage = base.join("garbage-vmlinuz");
+    std::fs::write(
+        &garbage,
+        (0..4_000_000u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let mut kernels = vec![garbage];
+    // The real image comes through the same resolution (and fetch) as --kernel.
+    let real = xrunrig::guest::kernel::resolve("debian:6.12", None)
+        .unwrap_or_else(|e| panic!("cannot fetch debian:6.12: {e}"))
+        .image;
+    {
+        let mut d = std::fs::read(&real).unwrap();
+        let mid = d.len() / 2;
+        for b in &mut d[mid..mid + 200_000] {
+            *b ^= 0x5a;
+        }
+        let p = base.join("damaged-vmlinuz");
+        std::fs::write(&p, d).unwrap();
+        kernels.push(p);
+    }
+    for (i, k) in kernels.iter().enumerate() {
+        let out = base.join(format!("out{i}"));
+        let t0 = Instant::now();
+        let child = xrunrig()
+            .args([
+                "run",
+                "rigs/pi-boost-affinity.toml",
+                "--trials",
+                "1",
+                "--variant",
+                "pi",
+                "--kernel",
+            ])
+            .arg(k)
+            .arg("--out")
+            .arg(&out)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let o = child.wait_with_output().unwrap();
+        let took = t0.elapsed();
+        let text = show(&o);
+        eprintln!("{}: {text}", k.display());
+        assert_eq!(o.status.code(), Some(3), "{text}");
+        assert!(took < Duration::from_secs(150), "took {took:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("console log") && err.contains("the guest was stopped"),
+            "{text}"
+        );
+        assert!(
+            out.join("guest-console.log").is_file(),
+            "no console log in {}",
+            out.display()
+        );
+        assert!(!out.join("summary.json").exists());
+        assert!(
+            qemus_of(pid).is_empty(),
+            "QEMU left running: {:?}",
+            qemus_of(pid)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// Ctrl-C during the guest run: QEMU is killed, the exit code says interrupted.
+#[test]
+fn interrupt_kills_the_guest() {
+    if !guest_tests_enabled() {
+        return;
+    }
+    let _one = ONE_GUEST_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let out = tmp("int");
+    let child = xrunrig()
+        .args([
+            "run",
+            "rigs/pi-boost-affinity.toml",
+            "--profile",
+            "profiles/rt-push-ipi.toml",
+        ])
+        .args([
+            "--kernel",
+            "debian:6.12",
+            "--trials",
+            "8",
+            "--variant",
+            "no-pi",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Wait for QEMU to be up, then interrupt.
+    let t0 = Instant::now();
+    while qemus_of(pid).is_empty() && t0.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!qemus_of(pid).is_empty(), "QEMU never started");
+    std::thread::sleep(Duration::from_secs(6));
+    Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    let t1 = Instant::now();
+    let o = child.wait_with_output().unwrap();
+    let text = show(&o);
+    assert!(t1.elapsed() < Duration::from_secs(15), "{text}");
+    assert_eq!(o.status.code(), Some(130), "{text}");
+    assert!(qemus_of(pid).is_empty(), "QEMU left running");
+    assert!(out.join("guest-console.log").is_file());
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Bad input is refused before anything boots, with a message that says what to do.
+#[test]
+fn refuses_before_booting() {
+    let o = xrunrig()
+        .args([
+            "run",
+            "rigs/pi-boost-affinity.toml",
+            "--kernel",
+            "debian:6.12",
+            "--cpus",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--cpus 4"),
+        "{}",
+        show(&o)
+    );
+    let o = xrunrig()
+        .env("XRUNRIG_QEMU", "/nonexistent/qemu")
+        .args([
+            "run",
+            "rigs/pi-boost-affinity.toml",
+            "--kernel",
+            "debian:6.12",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("XRUNRIG_QEMU"),
+        "{}",
+        show(&o)
+    );
+    let o = xrunrig()
+        .args([
+            "run",
+            "rigs/pi-boost-affinity.toml",
+            "--kernel",
+            "/no/such/kernel",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("debian:6.12"),
+        "{}",
+        show(&o)
+    );
+}
+
+/// Audio rigs' guest: the sound modules (6.12's .ko.xz, decompressed, in dependency
+/// order) load, so ALSA sees the dummy and loopback cards; jackd and its libraries
+/// are there. Built from the library pieces `--kernel` uses.
+#[test]
+fn sound_modules_and_jackd_in_the_guest() {
+    use xrunrig::guest::{channel, initramfs, kernel, modules, qemu};
+    if !guest_tests_enabled() {
+        return;
+    }
+    let _one = ONE_GUEST_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let k = kernel::resolve("debian:6.12", None).unwrap_or_else(|e| panic!("{e}"));
+    let mdir = k.modules.clone().expect("the Debian package's modules");
+    let (mods, notes) = modules::collect(&mdir, modules::SOUND);
+    assert!(notes.is_empty(), "{notes:?}");
+    let names: Vec<&str> = mods.iter().map(|m| m.name.as_str()).collect();
+    let pos = |n: &str| {
+        names
+            .iter()
+            .position(|x| *x == n)
+            .unwrap_or_else(|| panic!("{n} not in {names:?}"))
+    };
+    assert!(
+        pos("soundcore") < pos("snd")
+            && pos("snd") < pos("snd-pcm")
+            && pos("snd-pcm") < pos("snd-aloop")
+    );
+    let jackd = Path::new("/usr/bin/jackd").is_file();
+    let script = "cat /proc/asound/cards > /results/x/cards.txt; \
+                  if [ -x /usr/bin/jackd ]; then jackd --version > /results/x/jackd.txt 2>&1; fi";
+    let dir = tmp("sound");
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = initramfs::Spec {
+        xrunrig: PathBuf::from(env!("CARGO_BIN_EXE_xrunrig")),
+        files: vec![],
+        command: vec!["/bin/sh".into(), "-c".into(), script.into()],
+        modules: mods,
+        audio: true,
+    };
+    let initrd = dir.join("initramfs.cpio");
+    initramfs::build(&spec, &initrd).unwrap();
+    let l = qemu::Launch {
+        qemu: qemu::qemu_binary().unwrap(),
+        kernel: k.boot.clone(),
+        initrd,
+        cpus: 2,
+        memory: "1G".into(),
+        cmdline: xrunrig::guest::BASE_CMDLINE.into(),
+        accel: qemu::Accel::Tcg,
+        console: dir.join("console.log"),
+        channel: dir.join("channel.bin"),
+        stderr: dir.join("qemu-stderr.log"),
+    };
+    let mut g = qemu::spawn(&l).unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let o = qemu::watch(
+        &mut g,
+        &l.console,
+        Duration::from_secs(90),
+        Duration::from_secs(150),
+        &stop,
+        &mut |l| eprintln!("guest| {l}"),
+    );
+    let console = std::fs::read_to_string(&l.console).unwrap_or_default();
+    assert_eq!(o.end, qemu::End::Shipped, "{console}");
+    assert!(!console.contains("xrunrig-guest: insmod"), "{console}");
+    let a = channel::parse(&std::fs::read(&l.channel).unwrap()).unwrap();
+    assert_eq!(a.rc, 0);
+    let files = channel::untar(&a.tar, &dir.join("got")).unwrap();
+    assert!(files.contains(&"cards.txt".to_string()), "{files:?}");
+    let cards = std::fs::read_to_string(dir.join("got/cards.txt")).unwrap();
+    assert!(
+        cards.contains("Dummy") && cards.contains("Loopback"),
+        "{cards}"
+    );
+    if jackd {
+        let v = std::fs::read_to_string(dir.join("got/jackd.txt")).unwrap();
+        assert!(v.contains("jackdmp"), "jackd did not run in the guest: {v}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// SIGKILL of xrunrig (no chance to clean up): QEMU dies with it (PDEATHSIG).
+#[test]
+fn sigkill_takes_qemu_along() {
+    if !guest_tests_enabled() {
+        return;
+    }
+    let _one = ONE_GUEST_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let out = tmp("kill");
+    let mut child = xrunrig()
+        .args([
+            "run",
+            "rigs/pi-boost-affinity.toml",
+            "--kernel",
+            "debian:6.12",
+        ])
+        .args(["--trials", "8", "--variant", "no-pi", "--out"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let t0 = Instant::now();
+    while qemus_of(pid).is_empty() && t0.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!qemus_of(pid).is_empty(), "QEMU never started");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let t1 = Instant::now();
+    while !qemus_of(pid).is_empty() && t1.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        qemus_of(pid).is_empty(),
+        "QEMU outlived its SIGKILLed parent"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
