@@ -11,6 +11,23 @@ pub fn main(a: &CheckArgs) -> i32 {
             return 2;
         }
     };
+    if rig.kind == crate::rig::Kind::Livefx {
+        match crate::livefx::config::parse(&rig) {
+            Ok(c) => println!(
+                "{}: [livefx] ok — {} worker(s), period {}, {} Hz, backend {}, CPUs {}",
+                a.rig.display(),
+                c.workers.len(),
+                c.period,
+                c.rate,
+                c.backend,
+                crate::sys::format_cpu_set(&c.cpus_used())
+            ),
+            Err(e) => {
+                eprintln!("{e}");
+                return 2;
+            }
+        }
+    }
     if let Some(p) = &a.profile
         && let Err(e) = knobs::profile::load(p)
     {

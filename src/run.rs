@@ -93,6 +93,9 @@ pub fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         }
     }
     let rig = rig::load(&args.rig).map_err(|e| e.to_string())?;
+    if rig.kind == Kind::Livefx {
+        crate::livefx::config::parse(&rig).map_err(|e| e.to_string())?;
+    }
     let profile = match &args.profile {
         Some(p) => knobs::profile::load(p)?,
         None => Profile::as_is(),
@@ -181,11 +184,16 @@ pub fn sweep(
     if let Err(e) = crate::sys::mlockall() {
         eprintln!("xrunrig: warning: mlockall failed ({e}): page faults may add latency");
     }
-    let used: Vec<usize> = p
+    let mut used: Vec<usize> = p
         .variants
         .iter()
         .flat_map(|&v| p.rig.variants[v].plan.cpus_used())
         .collect();
+    if p.rig.kind == Kind::Livefx
+        && let Ok(c) = crate::livefx::config::parse(&p.rig)
+    {
+        used.extend(c.cpus_used());
+    }
     let control_cpu = free_cpu(&used);
     if let Some(c) = control_cpu {
         // Threads inherit this: they are born on a free CPU, then raise and pin themselves.

@@ -1,8 +1,472 @@
-//! The livefx rig: a DAW-like audio process. (Being filled in.)
+//! The livefx rig: a DAW-like audio process (REAPER's "livefx" workers in the seed
+//! report). A process callback on an audio backend feeds pinned FIFO workers whose
+//! plugins share PI locks; every cycle's lateness, duration, deadline and worker wake-up
+//! is measured, with xruns and (optionally) a loopback check, across a profile's settings.
+//!
+//! `config` parses `[livefx]`, `rt` is the callback and workers, `writer` drains their
+//! records, `trial` runs one audio trial, `xrun` ties JACK's notifications to cycles,
+//! `loopback` is the signal check, `report` the rows, histograms and table.
 
-use crate::run::Prepared;
+pub mod config;
+pub mod futex;
+pub mod loopback;
+pub mod report;
+pub mod rt;
+pub mod trial;
+pub mod writer;
+pub mod xrun;
 
-pub fn run_main(_p: Prepared) -> i32 {
-    eprintln!("xrunrig: livefx rigs are not implemented yet");
-    2
+use crate::audio::{BackendChoice, LoopbackSpec, StreamSpec, select};
+use crate::cli::RunArgs;
+use crate::knobs::profile::AudioSetting;
+use crate::output::summary::TrialRecord;
+use crate::run::{EXIT_FAILED, EXIT_INTERRUPTED, EXIT_REFUSED, Prepared};
+use config::Config;
+use report::Group;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::atomic::AtomicBool;
+use trial::Params;
+
+/// Resolves one setting's audio parameters: command line over the setting's `audio`
+/// over the rig. `cache` keeps auto's probe per (backend, device), so it runs once.
+pub fn resolve(
+    cfg: &Config,
+    a: &RunArgs,
+    audio: Option<&AudioSetting>,
+    cache: &mut Vec<((String, Option<String>), select::Selected)>,
+) -> Result<Params, String> {
+    let def = AudioSetting::default();
+    let au = audio.unwrap_or(&def);
+    let backend = a
+        .backend
+        .clone()
+        .or_else(|| au.backend.clone())
+        .unwrap_or_else(|| cfg.backend.clone());
+    let choice = BackendChoice::parse(&backend)?;
+    let device = a
+        .device
+        .clone()
+        .or_else(|| au.device.clone())
+        .or_else(|| cfg.device.clone());
+    let period_explicit = a.period.is_some() || au.period.is_some();
+    let period = a.period.or(au.period).unwrap_or(cfg.period);
+    let rate = a.rate.or(au.rate).unwrap_or(cfg.rate);
+    let nperiods = au.nperiods.unwrap_or(cfg.nperiods);
+    if period == 0 || rate == 0 || nperiods == 0 {
+        return Err("period, rate and nperiods must be at least 1".into());
+    }
+    let key = (backend.clone(), device.clone());
+    let sel = match cache.iter().find(|(k, _)| *k == key) {
+        Some((_, s)) => s.clone(),
+        None => {
+            let s = select::select(choice, &device);
+            cache.push((key, s.clone()));
+            s
+        }
+    };
+    let loopback = a.loopback || cfg.loopback.enabled;
+    let inject_factor = a.inject_factor.unwrap_or(cfg.inject_factor);
+    if !(0.0..=100.0).contains(&inject_factor) {
+        return Err(format!(
+            "--inject-factor {inject_factor}: use a multiple of the period between 0 and 100"
+        ));
+    }
+    Ok(Params {
+        kind: sel.kind,
+        why: sel.why,
+        spec: StreamSpec {
+            period,
+            rate,
+            nperiods,
+            device,
+            priority: cfg.callback_priority,
+            cpus: cfg.callback_cpus.clone(),
+            period_explicit,
+            loopback: loopback.then(|| LoopbackSpec {
+                playback: cfg.loopback.playback.clone(),
+                capture: cfg.loopback.capture.clone(),
+                clock_latency: cfg.loopback.clock_latency.unwrap_or(nperiods * period),
+            }),
+        },
+        duration_ns: cfg.duration_ns,
+        inject_every: a.inject_every.unwrap_or(cfg.inject_every),
+        inject_factor,
+        loopback,
+        // SAFETY: isatty only reads the fd's state.
+        progress: unsafe { libc::isatty(2) == 1 },
+    })
+}
+
+fn file_part(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+pub fn run_main(p: Prepared) -> i32 {
+    let mut cfg = match config::parse(&p.rig) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("xrunrig: {e}");
+            return EXIT_REFUSED;
+        }
+    };
+    let online = crate::sys::online_cpus();
+    let missing: Vec<usize> = cfg
+        .cpus_used()
+        .into_iter()
+        .filter(|c| !online.contains(c))
+        .collect();
+    if !missing.is_empty() {
+        eprintln!(
+            "xrunrig: rig '{}' pins livefx threads to CPUs {} but this machine has only {} online. \
+             Nothing was changed. Edit the rig's cpus, or run it in a guest kernel with enough CPUs (--kernel ... --cpus N).",
+            p.rig.name,
+            crate::sys::format_cpu_set(&missing),
+            crate::sys::format_cpu_set(&online)
+        );
+        return EXIT_REFUSED;
+    }
+    if let Some(d) = &p.args.duration {
+        match crate::rig::units::parse_duration(d) {
+            Ok(ns) if ns > 0 => cfg.duration_ns = ns,
+            Ok(_) => {
+                eprintln!("xrunrig: --duration must be more than 0");
+                return EXIT_REFUSED;
+            }
+            Err(e) => {
+                eprintln!("xrunrig: --duration: {e}");
+                return EXIT_REFUSED;
+            }
+        }
+    }
+    let mut cache = Vec::new();
+    let mut params = Vec::new();
+    for s in &p.settings {
+        match resolve(&cfg, &p.args, s.audio.as_ref(), &mut cache) {
+            Ok(x) => params.push(x),
+            Err(e) => {
+                eprintln!("xrunrig: setting '{}': {e}", s.name);
+                return EXIT_REFUSED;
+            }
+        }
+    }
+    // A backend asked for by name must answer before anything is changed.
+    for (s, x) in p.settings.iter().zip(&params) {
+        let probe = match x.kind {
+            crate::audio::BackendKind::Jack => crate::audio::jack::probe(&x.spec.device),
+            crate::audio::BackendKind::Alsa => crate::audio::alsa::probe(&x.spec.device),
+            crate::audio::BackendKind::Clock => Ok(String::new()),
+        };
+        if let Err(e) = probe {
+            let hint = match x.kind {
+                crate::audio::BackendKind::Jack => {
+                    "start a JACK server or name it with --device NAME"
+                }
+                _ => "name a card with --device (e.g. hw:1; see `aplay -l`)",
+            };
+            eprintln!(
+                "xrunrig: setting '{}': backend {}: {e}. Nothing was changed. Either {hint}, \
+                 or use --backend clock or auto.",
+                s.name,
+                x.kind.name()
+            );
+            return EXIT_REFUSED;
+        }
+    }
+    let mut inst = match crate::instruments::Instruments::from_rig(
+        p.rig.instruments.as_ref(),
+        &p.rig.text,
+        &p.dir,
+    )
+    .and_then(|mut i| i.before_run().map(|_| i))
+    {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("xrunrig: {e}");
+            return EXIT_REFUSED;
+        }
+    };
+    let cycles_dir = p.dir.join("cycles");
+    if let Err(e) = std::fs::create_dir_all(&cycles_dir) {
+        eprintln!("xrunrig: cannot create {}: {e}", cycles_dir.display());
+        return EXIT_REFUSED;
+    }
+    let mut events = match std::fs::File::create(p.dir.join("events.jsonl")) {
+        Ok(f) => std::io::BufWriter::new(f),
+        Err(e) => {
+            eprintln!("xrunrig: cannot create events.jsonl: {e}");
+            return EXIT_REFUSED;
+        }
+    };
+    let n_runs = p.trials as u64 * p.settings.len() as u64 * p.variants.len() as u64;
+    let estimate = n_runs * (cfg.duration_ns + 5_000_000_000 + p.rig.trial_gap_ns);
+    eprintln!(
+        "xrunrig: {} — {} trial(s) × {} setting(s) × {} variant(s) of {:.0} s, results in {}",
+        p.rig.name,
+        p.trials,
+        p.settings.len(),
+        p.variants.len(),
+        cfg.duration_ns as f64 / 1e9,
+        p.dir.display()
+    );
+    for (s, x) in p.settings.iter().zip(&params) {
+        eprintln!(
+            "xrunrig: setting '{}': backend {} ({}), period {}, {} Hz{}{}",
+            s.name,
+            x.kind.name(),
+            x.why,
+            x.spec.period,
+            x.spec.rate,
+            if x.inject_every > 0 {
+                format!(
+                    ", injected overrun of {}× the period every {} cycles",
+                    x.inject_factor, x.inject_every
+                )
+            } else {
+                String::new()
+            },
+            if x.loopback {
+                ", loopback check on"
+            } else {
+                ""
+            }
+        );
+    }
+    if let Some(n) = &p.settings_note {
+        eprintln!("xrunrig: {n}");
+    }
+    let mut groups: Vec<Group> = p
+        .settings
+        .iter()
+        .flat_map(|s| {
+            p.variants
+                .iter()
+                .map(|&v| Group::new(&s.name, &p.rig.variants[v].name))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut trial_rows = Vec::new();
+    let mut server_gone = false;
+    let mut any_failed: Option<String> = None;
+    let mut io_error = None;
+    let sw = {
+        let mut one = |s: &crate::knobs::profile::Setting, v: usize, t: u32, stop: &AtomicBool| {
+            let var = &p.rig.variants[v];
+            let si = p
+                .settings
+                .iter()
+                .position(|x| x.name == s.name)
+                .unwrap_or(0);
+            let pr = &params[si];
+            let mut rec = TrialRecord {
+                setting: s.name.clone(),
+                variant: var.name.clone(),
+                trial: t,
+                status: "failed".into(),
+                detail: None,
+                duration_ms: 0.0,
+                metrics: BTreeMap::new(),
+                marks: BTreeMap::new(),
+                evidence: vec![],
+            };
+            if server_gone {
+                rec.detail = Some("skipped: the JACK server went away earlier in this run".into());
+                return rec;
+            }
+            let file = format!(
+                "{}__{}__{}.bin",
+                file_part(&s.name),
+                file_part(&var.name),
+                t
+            );
+            let label = format!("{} / {} trial {}/{}", s.name, var.name, t + 1, p.trials);
+            let (sn, vn) = (s.name.clone(), var.name.clone());
+            let o = trial::run(
+                &cfg,
+                &var.plan,
+                pr,
+                &cycles_dir.join(&file),
+                stop,
+                &label,
+                &mut |tids| inst.start_trial(&sn, &vn, t, tids),
+            );
+            let found = inst.end_trial();
+            server_gone |= o.server_gone;
+            if o.status == "failed" && any_failed.is_none() {
+                any_failed = Some(o.detail.clone().unwrap_or_default());
+            }
+            let st = &o.stats;
+            for e in &st.events {
+                let line = json!({
+                    "setting": s.name, "variant": var.name, "trial": t, "kind": e.kind,
+                    "cycle": e.cycle, "t_s": e.t_s, "usecs": e.usecs,
+                });
+                if let Err(e) = writeln!(events, "{line}") {
+                    io_error.get_or_insert(format!("cannot write events.jsonl: {e}"));
+                }
+            }
+            if let Some(g) = groups
+                .iter_mut()
+                .find(|g| g.setting == s.name && g.variant == var.name)
+            {
+                if let Some(i) = &o.info {
+                    g.backend = i.backend.to_string();
+                    g.backend_note = format!("{}; {}", pr.why, i.note);
+                    g.rate = i.rate;
+                    g.period = i.period;
+                } else if g.backend.is_empty() {
+                    g.backend = pr.kind.name().to_string();
+                    g.backend_note = pr.why.clone();
+                }
+                g.trials += 1;
+                g.duration_s += o.duration_ns as f64 / 1e9;
+                g.cycles += st.cycles;
+                g.xruns += o.xruns;
+                g.misses += st.misses;
+                g.injected += st.injected;
+                g.injected_missed += st.injected_missed;
+                g.misses_not_injected += st.misses_not_injected;
+                g.dropped += o.dropped;
+                if let Some(d) = o.discontinuities {
+                    *g.discontinuities.get_or_insert(0) += d;
+                }
+                if let Some(u) = o.unexplained {
+                    *g.unexplained.get_or_insert(0) += u;
+                }
+                if g.roundtrip.is_none() {
+                    g.roundtrip = o.roundtrip;
+                }
+                let _ = g.callback.add(&st.callback);
+                let _ = g.lateness.add(&st.lateness);
+                let _ = g.wake.add(&st.wake);
+            }
+            trial_rows.push(json!({
+                "setting": s.name, "variant": var.name, "trial": t,
+                "cycles_file": format!("cycles/{file}"),
+                "cycles": st.cycles, "xruns": o.xruns, "deadline_misses": st.misses,
+                "injected": st.injected, "injected_undetected": st.injected_missed,
+                "misses_not_injected": st.misses_not_injected,
+                "discontinuities": o.discontinuities,
+                "discontinuities_unexplained": o.unexplained, "roundtrip_frames": o.roundtrip,
+                "status": o.status, "detail": o.detail,
+            }));
+            rec.status = o.status.into();
+            rec.detail = o.detail.clone();
+            rec.duration_ms = o.duration_ns as f64 / 1e6;
+            for (k, v) in [
+                ("cycles", st.cycles),
+                ("xruns", o.xruns),
+                ("deadline_misses", st.misses),
+                ("injected", st.injected),
+                ("misses_not_injected", st.misses_not_injected),
+            ] {
+                rec.metrics.insert(k.into(), vec![v as f64]);
+            }
+            if let Some(d) = o.discontinuities {
+                rec.metrics.insert("discontinuities".into(), vec![d as f64]);
+            }
+            if let Some(last) = trial_rows.last_mut()
+                && !found.metrics.is_empty()
+            {
+                last["instruments"] = json!(found.metrics);
+            }
+            rec.metrics.extend(found.metrics);
+            rec.evidence = found.evidence;
+            rec
+        };
+        crate::run::sweep(&p, estimate, &mut one)
+    };
+    let inst_json = inst.after_run();
+    if let Err(e) = events.flush() {
+        io_error.get_or_insert(format!("cannot write events.jsonl: {e}"));
+    }
+    let sw = match sw {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("xrunrig: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    // Settings and variants never reached (interrupted, ended early) have no row.
+    groups.retain(|g| g.trials > 0);
+    let summary = json!({
+        "rig": p.rig.name,
+        "kind": "livefx",
+        "rows": groups.iter().map(report::row_json).collect::<Vec<_>>(),
+        "trials": trial_rows,
+    });
+    let hists: Vec<_> = groups.iter().flat_map(report::hist_json).collect();
+    let extra = json!({ "instruments": inst_json, "livefx": {
+        "duration_s": cfg.duration_ns as f64 / 1e9,
+        "backends": p.settings.iter().zip(&params).map(|(s, x)| json!({
+            "setting": s.name, "backend": x.kind.name(), "why": x.why,
+            "period": x.spec.period, "rate": x.spec.rate, "nperiods": x.spec.nperiods,
+            "device": x.spec.device, "inject_every": x.inject_every,
+            "inject_factor": x.inject_factor, "loopback": x.loopback,
+        })).collect::<Vec<_>>(),
+        "notes": groups.iter().map(|g| json!({
+            "setting": g.setting, "variant": g.variant, "backend_note": g.backend_note,
+        })).collect::<Vec<_>>(),
+        "callback": { "priority": cfg.callback_priority, "cpus": cfg.callback_cpus },
+        "workers": cfg.workers.iter().map(|w| json!({
+            "name": w.name, "priority": w.priority, "cpus": w.cpus, "waited": w.waited,
+            "plugins": w.plugins.iter().map(|pl| json!({
+                "run_us": pl.work_ns as f64 / 1e3, "jitter_us": pl.jitter_ns as f64 / 1e3,
+                "lock": pl.lock.and_then(|l| p.rig.variants.first().map(|v| v.plan.locks[l].name.clone())),
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    }});
+    let mut code = 0;
+    for r in [
+        crate::output::write_json(&p.dir.join("summary.json"), &summary),
+        crate::output::write_json(&p.dir.join("histograms.json"), &hists),
+        crate::output::write_json(
+            &p.dir.join("run.json"),
+            &crate::run::run_json(&p, &sw, extra),
+        ),
+    ] {
+        if let Err(e) = r {
+            eprintln!("xrunrig: {e}");
+            code = EXIT_FAILED;
+        }
+    }
+    if let Some(e) = io_error {
+        eprintln!("xrunrig: {e}");
+        code = EXIT_FAILED;
+    }
+    println!();
+    print!("{}", report::render(&groups));
+    println!();
+    for l in &sw.restored {
+        eprintln!("xrunrig: restored {l}");
+    }
+    println!("results: {}", p.dir.display());
+    if server_gone {
+        eprintln!(
+            "xrunrig: the JACK server went away during the run; the results above cover what was recorded before"
+        );
+        return EXIT_FAILED;
+    }
+    if let Some(f) = &sw.fatal {
+        eprintln!("xrunrig: the run ended early: {f}");
+        return EXIT_FAILED;
+    }
+    if sw.interrupted {
+        eprintln!("xrunrig: interrupted; the results above cover the trials that finished");
+        return EXIT_INTERRUPTED;
+    }
+    if let Some(d) = any_failed {
+        eprintln!("xrunrig: some trials failed (the first: {d}); see samples.jsonl");
+        return EXIT_FAILED;
+    }
+    code
 }

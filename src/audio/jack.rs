@@ -1,0 +1,282 @@
+//! JACK through the `jack` crate (default features kept: with `dynamic_loading` off,
+//! `cycle_times()` always errs). The user's running server, or one named by `--device`
+//! (as `JACK_DEFAULT_SERVER`). Works with PipeWire's JACK too. The process thread is
+//! JACK's (FIFO at the server's priority − 5); xrun notifications arrive on JACK's
+//! non-RT notification thread with `jack_get_xrun_delayed_usecs`, and are correlated
+//! to cycles by time afterwards. A server that dies sets `Notes::server_gone`.
+
+use super::{Cycle, Notes, Process, Stream, StreamInfo, StreamSpec, XrunNote};
+use crate::sys::now_ns;
+use jack::{AudioIn, AudioOut, Client, ClientOptions, ClientStatus, Control, Port, ProcessScope};
+use std::sync::Arc;
+
+/// Client name on the JACK graph.
+pub const CLIENT_NAME: &str = "xrunrig-livefx";
+
+struct Notif {
+    notes: Arc<Notes>,
+}
+
+impl jack::NotificationHandler for Notif {
+    unsafe fn shutdown(&mut self, _status: ClientStatus, _reason: &str) {
+        // Signal-handler rules: atomics only.
+        self.notes.gone();
+    }
+    fn xrun(&mut self, c: &Client) -> Control {
+        // SAFETY: the client pointer is valid for the callback's duration.
+        let delayed_us = unsafe { jack::jack_sys::jack_get_xrun_delayed_usecs(c.raw()) };
+        self.notes.xrun(XrunNote {
+            t_ns: now_ns(),
+            delayed_us,
+        });
+        Control::Continue
+    }
+}
+
+struct Proc {
+    inner: Box<dyn Process>,
+    input: Port<AudioIn>,
+    output: Port<AudioOut>,
+    offset_ns: i64,
+    index: u64,
+    cpus: Vec<usize>,
+    started: bool,
+    /// Zeros, for a period whose input cannot be read; sized before activation.
+    silence: Vec<f32>,
+}
+
+fn to_mono(usecs: u64, offset_ns: i64) -> u64 {
+    (usecs as i64 * 1000 + offset_ns).max(0) as u64
+}
+
+impl jack::ProcessHandler for Proc {
+    fn process(&mut self, _: &Client, ps: &ProcessScope) -> Control {
+        let wake = now_ns();
+        if !self.started {
+            self.started = true;
+            // JACK's thread inherited the control thread's pin; place it as asked.
+            let _ = crate::engine::thread::set_affinity(0, &self.cpus);
+            self.inner.rt_init();
+        }
+        let frames = ps.n_frames();
+        let (start, deadline) = match ps.cycle_times() {
+            Ok(t) => (
+                to_mono(t.current_usecs, self.offset_ns),
+                to_mono(t.next_usecs, self.offset_ns),
+            ),
+            // Without cycle times, estimate from the period (should not happen with
+            // dynamic_loading; counted as lateness 0).
+            Err(_) => (wake, wake + frames as u64 * 1_000_000_000 / 48_000),
+        };
+        let input = self.input.as_slice(ps);
+        let input: &[f32] = if input.len() == frames as usize {
+            input
+        } else {
+            &self.silence[..(frames as usize).min(self.silence.len())]
+        };
+        let output = self.output.as_mut_slice(ps);
+        output.iter_mut().for_each(|x| *x = 0.0);
+        let mut c = Cycle {
+            index: self.index,
+            frames,
+            start_ns: start,
+            deadline_ns: deadline,
+            wake_ns: wake,
+            xruns_before: 0,
+            input,
+            output,
+        };
+        self.index += 1;
+        if self.inner.cycle(&mut c) {
+            Control::Continue
+        } else {
+            Control::Quit
+        }
+    }
+}
+
+struct JackStream {
+    client: Option<jack::AsyncClient<Notif, Proc>>,
+    info: StreamInfo,
+    /// The server's period before we changed it, put back on stop.
+    restore_period: Option<u32>,
+}
+
+impl Stream for JackStream {
+    fn info(&self) -> &StreamInfo {
+        &self.info
+    }
+    fn stop(mut self: Box<Self>) -> Result<(), String> {
+        let Some(c) = self.client.take() else {
+            return Ok(());
+        };
+        match c.deactivate() {
+            Ok((client, _, mut p)) => {
+                p.inner.end();
+                if let Some(was) = self.restore_period {
+                    client.set_buffer_size(was).map_err(|e| {
+                        format!("JACK: cannot put the server's period back to {was}: {e}")
+                    })?;
+                }
+                Ok(())
+            }
+            Err(e) => Err(format!("JACK deactivate: {e}")),
+        }
+    }
+}
+
+/// Points this process at a named server (the way jack_* tools take `-s NAME`).
+fn select_server(device: &Option<String>) {
+    if let Some(name) = device {
+        // SAFETY: called while the process has no other thread reading the environment
+        // concurrently (before any JACK client exists; libjack reads it at open).
+        unsafe { std::env::set_var("JACK_DEFAULT_SERVER", name) };
+    }
+}
+
+/// Connects to the server without starting one; Ok(description) if it answers.
+pub fn probe(device: &Option<String>) -> Result<String, String> {
+    select_server(device);
+    match Client::new("xrunrig-probe", ClientOptions::NO_START_SERVER) {
+        Ok((c, _)) => Ok(format!(
+            "JACK server '{}' answered ({} Hz, period {})",
+            server_name(device),
+            c.sample_rate(),
+            c.buffer_size()
+        )),
+        Err(e) => Err(format!(
+            "no JACK server '{}' answered ({e})",
+            server_name(device)
+        )),
+    }
+}
+
+fn server_name(device: &Option<String>) -> String {
+    device
+        .clone()
+        .or_else(|| std::env::var("JACK_DEFAULT_SERVER").ok())
+        .unwrap_or_else(|| "default".into())
+}
+
+/// CLOCK_MONOTONIC minus JACK's time base, from the tightest of a few paired readings.
+fn clock_offset(c: &Client) -> i64 {
+    (0..16)
+        .map(|_| {
+            let a = now_ns();
+            let j = c.time();
+            let b = now_ns();
+            (b - a, (a / 2 + b / 2) as i64 - j as i64 * 1000)
+        })
+        .min_by_key(|(w, _)| *w)
+        .map_or(0, |(_, o)| o)
+}
+
+pub fn open(
+    spec: &StreamSpec,
+    process: Box<dyn Process>,
+    notes: Arc<Notes>,
+) -> Result<Box<dyn Stream>, String> {
+    select_server(&spec.device);
+    let (client, _) = Client::new(CLIENT_NAME, ClientOptions::NO_START_SERVER).map_err(|e| {
+        format!(
+            "cannot connect to JACK server '{}': {e}. Start one (e.g. `jackd -R -d alsa` or \
+             `jackd -n NAME -R -d dummy -r 48000 -p 256` and pass --device NAME), or use --backend clock",
+            server_name(&spec.device)
+        )
+    })?;
+    let mut note = format!("JACK server '{}'", server_name(&spec.device));
+    let mut restore_period = None;
+    if spec.period_explicit && client.buffer_size() != spec.period {
+        let was = client.buffer_size();
+        client
+            .set_buffer_size(spec.period)
+            .map_err(|e| format!("JACK: cannot set the period to {}: {e}", spec.period))?;
+        restore_period = Some(was);
+        note.push_str(&format!(
+            "; the server's period changed from {was} to {} for the trial",
+            spec.period
+        ));
+    }
+    let rate = client.sample_rate();
+    if rate != spec.rate {
+        note.push_str(&format!(
+            "; the server runs at {rate} Hz (asked {} Hz: JACK's rate is the server's)",
+            spec.rate
+        ));
+    }
+    let period = client.buffer_size();
+    let input = client
+        .register_port("in", AudioIn::default())
+        .map_err(|e| format!("JACK: cannot register port 'in': {e}"))?;
+    let output = client
+        .register_port("out", AudioOut::default())
+        .map_err(|e| format!("JACK: cannot register port 'out': {e}"))?;
+    let in_name = input.name().unwrap_or_default();
+    let out_name = output.name().unwrap_or_default();
+    let offset_ns = clock_offset(&client);
+    let cpus = if spec.cpus.is_empty() {
+        crate::sys::online_cpus()
+    } else {
+        spec.cpus.clone()
+    };
+    let proc_ = Proc {
+        inner: process,
+        input,
+        output,
+        offset_ns,
+        index: 0,
+        cpus,
+        started: false,
+        silence: vec![0.0; 8192],
+    };
+    let active = client
+        .activate_async(
+            Notif {
+                notes: notes.clone(),
+            },
+            proc_,
+        )
+        .map_err(|e| format!("JACK: cannot activate the client: {e}"))?;
+    if let Some(lb) = &spec.loopback {
+        let c = active.as_client();
+        if let Some(p) = &lb.playback {
+            c.connect_ports_by_name(&out_name, p)
+                .map_err(|e| format!("JACK loopback: cannot connect {out_name} -> {p}: {e}"))?;
+        }
+        if let Some(p) = &lb.capture {
+            c.connect_ports_by_name(p, &in_name)
+                .map_err(|e| format!("JACK loopback: cannot connect {p} -> {in_name}: {e}"))?;
+        }
+        note.push_str(&format!(
+            "; loopback {} -> {} ... {} -> {}",
+            out_name,
+            lb.playback.as_deref().unwrap_or("(unconnected)"),
+            lb.capture.as_deref().unwrap_or("(unconnected)"),
+            in_name
+        ));
+    }
+    note.push_str(&format!("; JACK time + {offset_ns} ns = CLOCK_MONOTONIC"));
+    Ok(Box::new(JackStream {
+        client: Some(active),
+        info: StreamInfo {
+            backend: "jack",
+            rate,
+            period,
+            note,
+            clock_offset_ns: offset_ns,
+        },
+        restore_period,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usecs_convert_with_offset() {
+        assert_eq!(to_mono(1000, 0), 1_000_000);
+        assert_eq!(to_mono(1000, -500), 999_500);
+        assert_eq!(to_mono(0, -5), 0);
+    }
+}

@@ -1,0 +1,445 @@
+//! The `[livefx]` table of a rig: the audio process (period, rate, backend), its worker
+//! threads and their plugins, the injected overrun and the loopback check. Re-parsed
+//! from the rig text with spans so every problem names file:line:col, like `crate::rig`.
+//! Plugins name locks from the rig's `[locks]`, so variants can switch their protocol.
+
+use crate::rig::units::parse_duration;
+use crate::rig::{Rig, RigError, line_col};
+use serde::Deserialize;
+use std::ops::Range;
+use toml::Spanned;
+
+#[derive(Debug, Deserialize)]
+struct RigText {
+    livefx: Option<Spanned<LivefxDef>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LivefxDef {
+    /// Length of one trial, e.g. "10 s".
+    duration: Option<Spanned<String>>,
+    backend: Option<Spanned<String>>,
+    device: Option<String>,
+    period: Option<Spanned<u32>>,
+    rate: Option<Spanned<u32>>,
+    nperiods: Option<Spanned<u32>>,
+    /// Burn `inject_factor` periods in the callback every Nth cycle (0: never).
+    inject_every: Option<Spanned<u64>>,
+    inject_factor: Option<Spanned<f64>>,
+    callback: Option<Spanned<CallbackDef>>,
+    loopback: Option<Spanned<LoopbackDef>>,
+    #[serde(default)]
+    workers: Vec<Spanned<WorkerDef>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallbackDef {
+    priority: Option<Spanned<i64>>,
+    cpus: Option<Spanned<Vec<i64>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LoopbackDef {
+    enabled: Option<bool>,
+    playback: Option<String>,
+    capture: Option<String>,
+    clock_latency: Option<Spanned<u32>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkerDef {
+    name: Spanned<String>,
+    instances: Option<Spanned<u32>>,
+    priority: Spanned<i64>,
+    cpus: Option<Spanned<Vec<i64>>>,
+    /// Whether the callback waits for this worker each cycle (default true). A worker
+    /// it does not wait for renders ahead, like a DAW's anticipative FX threads.
+    wait: Option<bool>,
+    #[serde(default)]
+    plugins: Vec<Spanned<PluginDef>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PluginDef {
+    run: Spanned<String>,
+    jitter: Option<Spanned<String>>,
+    lock: Option<Spanned<String>>,
+}
+
+/// One plugin: CPU work with optional jitter, optionally under a rig lock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PluginCfg {
+    pub work_ns: u64,
+    pub jitter_ns: u64,
+    /// Index into the variant plan's `locks`.
+    pub lock: Option<usize>,
+}
+
+/// One worker thread instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerCfg {
+    pub name: String,
+    pub priority: i32,
+    /// Pinned to these CPUs (one per instance, round robin over the list); empty: not pinned.
+    pub cpus: Vec<usize>,
+    /// The callback waits for it each cycle.
+    pub waited: bool,
+    pub plugins: Vec<PluginCfg>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LoopbackCfg {
+    pub enabled: bool,
+    pub playback: Option<String>,
+    pub capture: Option<String>,
+    pub clock_latency: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub duration_ns: u64,
+    pub backend: String,
+    pub device: Option<String>,
+    pub period: u32,
+    pub rate: u32,
+    pub nperiods: u32,
+    pub inject_every: u64,
+    pub inject_factor: f64,
+    pub callback_priority: i32,
+    pub callback_cpus: Vec<usize>,
+    pub loopback: LoopbackCfg,
+    pub workers: Vec<WorkerCfg>,
+}
+
+pub const DEFAULT_DURATION_NS: u64 = 10_000_000_000;
+
+struct Ck {
+    problems: Vec<(Range<usize>, String)>,
+}
+
+impl Ck {
+    fn err(&mut self, span: Range<usize>, msg: impl Into<String>) {
+        self.problems.push((span, msg.into()));
+    }
+    fn duration(&mut self, s: &Spanned<String>) -> u64 {
+        parse_duration(s.get_ref()).unwrap_or_else(|e| {
+            self.err(s.span(), e);
+            0
+        })
+    }
+    fn cpus(&mut self, s: &Spanned<Vec<i64>>) -> Vec<usize> {
+        let mut v = Vec::new();
+        for &c in s.get_ref() {
+            if !(0..4096).contains(&c) {
+                self.err(s.span(), format!("CPU {c} is not a CPU number"));
+            } else {
+                v.push(c as usize);
+            }
+        }
+        if s.get_ref().is_empty() {
+            self.err(
+                s.span(),
+                "cpus is empty: list at least one CPU or leave it out",
+            );
+        }
+        v
+    }
+    fn rt_priority(&mut self, p: &Spanned<i64>) -> i32 {
+        if !(1..=99).contains(p.get_ref()) {
+            self.err(
+                p.span(),
+                format!(
+                    "priority {} is out of range: SCHED_FIFO priorities are 1..=99",
+                    p.get_ref()
+                ),
+            );
+        }
+        *p.get_ref() as i32
+    }
+}
+
+/// Parses the rig's `[livefx]` table; `lock_names` are the rig's locks in plan order.
+pub fn parse(rig: &Rig) -> Result<Config, RigError> {
+    let lock_names: Vec<String> = rig
+        .variants
+        .first()
+        .map(|v| v.plan.locks.iter().map(|l| l.name.clone()).collect())
+        .unwrap_or_default();
+    parse_text(&rig.path.display().to_string(), &rig.text, &lock_names)
+}
+
+pub fn parse_text(file: &str, text: &str, lock_names: &[String]) -> Result<Config, RigError> {
+    let fail = |items: Vec<(Range<usize>, String)>| RigError {
+        file: file.to_string(),
+        problems: items
+            .into_iter()
+            .map(|(s, m)| {
+                let (l, c) = line_col(text, s.start);
+                (l, c, m)
+            })
+            .collect(),
+    };
+    let parsed: RigText = toml::from_str(text).map_err(|e| {
+        fail(vec![(
+            e.span().unwrap_or(0..0),
+            e.message().trim().replace('\n', " "),
+        )])
+    })?;
+    let Some(lf) = parsed.livefx else {
+        return Err(fail(vec![(0..0, "the rig has no [livefx] table".into())]));
+    };
+    let at = lf.span();
+    let lf = lf.into_inner();
+    let mut ck = Ck { problems: vec![] };
+    let duration_ns = lf
+        .duration
+        .as_ref()
+        .map_or(DEFAULT_DURATION_NS, |d| ck.duration(d));
+    if let Some(d) = &lf.duration
+        && duration_ns == 0
+    {
+        ck.err(d.span(), "duration must be more than 0");
+    }
+    let backend = lf
+        .backend
+        .as_ref()
+        .map_or("auto".to_string(), |b| b.get_ref().clone());
+    if let Some(b) = &lf.backend
+        && let Err(e) = crate::audio::BackendChoice::parse(b.get_ref())
+    {
+        ck.err(b.span(), e);
+    }
+    let pos = |v: &Option<Spanned<u32>>, def: u32, what: &str, ck: &mut Ck| {
+        let x = v.as_ref().map_or(def, |s| *s.get_ref());
+        if x == 0 {
+            ck.err(
+                v.as_ref().map_or(at.clone(), |s| s.span()),
+                format!("{what} must be at least 1"),
+            );
+        }
+        x
+    };
+    let period = pos(&lf.period, 256, "period", &mut ck);
+    let rate = pos(&lf.rate, 48000, "rate", &mut ck);
+    let nperiods = pos(&lf.nperiods, 2, "nperiods", &mut ck);
+    let inject_every = lf.inject_every.as_ref().map_or(0, |s| *s.get_ref());
+    let inject_factor = lf.inject_factor.as_ref().map_or(1.5, |s| *s.get_ref());
+    if let Some(f) = &lf.inject_factor
+        && !(0.0..=100.0).contains(f.get_ref())
+    {
+        ck.err(f.span(), "inject_factor must be between 0 and 100 periods");
+    }
+    let (callback_priority, callback_cpus) = match &lf.callback {
+        None => (70, vec![]),
+        Some(c) => {
+            let c = c.get_ref();
+            (
+                c.priority.as_ref().map_or(70, |p| ck.rt_priority(p)),
+                c.cpus.as_ref().map_or(vec![], |s| ck.cpus(s)),
+            )
+        }
+    };
+    let loopback = match &lf.loopback {
+        None => LoopbackCfg::default(),
+        Some(l) => {
+            let s = l.get_ref();
+            if let Some(c) = &s.clock_latency
+                && *c.get_ref() < period
+            {
+                ck.err(
+                    c.span(),
+                    format!("clock_latency must be at least one period ({period} frames)"),
+                );
+            }
+            LoopbackCfg {
+                enabled: s.enabled.unwrap_or(true),
+                playback: s.playback.clone(),
+                capture: s.capture.clone(),
+                clock_latency: s.clock_latency.as_ref().map(|c| *c.get_ref()),
+            }
+        }
+    };
+    let mut workers = Vec::new();
+    let mut names = std::collections::BTreeSet::new();
+    for w in &lf.workers {
+        let wd = w.get_ref();
+        let name = wd.name.get_ref();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            ck.err(
+                wd.name.span(),
+                format!("worker name '{name}' must be letters, digits, '_' or '-'"),
+            );
+        }
+        if !names.insert(name.clone()) {
+            ck.err(wd.name.span(), format!("worker '{name}' is defined twice"));
+        }
+        let instances = wd.instances.as_ref().map_or(1, |i| *i.get_ref());
+        if let Some(i) = &wd.instances
+            && !(1..=64).contains(i.get_ref())
+        {
+            ck.err(i.span(), "instances must be 1..=64");
+        }
+        let priority = ck.rt_priority(&wd.priority);
+        let cpus = wd.cpus.as_ref().map_or(vec![], |s| ck.cpus(s));
+        if wd.plugins.is_empty() {
+            ck.err(
+                w.span(),
+                format!("worker '{name}' has no plugins: add plugins = [ {{ run = \"100 us\" }} ]"),
+            );
+        }
+        let mut plugins = Vec::new();
+        for p in &wd.plugins {
+            let pd = p.get_ref();
+            let work_ns = ck.duration(&pd.run);
+            let jitter_ns = pd.jitter.as_ref().map_or(0, |j| ck.duration(j));
+            let lock = pd.lock.as_ref().and_then(|l| {
+                let i = lock_names.iter().position(|n| n == l.get_ref());
+                if i.is_none() {
+                    ck.err(
+                        l.span(),
+                        format!(
+                            "lock '{}' is not defined: add [locks.{}] with protocol = \"inherit\" or \"none\"",
+                            l.get_ref(),
+                            l.get_ref()
+                        ),
+                    );
+                }
+                i
+            });
+            plugins.push(PluginCfg {
+                work_ns,
+                jitter_ns,
+                lock,
+            });
+        }
+        for i in 0..instances {
+            workers.push(WorkerCfg {
+                name: if instances == 1 {
+                    name.clone()
+                } else {
+                    format!("{name}.{i}")
+                },
+                priority,
+                cpus: if cpus.is_empty() {
+                    vec![]
+                } else {
+                    vec![cpus[i as usize % cpus.len()]]
+                },
+                waited: wd.wait.unwrap_or(true),
+                plugins: plugins.clone(),
+            });
+        }
+    }
+    if workers.len() > 254 {
+        ck.err(at.clone(), "at most 254 worker instances");
+    }
+    if !ck.problems.is_empty() {
+        return Err(fail(ck.problems));
+    }
+    Ok(Config {
+        duration_ns,
+        backend,
+        device: lf.device.clone(),
+        period,
+        rate,
+        nperiods,
+        inject_every,
+        inject_factor,
+        callback_priority,
+        callback_cpus,
+        loopback,
+        workers,
+    })
+}
+
+impl Config {
+    /// Every CPU the audio process pins a thread to.
+    pub fn cpus_used(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self
+            .workers
+            .iter()
+            .flat_map(|w| w.cpus.iter().copied())
+            .chain(self.callback_cpus.iter().copied())
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RIG: &str = r#"
+name = "t"
+kind = "livefx"
+[locks.bus]
+protocol = "inherit"
+[livefx]
+duration = "2 s"
+period = 128
+inject_every = 50
+callback = { priority = 75, cpus = [1] }
+loopback = { clock_latency = 256 }
+[[livefx.workers]]
+name = "fx"
+instances = 2
+priority = 60
+cpus = [0, 1]
+plugins = [ { run = "100 us", jitter = "20 us", lock = "bus" }, { run = "50 us" } ]
+"#;
+
+    #[test]
+    fn parses_workers_plugins_and_locks() {
+        let c = parse_text("t.toml", RIG, &["bus".into()]).unwrap();
+        assert_eq!(c.duration_ns, 2_000_000_000);
+        assert_eq!(c.period, 128);
+        assert_eq!(c.rate, 48000);
+        assert_eq!(c.inject_every, 50);
+        assert_eq!(c.inject_factor, 1.5);
+        assert_eq!(c.callback_priority, 75);
+        assert!(c.loopback.enabled);
+        assert_eq!(c.loopback.clock_latency, Some(256));
+        assert_eq!(c.workers.len(), 2);
+        assert_eq!(c.workers[0].name, "fx.0");
+        assert_eq!(c.workers[1].cpus, vec![1]);
+        assert_eq!(
+            c.workers[0].plugins[0],
+            PluginCfg {
+                work_ns: 100_000,
+                jitter_ns: 20_000,
+                lock: Some(0)
+            }
+        );
+        assert_eq!(c.cpus_used(), vec![0, 1]);
+    }
+
+    #[test]
+    fn errors_name_line_and_column() {
+        let bad = RIG.replace("lock = \"bus\"", "lock = \"mixer\"");
+        let e = parse_text("t.toml", &bad, &["bus".into()]).unwrap_err();
+        let s = e.to_string();
+        assert!(s.starts_with("t.toml:17:"), "{s}");
+        assert!(s.contains("lock 'mixer' is not defined"), "{s}");
+        let bad = RIG.replace("priority = 60", "priority = 0");
+        let s = parse_text("t.toml", &bad, &["bus".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(s.contains("t.toml:15:") && s.contains("1..=99"), "{s}");
+        let bad = RIG.replace("period = 128", "perod = 128");
+        let s = parse_text("t.toml", &bad, &["bus".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(s.contains("perod"), "{s}");
+    }
+}

@@ -1,0 +1,532 @@
+//! The real-time side of livefx: the process callback and its worker threads.
+//!
+//! Each cycle the callback publishes a sequence number; W pinned FIFO workers wake on it,
+//! run their plugins (calibrated CPU work, some under shared PI mutexes) and report back;
+//! the callback waits for all of them, bounded by the cycle deadline, then returns. What
+//! the cycle looked like leaves through an `rtrb` queue to a normal-priority writer.
+//! Rules here: no allocation, no I/O, no printing, no non-PI locks, every wait bounded.
+
+use super::config::{PluginCfg, WorkerCfg};
+use super::futex;
+use super::loopback::{Checker, Generator};
+use crate::audio::{Cycle, Process};
+use crate::engine::pimutex::PiMutex;
+use crate::engine::thread::{Sched, apply_current};
+use crate::rig::Protocol;
+use crate::sys::{gettid, now_ns, thread_cpu_ns};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+
+pub const FLAG_MISS: u32 = 1;
+pub const FLAG_XRUN: u32 = 2;
+pub const FLAG_INJECTED: u32 = 4;
+pub const FLAG_DISCONTINUITY: u32 = 8;
+pub const NO_WORKER: u8 = 255;
+
+/// Called with `true` when a thread enters its RT loop and `false` when it leaves: lets a
+/// test's counting allocator watch exactly the RT threads. Unset in normal runs.
+pub static RT_HOOK: OnceLock<fn(bool)> = OnceLock::new();
+
+#[inline]
+fn rt_mark(on: bool) {
+    if let Some(h) = RT_HOOK.get() {
+        h(on);
+    }
+}
+
+/// One cycle as measured on the RT thread (all times CLOCK_MONOTONIC ns).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Rec {
+    pub index: u64,
+    pub start_ns: u64,
+    pub wake_ns: u64,
+    pub end_ns: u64,
+    pub deadline_ns: u64,
+    pub flags: u32,
+    pub last_worker: u8,
+    pub max_wake_ns: u32,
+    /// Xruns the backend found on its RT path that belong to this cycle.
+    pub xruns: u32,
+    pub injected_ns: u32,
+}
+
+struct Slot {
+    /// The callback waits for this worker.
+    waited: bool,
+    seq: AtomicU32,
+    wake_ns: AtomicU64,
+    end_ns: AtomicU64,
+    tid: AtomicI32,
+}
+
+/// What the callback and the workers share.
+pub struct Shared {
+    go: AtomicU32,
+    publish_ns: AtomicU64,
+    /// Bound on a cycle's plugin work: past it a worker gives the cycle up.
+    hard_ns: AtomicU64,
+    done: AtomicU32,
+    abort: AtomicBool,
+    slots: Box<[Slot]>,
+    locks: Vec<PiMutex>,
+    ready: AtomicU32,
+    setup_error: Mutex<Option<String>>,
+}
+
+impl Shared {
+    /// `waited`: per worker, whether the callback waits for it.
+    pub fn new(waited: &[bool], protocols: &[Protocol]) -> Result<Arc<Shared>, String> {
+        let locks = protocols
+            .iter()
+            .map(|p| PiMutex::new(*p).map_err(|e| format!("cannot create a lock: {e}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Arc::new(Shared {
+            go: AtomicU32::new(0),
+            publish_ns: AtomicU64::new(0),
+            hard_ns: AtomicU64::new(0),
+            done: AtomicU32::new(0),
+            abort: AtomicBool::new(false),
+            slots: waited
+                .iter()
+                .map(|&w| Slot {
+                    waited: w,
+                    seq: AtomicU32::new(0),
+                    wake_ns: AtomicU64::new(0),
+                    end_ns: AtomicU64::new(0),
+                    tid: AtomicI32::new(0),
+                })
+                .collect(),
+            locks,
+            ready: AtomicU32::new(0),
+            setup_error: Mutex::new(None),
+        }))
+    }
+
+    pub fn tids(&self) -> Vec<i32> {
+        self.slots
+            .iter()
+            .map(|s| s.tid.load(Ordering::SeqCst))
+            .collect()
+    }
+}
+
+/// Busy for `ns` of this thread's CPU time, as the engine's `run` step; gives up at `hard_ns`.
+#[inline]
+fn burn_cpu(ns: u64, hard_ns: u64, abort: &AtomicBool) {
+    let target = thread_cpu_ns() + ns;
+    while thread_cpu_ns() < target {
+        if abort.load(Ordering::Relaxed) || now_ns() >= hard_ns {
+            return;
+        }
+    }
+}
+
+#[inline]
+fn xorshift(s: &mut u64) -> u64 {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    *s
+}
+
+fn run_plugins(sh: &Shared, plugins: &[PluginCfg], hard: u64, rng: &mut u64) {
+    for p in plugins {
+        let work = p.work_ns
+            + if p.jitter_ns > 0 {
+                xorshift(rng) % p.jitter_ns
+            } else {
+                0
+            };
+        match p.lock {
+            Some(l) => {
+                // A lock not had by the bound means the cycle is lost anyway: skip the work.
+                if sh.locks[l].raw_lock_until(hard).is_ok() {
+                    burn_cpu(work, hard, &sh.abort);
+                    let _ = sh.locks[l].raw_unlock();
+                }
+            }
+            None => burn_cpu(work, hard, &sh.abort),
+        }
+    }
+}
+
+fn worker_main(sh: Arc<Shared>, i: usize, cfg: WorkerCfg) {
+    let slot = &sh.slots[i];
+    slot.tid.store(gettid(), Ordering::SeqCst);
+    // Raised while still on the creator's free CPU, then pinned (engine::thread's order).
+    // Unpinned means any online CPU, not the control thread's CPU it inherited.
+    let cpus = if cfg.cpus.is_empty() {
+        crate::sys::online_cpus()
+    } else {
+        cfg.cpus.clone()
+    };
+    if let Err(e) = apply_current(&Sched::fifo(cfg.priority, cpus)) {
+        if let Ok(mut g) = sh.setup_error.lock() {
+            g.get_or_insert(format!("worker {}: {e}", cfg.name));
+        }
+        sh.ready.fetch_add(1, Ordering::SeqCst);
+        return;
+    }
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ (i as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D);
+    let plugins = &cfg.plugins[..];
+    let mut last = sh.go.load(Ordering::Acquire);
+    sh.ready.fetch_add(1, Ordering::SeqCst);
+    rt_mark(true);
+    loop {
+        if sh.abort.load(Ordering::Acquire) {
+            break;
+        }
+        let seq = sh.go.load(Ordering::Acquire);
+        if seq == last {
+            // Bounded: wakes at least every 100 ms to look at the abort flag.
+            futex::wait_until(&sh.go, last, now_ns() + 100_000_000);
+            continue;
+        }
+        last = seq;
+        let wake = now_ns();
+        slot.wake_ns.store(wake, Ordering::Relaxed);
+        let hard = sh.hard_ns.load(Ordering::Acquire);
+        run_plugins(&sh, plugins, hard, &mut rng);
+        slot.end_ns.store(now_ns(), Ordering::Relaxed);
+        slot.seq.store(seq, Ordering::Release);
+        sh.done.fetch_add(1, Ordering::Release);
+        futex::wake_all(&sh.done);
+    }
+    rt_mark(false);
+}
+
+/// The running workers of one trial.
+pub struct Workers {
+    pub shared: Arc<Shared>,
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl Workers {
+    /// Starts every worker and waits (bounded) until each is raised and pinned.
+    pub fn start(sh: Arc<Shared>, cfgs: &[WorkerCfg]) -> Result<Workers, String> {
+        let mut handles = Vec::new();
+        for (i, c) in cfgs.iter().enumerate() {
+            let (sh2, c2) = (sh.clone(), c.clone());
+            let h = std::thread::Builder::new()
+                .name(format!("fx-{}", c.name).chars().take(15).collect())
+                .spawn(move || worker_main(sh2, i, c2));
+            match h {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    let w = Workers {
+                        shared: sh.clone(),
+                        handles,
+                    };
+                    w.stop();
+                    return Err(format!("cannot start worker {}: {e}", c.name));
+                }
+            }
+        }
+        let w = Workers {
+            shared: sh.clone(),
+            handles,
+        };
+        let t_end = now_ns() + 10_000_000_000;
+        while (sh.ready.load(Ordering::SeqCst) as usize) < cfgs.len() && now_ns() < t_end {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let err = sh.setup_error.lock().ok().and_then(|g| g.clone());
+        if let Some(e) = err {
+            w.stop();
+            return Err(e);
+        }
+        if (sh.ready.load(Ordering::SeqCst) as usize) < cfgs.len() {
+            w.stop();
+            return Err("workers did not start within 10 s".into());
+        }
+        Ok(w)
+    }
+
+    /// Ends the workers: they see the flag within their bounded waits and work.
+    pub fn stop(self) {
+        self.shared.abort.store(true, Ordering::SeqCst);
+        self.shared.go.fetch_add(1, Ordering::SeqCst);
+        futex::wake_all(&self.shared.go);
+        let t_end = now_ns() + 3_000_000_000;
+        for h in self.handles {
+            while !h.is_finished() && now_ns() < t_end {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            if h.is_finished() {
+                let _ = h.join();
+            } else {
+                // Last resort against a runaway FIFO worker: take its RT policy away.
+                for t in self.shared.tids() {
+                    crate::engine::thread::demote(t);
+                }
+            }
+        }
+    }
+}
+
+/// Counters the writer and the progress line read; updated by the RT side with relaxed
+/// atomics only.
+#[derive(Default)]
+pub struct RtCounters {
+    pub dropped: AtomicU64,
+}
+
+/// The livefx process callback.
+pub struct LivefxProcess {
+    sh: Arc<Shared>,
+    tx: rtrb::Producer<Rec>,
+    counters: Arc<RtCounters>,
+    pending: Option<Rec>,
+    inject_every: u64,
+    inject_factor: f64,
+    seq: u32,
+    signal: Option<Generator>,
+    check: Option<Checker>,
+    /// Shared with the trial so it can read the loopback result after the run.
+    loop_result: Arc<LoopResult>,
+}
+
+/// The loopback check's result, published by the RT thread with atomics.
+#[derive(Default)]
+pub struct LoopResult {
+    pub enabled: AtomicBool,
+    pub discontinuities: AtomicU64,
+    /// Round trip + 1, 0 while unknown.
+    pub roundtrip_plus1: AtomicU32,
+}
+
+impl LivefxProcess {
+    pub fn new(
+        sh: Arc<Shared>,
+        tx: rtrb::Producer<Rec>,
+        counters: Arc<RtCounters>,
+        inject_every: u64,
+        inject_factor: f64,
+        loopback: bool,
+        loop_result: Arc<LoopResult>,
+    ) -> LivefxProcess {
+        loop_result.enabled.store(loopback, Ordering::SeqCst);
+        LivefxProcess {
+            sh,
+            tx,
+            counters,
+            pending: None,
+            inject_every,
+            inject_factor,
+            seq: 0,
+            signal: loopback.then(Generator::default),
+            check: loopback.then(Checker::default),
+            loop_result,
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, r: Rec) {
+        if self.tx.push(r).is_err() {
+            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Waits until every worker reported `seq`, at most until `deadline`.
+    #[inline]
+    fn wait_workers(&self, seq: u32, deadline: u64) -> bool {
+        loop {
+            let snap = self.sh.done.load(Ordering::Acquire);
+            if self
+                .sh
+                .slots
+                .iter()
+                .all(|s| !s.waited || s.seq.load(Ordering::Acquire) == seq)
+            {
+                return true;
+            }
+            if now_ns() >= deadline {
+                return false;
+            }
+            futex::wait_until(&self.sh.done, snap, deadline);
+        }
+    }
+}
+
+/// Whether cycle `index` gets the injected overrun: every Nth, never the first.
+#[inline]
+pub fn injected(index: u64, every: u64) -> bool {
+    every > 0 && (index + 1).is_multiple_of(every)
+}
+
+impl Process for LivefxProcess {
+    fn rt_init(&mut self) {
+        rt_mark(true);
+    }
+
+    fn cycle(&mut self, c: &mut Cycle) -> bool {
+        if let Some(mut p) = self.pending.take() {
+            if c.xruns_before > 0 {
+                p.flags |= FLAG_XRUN;
+                p.xruns += c.xruns_before;
+            }
+            self.push(p);
+        }
+        let period_ns = c.deadline_ns.saturating_sub(c.start_ns).max(1);
+        let mut flags = 0;
+        let mut injected_ns = 0u32;
+        if injected(c.index, self.inject_every) {
+            flags |= FLAG_INJECTED;
+            // Wall-clock burn: a known overrun whatever else runs.
+            let burn = (period_ns as f64 * self.inject_factor) as u64;
+            injected_ns = burn.min(u32::MAX as u64) as u32;
+            let until = c.wake_ns + burn;
+            while now_ns() < until {
+                std::hint::spin_loop();
+            }
+        }
+        self.seq = self.seq.wrapping_add(1).max(1);
+        let seq = self.seq;
+        let publish = now_ns();
+        self.sh.hard_ns.store(
+            c.deadline_ns.max(publish) + 2 * period_ns,
+            Ordering::Release,
+        );
+        self.sh.publish_ns.store(publish, Ordering::Release);
+        self.sh.go.store(seq, Ordering::Release);
+        futex::wake_all(&self.sh.go);
+        if let (Some(g), Some(ch)) = (&mut self.signal, &mut self.check) {
+            g.fill(c.output);
+            if ch.feed(c.input) > 0 {
+                flags |= FLAG_DISCONTINUITY;
+            }
+            self.loop_result
+                .discontinuities
+                .store(ch.discontinuities, Ordering::Relaxed);
+            if let Some(rt) = ch.roundtrip {
+                self.loop_result
+                    .roundtrip_plus1
+                    .store(rt + 1, Ordering::Relaxed);
+            }
+        }
+        let all = self.wait_workers(seq, c.deadline_ns);
+        let mut max_wake = 0u64;
+        let (mut last, mut last_end) = (NO_WORKER, 0u64);
+        for (i, s) in self.sh.slots.iter().enumerate() {
+            if s.waited && s.seq.load(Ordering::Acquire) == seq {
+                max_wake = max_wake.max(s.wake_ns.load(Ordering::Relaxed).saturating_sub(publish));
+                let e = s.end_ns.load(Ordering::Relaxed);
+                if e >= last_end {
+                    last_end = e;
+                    last = i.min(254) as u8;
+                }
+            }
+        }
+        let end = now_ns();
+        if end > c.deadline_ns || !all {
+            flags |= FLAG_MISS;
+        }
+        self.pending = Some(Rec {
+            index: c.index,
+            start_ns: c.start_ns,
+            wake_ns: c.wake_ns,
+            end_ns: end,
+            deadline_ns: c.deadline_ns,
+            flags,
+            last_worker: last,
+            max_wake_ns: max_wake.min(u32::MAX as u64) as u32,
+            xruns: 0,
+            injected_ns,
+        });
+        true
+    }
+
+    fn end(&mut self) {
+        if let Some(p) = self.pending.take() {
+            self.push(p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn injection_every_nth_never_first() {
+        let hits: Vec<u64> = (0..200).filter(|&i| injected(i, 50)).collect();
+        assert_eq!(hits, vec![49, 99, 149, 199]);
+        assert!(!(0..100).any(|i| injected(i, 0)));
+    }
+
+    #[test]
+    fn burn_respects_the_hard_bound() {
+        let t0 = now_ns();
+        burn_cpu(10_000_000_000, t0 + 20_000_000, &AtomicBool::new(false));
+        assert!(now_ns() - t0 < 2_000_000_000);
+        let c0 = thread_cpu_ns();
+        burn_cpu(5_000_000, u64::MAX, &AtomicBool::new(false));
+        assert!(thread_cpu_ns() - c0 >= 5_000_000);
+    }
+
+    #[test]
+    fn callback_waits_for_workers_and_records_them() {
+        let _g = crate::engine::test_lock();
+        let cfg = WorkerCfg {
+            name: "w".into(),
+            priority: 10,
+            cpus: vec![],
+            waited: true,
+            plugins: vec![PluginCfg {
+                work_ns: 200_000,
+                jitter_ns: 0,
+                lock: Some(0),
+            }],
+        };
+        if !crate::sys::is_root() {
+            eprintln!("skipped: SCHED_FIFO needs root");
+            return;
+        }
+        let sh = Shared::new(&[true, true], &[Protocol::Inherit]).unwrap();
+        let w = Workers::start(sh.clone(), &[cfg.clone(), cfg]).unwrap();
+        let (tx, mut rx) = rtrb::RingBuffer::new(64);
+        let mut p = LivefxProcess::new(
+            sh,
+            tx,
+            Arc::new(RtCounters::default()),
+            3,
+            0.5,
+            false,
+            Arc::new(LoopResult::default()),
+        );
+        let (inp, mut out) = (vec![0.0f32; 64], vec![0.0f32; 64]);
+        for i in 0..6u64 {
+            let start = now_ns();
+            let mut c = Cycle {
+                index: i,
+                frames: 64,
+                start_ns: start,
+                deadline_ns: start + 100_000_000,
+                wake_ns: start,
+                xruns_before: u32::from(i == 4),
+                input: &inp,
+                output: &mut out,
+            };
+            assert!(p.cycle(&mut c));
+        }
+        p.end();
+        w.stop();
+        let recs: Vec<Rec> = std::iter::from_fn(|| rx.pop().ok()).collect();
+        assert_eq!(recs.len(), 6);
+        for r in &recs {
+            assert_ne!(r.last_worker, NO_WORKER, "both workers reported: {r:?}");
+            // Two 200 us plugins under one lock: at least 400 us for the callback.
+            assert!(r.end_ns - r.wake_ns >= 400_000, "{r:?}");
+            assert_eq!(r.flags & FLAG_MISS, 0, "{r:?}");
+        }
+        assert_eq!(recs[2].flags & FLAG_INJECTED, FLAG_INJECTED);
+        assert!(recs[2].injected_ns >= 49_000_000);
+        assert_eq!(
+            recs[3].flags & FLAG_XRUN,
+            FLAG_XRUN,
+            "xrun before cycle 4 is cycle 3's"
+        );
+        assert_eq!(recs[3].xruns, 1);
+    }
+}

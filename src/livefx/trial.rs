@@ -1,0 +1,303 @@
+//! One livefx trial: start the workers, the writer and any background load, open the
+//! audio stream, run for the duration with a live progress line, stop everything in
+//! order, and tie JACK's xrun notifications to cycles.
+
+use super::config::Config;
+use super::rt::{LivefxProcess, LoopResult, RtCounters, Shared, Workers};
+use super::writer::{self, Event, Progress, RECORD_BYTES, Stats};
+use crate::audio::{self, BackendKind, Notes, StreamInfo, StreamSpec};
+use crate::rig::Plan;
+use crate::sys::now_ns;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Everything one trial needs, resolved from the rig, the setting and the command line.
+#[derive(Debug, Clone)]
+pub struct Params {
+    pub kind: BackendKind,
+    /// Why this backend (auto's reasons, or the flag).
+    pub why: String,
+    pub spec: StreamSpec,
+    pub duration_ns: u64,
+    pub inject_every: u64,
+    pub inject_factor: f64,
+    pub loopback: bool,
+    /// Print the live progress line to stderr.
+    pub progress: bool,
+}
+
+pub struct Outcome {
+    /// "ok", "aborted" or "failed".
+    pub status: &'static str,
+    pub detail: Option<String>,
+    pub info: Option<StreamInfo>,
+    pub stats: Stats,
+    /// RT-path xruns plus JACK's notifications.
+    pub xruns: u64,
+    pub discontinuities: Option<u64>,
+    pub roundtrip: Option<u32>,
+    /// Loopback discontinuities with no xrun or miss just before them.
+    pub unexplained: Option<u64>,
+    pub duration_ns: u64,
+    pub server_gone: bool,
+    pub dropped: u64,
+    /// Main-thread tids of the workers, for instruments.
+    pub worker_tids: Vec<i32>,
+}
+
+fn failed(detail: String) -> Outcome {
+    Outcome {
+        status: "failed",
+        detail: Some(detail),
+        info: None,
+        stats: Stats::new(),
+        xruns: 0,
+        discontinuities: None,
+        roundtrip: None,
+        unexplained: None,
+        duration_ns: 0,
+        server_gone: false,
+        dropped: 0,
+        worker_tids: vec![],
+    }
+}
+
+/// Called with the workers' (name, tid) once they are set up, before the audio starts.
+pub type OnReady<'a> = dyn FnMut(&[(String, i32)]) + 'a;
+
+/// Queue length between the RT side and the writer: 64 Ki cycles (over 40 s at 32 frames).
+const QUEUE: usize = 1 << 16;
+
+pub fn run(
+    cfg: &Config,
+    plan: &Plan,
+    p: &Params,
+    cycles_path: &Path,
+    stop: &AtomicBool,
+    label: &str,
+    on_ready: &mut OnReady,
+) -> Outcome {
+    let protocols: Vec<_> = plan.locks.iter().map(|l| l.protocol).collect();
+    let waited: Vec<bool> = cfg.workers.iter().map(|w| w.waited).collect();
+    let sh = match Shared::new(&waited, &protocols) {
+        Ok(s) => s,
+        Err(e) => return failed(e),
+    };
+    let workers = match Workers::start(sh.clone(), &cfg.workers) {
+        Ok(w) => w,
+        Err(e) => return failed(e),
+    };
+    let worker_tids = sh.tids();
+    // Instruments filter on these tids (the callback thread is the backend's).
+    let named: Vec<(String, i32)> = cfg
+        .workers
+        .iter()
+        .map(|w| w.name.clone())
+        .zip(worker_tids.iter().copied())
+        .collect();
+    on_ready(&named);
+    let (tx, rx) = rtrb::RingBuffer::new(QUEUE);
+    let counters = Arc::new(RtCounters::default());
+    let loop_result = Arc::new(LoopResult::default());
+    let notes = Arc::new(Notes::default());
+    let progress = Arc::new(Progress::default());
+    let wdone = Arc::new(AtomicBool::new(false));
+    let t0 = now_ns();
+    let wh = writer::spawn(
+        rx,
+        cycles_path.to_path_buf(),
+        t0,
+        !cfg.workers.is_empty(),
+        progress.clone(),
+        wdone.clone(),
+    );
+    // Background load: the rig's ordinary threads, run as a trial beside the audio.
+    let load_stop = Arc::new(AtomicBool::new(false));
+    let load = (!plan.threads.is_empty()).then(|| {
+        let (plan2, ls) = (plan.clone(), load_stop.clone());
+        let bound = p.duration_ns + 5_000_000_000;
+        std::thread::spawn(move || crate::engine::trial::run_trial(&plan2, bound, &ls))
+    });
+    let process = LivefxProcess::new(
+        sh.clone(),
+        tx,
+        counters.clone(),
+        p.inject_every,
+        p.inject_factor,
+        p.loopback,
+        loop_result.clone(),
+    );
+    let stream = audio::open(p.kind, &p.spec, Box::new(process), notes.clone());
+    let mut status = "ok";
+    let mut detail = None;
+    let mut info = None;
+    let mut server_gone = false;
+    match stream {
+        Err(e) => {
+            status = "failed";
+            detail = Some(e);
+        }
+        Ok(s) => {
+            info = Some(s.info().clone());
+            let end = now_ns() + p.duration_ns;
+            let mut next_print = now_ns();
+            loop {
+                let now = now_ns();
+                if now >= end {
+                    break;
+                }
+                if stop.load(Ordering::SeqCst) {
+                    status = "aborted";
+                    break;
+                }
+                if notes.is_gone() {
+                    server_gone = true;
+                    break;
+                }
+                if p.progress && now >= next_print {
+                    next_print = now + 500_000_000;
+                    eprint!(
+                        "\r  {label}: {:>5.1}/{:.0} s  cycles {}  xruns {}  misses {}   ",
+                        (now - t0) as f64 / 1e9,
+                        p.duration_ns as f64 / 1e9,
+                        progress.cycles.load(Ordering::Relaxed),
+                        progress.xruns.load(Ordering::Relaxed)
+                            + notes.xrun_count.load(Ordering::Relaxed),
+                        progress.misses.load(Ordering::Relaxed),
+                    );
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            if let Err(e) = s.stop()
+                && !server_gone
+                && !notes.is_gone()
+            {
+                status = "failed";
+                detail = Some(e);
+            }
+            server_gone |= notes.is_gone();
+        }
+    }
+    let duration_ns = now_ns() - t0;
+    if p.progress {
+        eprint!("\r{:79}\r", "");
+    }
+    workers.stop();
+    load_stop.store(true, Ordering::SeqCst);
+    let load_end = load.and_then(|h| h.join().ok());
+    wdone.store(true, Ordering::SeqCst);
+    let mut stats = wh.join().unwrap_or_default();
+    if let Some(e) = stats.io_error.take() {
+        status = "failed";
+        detail = Some(e);
+    }
+    if let Some(r) = load_end
+        && let crate::engine::trial::TrialStatus::Failed(e) = r.status
+    {
+        status = "failed";
+        detail = Some(format!("background load: {e}"));
+    }
+    // JACK's notifications, tied to cycles and marked in the cycles file.
+    let notes_v = notes.take_xruns();
+    let mut xruns = stats.xruns_rt;
+    if !notes_v.is_empty() {
+        xruns += notes_v.len() as u64;
+        if let Err(e) = tie_xruns(cycles_path, t0, &notes_v, &mut stats) {
+            status = "failed";
+            detail = Some(e);
+        }
+    }
+    let enabled = loop_result.enabled.load(Ordering::SeqCst);
+    let rt = loop_result.roundtrip_plus1.load(Ordering::SeqCst);
+    let unexplained = if enabled {
+        // The window covers the round trip: a dropout arrives that many frames late.
+        let period = p.spec.period.max(1) as usize;
+        let window = 4 + rt as usize / period;
+        match std::fs::read(cycles_path) {
+            Ok(b) => {
+                let flags: Vec<u32> = b
+                    .chunks_exact(RECORD_BYTES)
+                    .map(|c| writer::decode(c).3)
+                    .collect();
+                Some(super::xrun::unexplained_discontinuities(&flags, window))
+            }
+            Err(_) => None,
+        }
+    } else {
+        None
+    };
+    if server_gone {
+        status = "failed";
+        let at = notes.gone_at_ns.load(Ordering::SeqCst).saturating_sub(t0) as f64 / 1e9;
+        detail = Some(format!(
+            "the JACK server went away {at:.1} s into the trial; the results cover the {} cycles recorded before",
+            stats.cycles
+        ));
+        stats.event(Event {
+            kind: "server_gone",
+            cycle: stats.cycles,
+            t_s: at,
+            usecs: None,
+        });
+    }
+    Outcome {
+        status,
+        detail,
+        info,
+        xruns,
+        discontinuities: enabled.then(|| loop_result.discontinuities.load(Ordering::SeqCst)),
+        roundtrip: (enabled && rt > 0).then(|| rt - 1),
+        unexplained,
+        stats,
+        duration_ns,
+        server_gone,
+        dropped: counters.dropped.load(Ordering::SeqCst),
+        worker_tids,
+    }
+}
+
+/// Reads the cycles back, ties each notification to a cycle, sets its xrun bit in the
+/// file and logs the xrun with JACK's delayed usecs.
+fn tie_xruns(
+    path: &Path,
+    t0: u64,
+    notes: &[audio::XrunNote],
+    stats: &mut Stats,
+) -> Result<(), String> {
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| format!("cannot reopen {}: {e}", path.display()))?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut cycles: Vec<(u64, u32)> = buf
+        .chunks_exact(RECORD_BYTES)
+        .map(|c| {
+            let d = writer::decode(c);
+            (d.0, d.3)
+        })
+        .collect();
+    let before: Vec<u32> = cycles.iter().map(|c| c.1).collect();
+    let rel: Vec<u64> = notes.iter().map(|n| n.t_ns.saturating_sub(t0)).collect();
+    let tied = super::xrun::attribute(&mut cycles, &rel);
+    for (i, (c, b)) in cycles.iter().zip(&before).enumerate() {
+        if c.1 != *b {
+            f.seek(SeekFrom::Start((i * RECORD_BYTES + 16) as u64))
+                .and_then(|_| f.write_all(&c.1.to_le_bytes()))
+                .map_err(|e| format!("cannot update {}: {e}", path.display()))?;
+        }
+    }
+    for ((n, r), t) in notes.iter().zip(&rel).zip(&tied) {
+        stats.event(Event {
+            kind: "xrun",
+            cycle: t.map_or(0, |i| i as u64),
+            t_s: *r as f64 / 1e9,
+            usecs: Some(n.delayed_us as f64),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,85 @@
+//! A private dummy jackd for tests: started under a unique name, waited for with
+//! `jack_wait`, and stopped (SIGTERM, then SIGKILL) and reaped when dropped.
+
+#![allow(dead_code)]
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct PrivateJackd {
+    pub name: String,
+    child: Option<Child>,
+}
+
+/// Whether jackd and jack_wait are installed (CI installs jackd2).
+pub fn available() -> bool {
+    ["jackd", "jack_wait"].iter().all(|b| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {b}")])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
+impl PrivateJackd {
+    /// `jackd -n NAME -R -P 70 -d dummy -r 48000 -p PERIOD`, ready when this returns.
+    pub fn start(tag: &str, period: u32) -> PrivateJackd {
+        let name = format!("xrr-{tag}-{}", std::process::id());
+        let log = std::fs::File::create(std::env::temp_dir().join(format!("{name}.log")))
+            .expect("jackd log file");
+        let child = Command::new("jackd")
+            .args([
+                "-n", &name, "-R", "-P", "70", "-d", "dummy", "-r", "48000", "-p",
+            ])
+            .arg(period.to_string())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("starting jackd");
+        let mut j = PrivateJackd {
+            name,
+            child: Some(child),
+        };
+        // jack_wait prints libjack's "cannot connect" lines while it polls.
+        let ok = Command::new("jack_wait")
+            .args(["-w", "-t", "5", "-s", &j.name])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            j.stop();
+            panic!("jackd '{}' did not come up within 5 s", j.name);
+        }
+        j
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, |c| c.id())
+    }
+
+    /// SIGTERM, wait up to 5 s for the exit (jackd takes 1-2 s), then SIGKILL.
+    pub fn stop(&mut self) {
+        let Some(mut c) = self.child.take() else {
+            return;
+        };
+        // SAFETY: signalling our own child by pid.
+        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(5) {
+            if let Ok(Some(_)) = c.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+impl Drop for PrivateJackd {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
