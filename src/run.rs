@@ -298,10 +298,14 @@ fn progress_line(r: &TrialRecord, trials: u32, metrics: &[rig::Metric]) -> Strin
                 .iter()
                 .find(|m| &m.name == k)
                 .map_or("", |m| m.unit.as_str());
+            // Counts (cycles, xruns) print as integers, measurements with their precision.
             v.first().map(|x| {
-                format!("{k} {} {unit}", table::fmt_val(*x))
-                    .trim_end()
-                    .to_string()
+                let val = if x.fract() == 0.0 && unit.is_empty() {
+                    format!("{}", *x as i64)
+                } else {
+                    table::fmt_val(*x)
+                };
+                format!("{k} {val} {unit}").trim_end().to_string()
             })
         })
         .collect();
