@@ -49,6 +49,17 @@ pub fn main(a: &CheckArgs) -> i32 {
 }
 
 pub fn restore_main() -> i32 {
+    match crate::instruments::recover() {
+        Ok(lines) => {
+            for l in lines {
+                println!("restored tracing state: {l}");
+            }
+        }
+        Err(e) => {
+            eprintln!("xrunrig: {e}");
+            return 1;
+        }
+    }
     match knobs::recover(&RealIo, &knobs::state_dir()) {
         Ok(None) => {
             println!(

@@ -83,6 +83,10 @@ fn features_json() -> serde_json::Value {
 pub fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     let io = RealIo;
     let state = knobs::state_dir();
+    // Tracing state a killed run left (its trace instance, a tracefs it mounted).
+    for l in crate::instruments::recover()? {
+        eprintln!("xrunrig: a previous run left tracing state behind; restored: {l}");
+    }
     if let Some((j, lines)) = knobs::recover(&io, &state)? {
         eprintln!(
             "xrunrig: a previous run (pid {}, started {}) ended without restoring its settings; restored now:",
@@ -212,7 +216,10 @@ pub fn sweep(
         bound,
         p.stop.clone(),
         control_cpu,
-        Box::new(knobs::emergency_restore),
+        Box::new(|| {
+            knobs::emergency_restore();
+            crate::instruments::emergency_restore();
+        }),
     );
     let io = RealIo;
     let (started, _) = crate::sys::utc_now();
@@ -467,11 +474,23 @@ fn run_trials(p: Prepared) -> i32 {
             return EXIT_FAILED;
         }
     };
-    finish(&p, &sw, json!({ "instruments": inst_json }))
+    let mut metrics = rig.metrics.clone();
+    metrics.extend(inst.metric_defs());
+    finish_with(&p, &sw, json!({ "instruments": inst_json }), &metrics)
 }
 
 /// Writes summary.json and run.json, prints the table; the exit code says how it went.
 pub fn finish(p: &Prepared, sw: &Swept, extra: serde_json::Value) -> i32 {
+    finish_with(p, sw, extra, &p.rig.metrics)
+}
+
+/// As `finish`, with the metrics to summarise (the rig's and its instruments').
+pub fn finish_with(
+    p: &Prepared,
+    sw: &Swept,
+    extra: serde_json::Value,
+    metrics: &[rig::Metric],
+) -> i32 {
     let rig = &p.rig;
     let settings: Vec<String> = p.settings.iter().map(|s| s.name.clone()).collect();
     let variants: Vec<String> = p
@@ -479,7 +498,7 @@ pub fn finish(p: &Prepared, sw: &Swept, extra: serde_json::Value) -> i32 {
         .iter()
         .map(|&i| rig.variants[i].name.clone())
         .collect();
-    let rows = summary::rows(&sw.records, &settings, &variants, &rig.metrics);
+    let rows = summary::rows(&sw.records, &settings, &variants, metrics);
     let sum = summary::Summary {
         rig: rig.name.clone(),
         kind: "trials".into(),

@@ -120,6 +120,18 @@ fn exec(sh: &Shared, ops: &[Op], held: &mut [bool], deadline: u64) -> Result<(),
                     }
                 }
             }
+            Op::RunMigrateDisabled(ns) => {
+                let target = thread_cpu_ns() + ns;
+                while thread_cpu_ns() < target {
+                    crate::instruments::migrate_disable::burst();
+                    if sh.abort.is_set() {
+                        return Err(ThreadEnd::Aborted);
+                    }
+                    if now_ns() >= deadline {
+                        return Err(ThreadEnd::TimedOut("run".into()));
+                    }
+                }
+            }
             Op::Spin(ns) => {
                 let end = now_ns() + ns;
                 loop {
@@ -192,9 +204,24 @@ fn exec(sh: &Shared, ops: &[Op], held: &mut [bool], deadline: u64) -> Result<(),
     Ok(())
 }
 
+fn uses_md(ops: &[Op]) -> bool {
+    ops.iter().any(|o| match o {
+        Op::RunMigrateDisabled(_) => true,
+        Op::Repeat { body, .. } | Op::RepeatFor { body, .. } => uses_md(body),
+        _ => false,
+    })
+}
+
 fn thread_main(sh: &Shared, idx: usize, sched: &Sched, ops: &[Op]) -> ThreadEnd {
     sh.tids[idx].store(gettid(), Ordering::SeqCst);
-    let setup = apply_current(sched);
+    let setup = apply_current(sched).and_then(|_| {
+        // Filters go on this thread only, before the start: installing them allocates.
+        if uses_md(ops) {
+            crate::instruments::migrate_disable::install_on_current_thread()
+        } else {
+            Ok(())
+        }
+    });
     // Preallocated before the start: nothing below allocates on the success path.
     let mut held = vec![false; sh.locks.len()];
     if setup.is_err() {

@@ -55,6 +55,9 @@ pub struct ThreadDef {
     pub priority: Option<Spanned<i64>>,
     pub cpus: Option<Spanned<CpuSpec>>,
     pub instances: Option<Spanned<u32>>,
+    /// Do this thread's `run` steps as syscalls under long seccomp filters, so the
+    /// thread is migrate-disabled while it runs (crate::instruments::migrate_disable).
+    pub migrate_disable: Option<Spanned<bool>>,
     #[serde(default)]
     pub steps: Vec<Spanned<StepDef>>,
 }
@@ -105,4 +108,5 @@ pub struct ThreadOverride {
     pub policy: Option<Spanned<String>>,
     pub priority: Option<Spanned<i64>>,
     pub cpus: Option<Spanned<CpuSpec>>,
+    pub migrate_disable: Option<Spanned<bool>>,
 }

@@ -44,6 +44,8 @@ pub enum Kind {
 pub enum Op {
     /// CPU work: consume this much of the thread's own CPU time.
     Run(u64),
+    /// As Run, done as syscalls under seccomp filters: migrate-disabled while running.
+    RunMigrateDisabled(u64),
     /// Busy for this much wall-clock time.
     Spin(u64),
     /// Busy until the event is signalled.

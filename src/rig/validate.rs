@@ -356,6 +356,17 @@ fn compile_steps(
     ops
 }
 
+/// `run` steps become migrate-disabled runs (the thread's `migrate_disable = true`).
+fn migrate_disabled_runs(ops: &mut [Op]) {
+    for op in ops {
+        match op {
+            Op::Run(ns) => *op = Op::RunMigrateDisabled(*ns),
+            Op::Repeat { body, .. } | Op::RepeatFor { body, .. } => migrate_disabled_runs(body),
+            _ => {}
+        }
+    }
+}
+
 /// Checks the whole file and builds one plan per variant.
 pub fn compile(
     file: &RigFile,
@@ -544,7 +555,14 @@ pub fn compile(
                     marks: &mut marks,
                     names: &mut names,
                 };
-                let ops = compile_steps(ck, &mut cx, &td.steps, 1);
+                let mut ops = compile_steps(ck, &mut cx, &td.steps, 1);
+                let md = over
+                    .and_then(|o| o.migrate_disable.as_ref())
+                    .or(td.migrate_disable.as_ref())
+                    .is_some_and(|m| *m.get_ref());
+                if md {
+                    migrate_disabled_runs(&mut ops);
+                }
                 if !cx.held.is_empty() && inst == 0 {
                     let held: Vec<String> =
                         cx.held.iter().map(|&i| locks[i].name.clone()).collect();
