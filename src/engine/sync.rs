@@ -3,7 +3,9 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-fn futex_wait_until(word: &AtomicU32, expected: u32, deadline_ns: u64) {
+/// Sleeps while `*word == expected`, at most until the absolute CLOCK_MONOTONIC
+/// `deadline_ns` (or a wake). Shared by the rig engine and the livefx RT threads.
+pub fn futex_wait_until(word: &AtomicU32, expected: u32, deadline_ns: u64) {
     let ts = libc::timespec {
         tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
@@ -23,7 +25,8 @@ fn futex_wait_until(word: &AtomicU32, expected: u32, deadline_ns: u64) {
     }
 }
 
-fn futex_wake_all(word: &AtomicU32) {
+/// Wakes every waiter on `word`.
+pub fn futex_wake_all(word: &AtomicU32) {
     // SAFETY: word is a valid aligned u32.
     unsafe {
         libc::syscall(

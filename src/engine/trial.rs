@@ -44,8 +44,8 @@ impl MarkBuf {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ThreadEnd {
     Finished,
-    /// The trial deadline passed in this step.
-    TimedOut(String),
+    /// The trial deadline passed in this step (static: nothing allocates on the rig thread).
+    TimedOut(&'static str),
     Aborted,
     Failed(String),
 }
@@ -102,10 +102,10 @@ impl Shared {
 
 /// Runs `ops`; `held` tracks locks for release on early exit.
 fn exec(sh: &Shared, ops: &[Op], held: &mut [bool], deadline: u64) -> Result<(), ThreadEnd> {
-    let wait_res = |r: WaitResult, what: &str| match r {
+    let wait_res = |r: WaitResult, what: &'static str| match r {
         WaitResult::Done => Ok(()),
         WaitResult::Aborted => Err(ThreadEnd::Aborted),
-        WaitResult::TimedOut => Err(ThreadEnd::TimedOut(what.to_string())),
+        WaitResult::TimedOut => Err(ThreadEnd::TimedOut(what)),
     };
     for op in ops {
         match *op {
@@ -116,7 +116,7 @@ fn exec(sh: &Shared, ops: &[Op], held: &mut [bool], deadline: u64) -> Result<(),
                         return Err(ThreadEnd::Aborted);
                     }
                     if now_ns() >= deadline {
-                        return Err(ThreadEnd::TimedOut("run".into()));
+                        return Err(ThreadEnd::TimedOut("run"));
                     }
                 }
             }
@@ -128,7 +128,7 @@ fn exec(sh: &Shared, ops: &[Op], held: &mut [bool], deadline: u64) -> Result<(),
                         return Err(ThreadEnd::Aborted);
                     }
                     if now_ns() >= deadline {
-                        return Err(ThreadEnd::TimedOut("run".into()));
+                        return Err(ThreadEnd::TimedOut("run"));
                     }
                 }
             }
@@ -143,7 +143,7 @@ fn exec(sh: &Shared, ops: &[Op], held: &mut [bool], deadline: u64) -> Result<(),
                         return Err(ThreadEnd::Aborted);
                     }
                     if t >= deadline {
-                        return Err(ThreadEnd::TimedOut("spin".into()));
+                        return Err(ThreadEnd::TimedOut("spin"));
                     }
                     std::hint::spin_loop();
                 }
@@ -156,7 +156,7 @@ fn exec(sh: &Shared, ops: &[Op], held: &mut [bool], deadline: u64) -> Result<(),
                     return Err(ThreadEnd::Aborted);
                 }
                 if now_ns() >= deadline {
-                    return Err(ThreadEnd::TimedOut("spin_until".into()));
+                    return Err(ThreadEnd::TimedOut("spin_until"));
                 }
                 std::hint::spin_loop();
             },
@@ -168,7 +168,7 @@ fn exec(sh: &Shared, ops: &[Op], held: &mut [bool], deadline: u64) -> Result<(),
             }
             Op::Lock(i) => match sh.locks[i].raw_lock_until(deadline) {
                 Ok(()) => held[i] = true,
-                Err(LockError::TimedOut) => return Err(ThreadEnd::TimedOut("lock".into())),
+                Err(LockError::TimedOut) => return Err(ThreadEnd::TimedOut("lock")),
                 Err(LockError::Os(e)) => {
                     return Err(ThreadEnd::Failed(format!("lock failed: errno {e}")));
                 }

@@ -8,7 +8,6 @@
 //! `loopback` is the signal check, `report` the rows, histograms and table.
 
 pub mod config;
-pub mod futex;
 pub mod loopback;
 pub mod report;
 pub mod rt;

@@ -7,10 +7,10 @@
 //! Rules here: no allocation, no I/O, no printing, no non-PI locks, every wait bounded.
 
 use super::config::{PluginCfg, WorkerCfg};
-use super::futex;
 use super::loopback::{Checker, Generator};
 use crate::audio::{Cycle, Process};
 use crate::engine::pimutex::PiMutex;
+use crate::engine::sync::{futex_wait_until, futex_wake_all};
 use crate::engine::thread::{Sched, apply_current};
 use crate::rig::Protocol;
 use crate::sys::{gettid, now_ns, thread_cpu_ns};
@@ -180,7 +180,7 @@ fn worker_main(sh: Arc<Shared>, i: usize, cfg: WorkerCfg) {
         let seq = sh.go.load(Ordering::Acquire);
         if seq == last {
             // Bounded: wakes at least every 100 ms to look at the abort flag.
-            futex::wait_until(&sh.go, last, now_ns() + 100_000_000);
+            futex_wait_until(&sh.go, last, now_ns() + 100_000_000);
             continue;
         }
         last = seq;
@@ -191,7 +191,7 @@ fn worker_main(sh: Arc<Shared>, i: usize, cfg: WorkerCfg) {
         slot.end_ns.store(now_ns(), Ordering::Relaxed);
         slot.seq.store(seq, Ordering::Release);
         sh.done.fetch_add(1, Ordering::Release);
-        futex::wake_all(&sh.done);
+        futex_wake_all(&sh.done);
     }
     rt_mark(false);
 }
@@ -247,7 +247,7 @@ impl Workers {
     pub fn stop(self) {
         self.shared.abort.store(true, Ordering::SeqCst);
         self.shared.go.fetch_add(1, Ordering::SeqCst);
-        futex::wake_all(&self.shared.go);
+        futex_wake_all(&self.shared.go);
         let t_end = now_ns() + 3_000_000_000;
         for h in self.handles {
             while !h.is_finished() && now_ns() < t_end {
@@ -344,7 +344,7 @@ impl LivefxProcess {
             if now_ns() >= deadline {
                 return false;
             }
-            futex::wait_until(&self.sh.done, snap, deadline);
+            futex_wait_until(&self.sh.done, snap, deadline);
         }
     }
 }
@@ -390,7 +390,7 @@ impl Process for LivefxProcess {
         );
         self.sh.publish_ns.store(publish, Ordering::Release);
         self.sh.go.store(seq, Ordering::Release);
-        futex::wake_all(&self.sh.go);
+        futex_wake_all(&self.sh.go);
         if let (Some(g), Some(ch)) = (&mut self.signal, &mut self.check) {
             g.fill(c.output);
             if ch.feed(c.input) > 0 {
