@@ -200,6 +200,24 @@ pub fn what_ran(run: &Value, rig: &str, kind: &str, extra: Vec<(String, String)>
     Block::KeyVals(kv)
 }
 
+/// For a guest run under TCG: the figures are of an emulated machine. Said next to
+/// the verdict so nobody reads them as this host's hardware.
+pub fn emulated_note(run: &Value) -> Option<String> {
+    let g = at(run, &["guest"])?;
+    let emulated = g.get("emulated").and_then(Value::as_bool).unwrap_or(false)
+        || str_at(g, &["accel"]).is_some_and(|a| a == "tcg");
+    emulated.then(|| {
+        format!(
+            "Emulated: measured in a guest kernel ({}) under QEMU TCG, whose CPUs are \
+             emulated. Timings are of that emulated machine, not of real hardware; \
+             compare them only with other TCG runs.",
+            str_at(g, &["kernel_release"])
+                .or_else(|| str_at(g, &["kernel"]))
+                .unwrap_or_else(|| "?".into())
+        )
+    })
+}
+
 pub fn kernel(run: &Value) -> Vec<Block> {
     if run.is_null() {
         return vec![Block::Para("run.json is missing: kernel unknown.".into())];
@@ -333,5 +351,23 @@ mod tests {
         assert_eq!(fmt_dur(75_000.0), "20 h 50 min");
         assert_eq!(bound_words("< 100 ms"), "under 100 ms");
         assert_eq!(fmt_us(9300.0), "9.30 ms");
+    }
+}
+
+#[cfg(test)]
+mod emulated_tests {
+    use super::emulated_note;
+    use serde_json::json;
+
+    #[test]
+    fn tcg_guests_are_labelled_and_others_not() {
+        let tcg = json!({"guest": {"accel": "tcg", "emulated": true, "kernel_release": "6.12.117+deb12-amd64"}});
+        let note = emulated_note(&tcg).unwrap();
+        assert!(
+            note.contains("6.12.117+deb12-amd64") && note.contains("emulated"),
+            "{note}"
+        );
+        assert!(emulated_note(&json!({"guest": {"accel": "kvm", "emulated": false}})).is_none());
+        assert!(emulated_note(&json!({"kernel": {"release": "6.18"}})).is_none());
     }
 }

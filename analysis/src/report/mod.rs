@@ -188,13 +188,14 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
             (conclusion, bullets, table, (extra, sections), plots)
         }
     };
-    doc.section(
-        "Verdict",
-        vec![
-            Block::Para(conclusion.clone()),
-            Block::Bullets(verdict.clone()),
-        ],
-    );
+    let mut verdict_blocks = vec![
+        Block::Para(conclusion.clone()),
+        Block::Bullets(verdict.clone()),
+    ];
+    if let Some(note) = common::emulated_note(&res.run) {
+        verdict_blocks.push(Block::Para(note));
+    }
+    doc.section("Verdict", verdict_blocks);
     doc.section(
         "What ran",
         vec![common::what_ran(&res.run, &res.rig, kind, extra_sections.0)],
