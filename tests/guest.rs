@@ -543,6 +543,67 @@ fn sound_modules_and_jackd_in_the_guest() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// livefx on the snd-aloop card through jackd (which the guest command starts on
+/// hw:Loopback,0 → hw:Loopback,1) across the RT_PUSH_IPI profile with the loopback
+/// check on: the round trip is measured and no click goes unexplained.
+/// Period 512: under TCG snd-aloop's jiffies timer (HZ 250) keeps 512 frames in real
+/// time (467 of 469 cycles in 5 s), while 128 ran at a third of the rate with every
+/// cycle a deadline miss, and 256 never started ("Driver is not running").
+#[test]
+fn livefx_loopback_on_snd_aloop_in_a_guest() {
+    if !guest_tests_enabled() {
+        return;
+    }
+    assert!(
+        Path::new("/usr/bin/jackd").is_file(),
+        "jackd is not installed: apt-get install jackd2"
+    );
+    let _one = ONE_GUEST_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let out = tmp("aloop");
+    let t0 = Instant::now();
+    let o = xrunrig()
+        .args(["run", "rigs/livefx-loopback.toml"])
+        .args(["--profile", "profiles/rt-push-ipi.toml"])
+        .args(["--kernel", "debian:6.12", "--cpus", "4"])
+        .args(["--backend", "jack", "--period", "512", "--duration", "5 s"])
+        .args(["--trials", "1"])
+        .args(["--loopback", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = show(&o);
+    eprintln!("{text}\ntook {:?}", t0.elapsed());
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("round trip frames"),
+        "{text}"
+    );
+    let sum = json(&out.join("summary.json"));
+    assert_eq!(sum["kind"], "livefx", "{sum}");
+    let rows = sum["rows"].as_array().unwrap();
+    for setting in ["RT_PUSH_IPI", "NO_RT_PUSH_IPI"] {
+        let r = rows
+            .iter()
+            .find(|r| r["setting"] == setting)
+            .unwrap_or_else(|| panic!("no {setting} row in {sum}"));
+        assert_eq!(r["backend"], "jack", "{r}");
+        assert!(r["cycles"].as_u64().unwrap() > 0, "{r}");
+        assert_eq!(r["period"], 512, "{r}");
+        // The signal cannot come back sooner than one period.
+        let rt = r["roundtrip_frames"].as_u64();
+        assert!(rt.is_some_and(|f| f >= 512), "no round trip measured: {r}");
+        assert!(r["discontinuities"].is_u64(), "{r}");
+        assert_eq!(
+            r["discontinuities_unexplained"].as_u64(),
+            Some(0),
+            "clicks with no xrun or deadline miss before them: {r}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// SIGKILL of xrunrig (no chance to clean up): QEMU dies with it (PDEATHSIG).
 #[test]
 fn sigkill_takes_qemu_along() {

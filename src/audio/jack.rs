@@ -9,6 +9,7 @@ use super::{Cycle, Notes, Process, Stream, StreamInfo, StreamSpec, XrunNote};
 use crate::sys::now_ns;
 use jack::{AudioIn, AudioOut, Client, ClientOptions, ClientStatus, Control, Port, ProcessScope};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Client name on the JACK graph.
 pub const CLIENT_NAME: &str = "xrunrig-livefx";
@@ -43,6 +44,10 @@ struct Proc {
     started: bool,
     /// Zeros, for a period whose input cannot be read; sized before activation.
     silence: Vec<f32>,
+    /// Set by stop: play silence and record no more cycles, so deactivation (which
+    /// disconnects the ports) clicks in no recorded cycle, and the card's playback
+    /// ring holds zeros rather than this trial's signal when the next one starts.
+    ending: Arc<AtomicBool>,
 }
 
 fn to_mono(usecs: u64, offset_ns: i64) -> u64 {
@@ -76,6 +81,9 @@ impl jack::ProcessHandler for Proc {
         };
         let output = self.output.as_mut_slice(ps);
         output.iter_mut().for_each(|x| *x = 0.0);
+        if self.ending.load(Ordering::Relaxed) {
+            return Control::Continue;
+        }
         let mut c = Cycle {
             index: self.index,
             frames,
@@ -100,6 +108,7 @@ struct JackStream {
     info: StreamInfo,
     /// The server's period before we changed it, put back on stop.
     restore_period: Option<u32>,
+    ending: Arc<AtomicBool>,
 }
 
 impl Stream for JackStream {
@@ -110,6 +119,12 @@ impl Stream for JackStream {
         let Some(c) = self.client.take() else {
             return Ok(());
         };
+        // Silence for a full buffer and then some before the ports go away.
+        self.ending.store(true, Ordering::SeqCst);
+        let period_ns = self.info.period as u64 * 1_000_000_000 / self.info.rate.max(1) as u64;
+        std::thread::sleep(std::time::Duration::from_nanos(
+            (4 * period_ns).max(20_000_000),
+        ));
         match c.deactivate() {
             Ok((client, _, mut p)) => {
                 p.inner.end();
@@ -219,6 +234,7 @@ pub fn open(
     } else {
         spec.cpus.clone()
     };
+    let ending = Arc::new(AtomicBool::new(false));
     let proc_ = Proc {
         inner: process,
         input,
@@ -228,6 +244,7 @@ pub fn open(
         cpus,
         started: false,
         silence: vec![0.0; 8192],
+        ending: ending.clone(),
     };
     let active = client
         .activate_async(
@@ -266,6 +283,7 @@ pub fn open(
             clock_offset_ns: offset_ns,
         },
         restore_period,
+        ending,
     }))
 }
 

@@ -10,6 +10,7 @@ pub mod bzimage;
 pub mod channel;
 pub mod cpio;
 pub mod initramfs;
+pub mod jack;
 pub mod kernel;
 pub mod modules;
 pub mod qemu;
@@ -181,6 +182,20 @@ pub fn plan(a: &RunArgs) -> Result<HostPlan, String> {
     }
     if a.loopback {
         command.push("--loopback".into());
+    }
+    // A guest has no running JACK server: start one on the snd-aloop card.
+    if rig.kind == Kind::Livefx {
+        let cfg = crate::livefx::config::parse(&rig).map_err(|e| e.to_string())?;
+        if a.backend.as_deref().unwrap_or(&cfg.backend) == "jack" {
+            let server = jack::Server {
+                name: a.device.clone().unwrap_or_else(|| jack::SERVER.into()),
+                rate: a.rate.unwrap_or(cfg.rate),
+                period: a.period.unwrap_or(cfg.period),
+                nperiods: cfg.nperiods,
+                callback_priority: cfg.callback_priority,
+            };
+            command = server.wrap(&command);
+        }
     }
 
     // The guest's own bound (its watchdog) is estimate × 2 + 60 s; the host allows
@@ -400,6 +415,38 @@ mod tests {
         assert!(
             p.run_bound > Duration::from_secs(67 + 60) && p.run_bound < Duration::from_secs(600)
         );
+    }
+
+    #[test]
+    fn jack_livefx_runs_under_a_jackd_on_the_loopback_card() {
+        #[derive(Parser)]
+        struct W {
+            #[command(flatten)]
+            a: RunArgs,
+        }
+        let rig = concat!(env!("CARGO_MANIFEST_DIR"), "/rigs/livefx-loopback.toml");
+        let a = |extra: &[&str]| {
+            let mut v = vec!["x", rig, "--kernel", "debian:6.12"];
+            v.extend(extra);
+            W::parse_from(v).a
+        };
+        let p = plan(&a(&["--backend", "jack", "--period", "512"])).unwrap();
+        assert!(p.audio);
+        assert_eq!(&p.command[..2], &["/bin/sh".to_string(), "-c".to_string()]);
+        let s = &p.command[2];
+        assert!(
+            s.contains("-P hw:Loopback,0 -C hw:Loopback,1 -r 48000 -p 512 -n 2"),
+            "{s}"
+        );
+        assert!(
+            s.contains(
+                "JACK_DEFAULT_SERVER=xrunrig /bin/xrunrig run /xrunrig/rig/livefx-loopback.toml"
+            ),
+            "{s}"
+        );
+        // Other backends run as they are.
+        let p = plan(&a(&["--backend", "clock"])).unwrap();
+        assert_eq!(p.command[0], "/bin/xrunrig");
     }
 
     #[test]

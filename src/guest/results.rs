@@ -280,9 +280,14 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
     });
     patch_run_json(&run.dir, c.args, guest)?;
     let sum_path = run.dir.join("summary.json");
-    let summary: Option<Summary> = std::fs::read_to_string(&sum_path)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok());
+    let sum_text = std::fs::read_to_string(&sum_path).ok();
+    let summary: Option<Summary> = sum_text
+        .as_deref()
+        .and_then(|t| serde_json::from_str(t).ok());
+    let livefx = sum_text
+        .as_deref()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+        .filter(|v| v["kind"] == "livefx");
     println!();
     println!(
         "kernel {} ({}), guest {} — {}; boot to rig start {}",
@@ -297,7 +302,10 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
             print!("{}", table::render(&sm.rows));
             run.rows = sm.rows.clone();
         }
-        None => println!("(no summary.json: the guest run wrote no results)"),
+        None => match &livefx {
+            Some(v) => print!("{}", livefx_table(v)),
+            None => println!("(no summary.json: the guest run wrote no results)"),
+        },
     }
     println!("results: {}", run.dir.display());
     if arch.rc != 0 {
@@ -310,6 +318,39 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
 }
 
 /// run.json from the guest, with the host's command and paths and the "guest" block.
+/// The guest's livefx rows, one line each (the full table is the guest's; its
+/// summary.json has every figure).
+fn livefx_table(sum: &serde_json::Value) -> String {
+    let mut out = String::from(
+        "setting / variant: backend, period, cycles, xruns, deadline misses, clicks (unexplained), round trip frames\n",
+    );
+    let f = |v: &serde_json::Value| match v {
+        serde_json::Value::Null => "-".to_string(),
+        serde_json::Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    for r in sum["rows"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+    {
+        out.push_str(&format!(
+            "{} / {}: {}, {}, {}, {}, {}, {} ({}), {}\n",
+            f(&r["setting"]),
+            f(&r["variant"]),
+            f(&r["backend"]),
+            f(&r["period"]),
+            f(&r["cycles"]),
+            f(&r["xruns"]),
+            f(&r["deadline_misses"]),
+            f(&r["discontinuities"]),
+            f(&r["discontinuities_unexplained"]),
+            f(&r["roundtrip_frames"]),
+        ));
+    }
+    out
+}
+
 fn patch_run_json(dir: &Path, a: &RunArgs, guest: serde_json::Value) -> Result<(), String> {
     let p = dir.join("run.json");
     let Ok(text) = std::fs::read_to_string(&p) else {
@@ -430,4 +471,27 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
     }
     let _ = std::fs::write(base.join("combined.txt"), &out);
     println!("combined: {}", base.join("combined.json").display());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn livefx_rows_print_one_line_each() {
+        let sum = json!({"kind": "livefx", "rows": [
+            {"setting": "A", "variant": "v", "backend": "jack", "period": 512, "cycles": 467,
+             "xruns": 2, "deadline_misses": 0, "discontinuities": 2,
+             "discontinuities_unexplained": 0, "roundtrip_frames": 1536},
+            {"setting": "B", "variant": "v", "backend": "clock", "period": 128, "cycles": 9,
+             "xruns": 0, "deadline_misses": 0, "discontinuities": null,
+             "discontinuities_unexplained": null, "roundtrip_frames": null},
+        ]});
+        let t = livefx_table(&sum);
+        assert!(
+            t.contains("A / v: jack, 512, 467, 2, 0, 2 (0), 1536\n"),
+            "{t}"
+        );
+        assert!(t.contains("B / v: clock, 128, 9, 0, 0, - (-), -\n"), "{t}");
+    }
 }

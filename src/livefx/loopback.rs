@@ -76,8 +76,12 @@ impl Checker {
                     (Some(_), _) => 1,
                     (None, _) => 0,
                 };
+                // Before the ramp has wrapped, a code not yet played is left over
+                // from an earlier run (a card's ring still holding its signal).
+                let played = |c: u32| self.frames_in >= CODES as u64 || c as u64 <= self.frames_in;
                 if let Some(c) = d
                     && self.run >= LOCK_RUN
+                    && played(c)
                 {
                     self.locked = true;
                     self.expected = (c + 1) % CODES;
@@ -171,6 +175,20 @@ mod tests {
             ch.feed(&out);
         }
         assert_eq!(ch.discontinuities, 1);
+    }
+
+    #[test]
+    fn a_stale_signal_before_ours_is_not_locked_on() {
+        // The capture first replays codes 3000.. from an earlier run, then our ramp
+        // arrives 512 frames in: the round trip is ours and the switch no click.
+        let mut ch = Checker::default();
+        let stale: Vec<f32> = (3000..3512).map(level).collect();
+        ch.feed(&stale);
+        assert!(!ch.locked());
+        let ours: Vec<f32> = (0..1024).map(level).collect();
+        ch.feed(&ours);
+        assert_eq!(ch.roundtrip, Some(512));
+        assert_eq!(ch.discontinuities, 0);
     }
 
     #[test]

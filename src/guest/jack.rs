@@ -1,0 +1,121 @@
+//! A JACK server for livefx rigs run with `--backend jack` in a guest: the guest has
+//! no running server, so the guest command starts jackd on the snd-aloop card, waits
+//! for it, runs the rig against it and stops it. Playback substream 0 of Loopback
+//! device 0 comes back as capture on device 1, so `system:playback_N` is heard on
+//! `system:capture_N` (what the loopback check wires up).
+
+use super::initramfs::shell_line;
+
+/// Server name used when `--device` names none.
+pub const SERVER: &str = "xrunrig";
+pub const PLAYBACK: &str = "hw:Loopback,0";
+pub const CAPTURE: &str = "hw:Loopback,1";
+/// jack_wait's bound on the server coming up (seconds); TCG guests are slow.
+const WAIT_S: u32 = 20;
+
+pub struct Server {
+    pub name: String,
+    pub rate: u32,
+    pub period: u32,
+    pub nperiods: u32,
+    /// The rig's callback priority: the client's process thread runs at the
+    /// server's priority − 5, so the server gets this + 5.
+    pub callback_priority: i32,
+}
+
+impl Server {
+    pub fn jackd_args(&self) -> Vec<String> {
+        let prio = (self.callback_priority + 5).clamp(10, 95);
+        [
+            "jackd",
+            "-n",
+            &self.name,
+            "-R",
+            "-P",
+            &prio.to_string(),
+            "-d",
+            "alsa",
+            "-P",
+            PLAYBACK,
+            "-C",
+            CAPTURE,
+            "-r",
+            &self.rate.to_string(),
+            "-p",
+            &self.period.to_string(),
+            "-n",
+            &self.nperiods.to_string(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    }
+
+    /// `/bin/sh -c SCRIPT` running `command` against this server: its exit code is
+    /// the command's, or 1 with jackd's log on stderr if the server never came up.
+    /// No D-Bus device reservation: the guest has no session bus, and reserving the
+    /// one Loopback card for both playback and capture fails ("cannot be acquired").
+    pub fn wrap(&self, command: &[String]) -> Vec<String> {
+        let name = shell_line(std::slice::from_ref(&self.name));
+        let script = format!(
+            "JACK_NO_AUDIO_RESERVATION=1 {jackd} >/tmp/jackd.log 2>&1 &\n\
+             j=$!\n\
+             if jack_wait -w -t {WAIT_S} -s {name} >/dev/null 2>&1; then\n\
+             JACK_DEFAULT_SERVER={name} {cmd}; rc=$?\n\
+             else\n\
+             echo \"xrunrig-guest: jackd did not come up within {WAIT_S} s:\" >&2; cat /tmp/jackd.log >&2; rc=1\n\
+             fi\n\
+             kill $j 2>/dev/null; wait $j\n\
+             exit $rc\n",
+            jackd = shell_line(&self.jackd_args()),
+            cmd = shell_line(command),
+        );
+        vec!["/bin/sh".into(), "-c".into(), script]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server() -> Server {
+        Server {
+            name: SERVER.into(),
+            rate: 48000,
+            period: 128,
+            nperiods: 2,
+            callback_priority: 70,
+        }
+    }
+
+    #[test]
+    fn jackd_uses_the_loopback_pair_and_the_rig_timing() {
+        let a = server().jackd_args().join(" ");
+        assert_eq!(
+            a,
+            "jackd -n xrunrig -R -P 75 -d alsa -P hw:Loopback,0 -C hw:Loopback,1 \
+             -r 48000 -p 128 -n 2"
+        );
+    }
+
+    #[test]
+    fn wrapper_runs_the_command_and_stops_jackd() {
+        let w = server().wrap(&["/bin/xrunrig".into(), "run".into(), "a b".into()]);
+        assert_eq!(&w[..2], &["/bin/sh".to_string(), "-c".to_string()]);
+        let s = &w[2];
+        for needle in [
+            "jack_wait -w -t 20 -s xrunrig",
+            "JACK_DEFAULT_SERVER=xrunrig /bin/xrunrig run 'a b'; rc=$?",
+            "kill $j",
+            "exit $rc",
+        ] {
+            assert!(s.contains(needle), "{needle} missing from\n{s}");
+        }
+        // The script is valid shell.
+        let o = std::process::Command::new("sh")
+            .args(["-n", "-c", s])
+            .status()
+            .unwrap();
+        assert!(o.success());
+    }
+}
