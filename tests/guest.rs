@@ -340,6 +340,10 @@ fn corrupt_kernel_fails_cleanly_and_leaves_nothing_running() {
             "{text}"
         );
         assert!(
+            !err.contains("booting it once more"),
+            "a kernel that never starts is not retried: {text}"
+        );
+        assert!(
             out.join("guest-console.log").is_file(),
             "no console log in {}",
             out.display()
@@ -352,6 +356,52 @@ fn corrupt_kernel_fails_cleanly_and_leaves_nothing_running() {
         );
     }
     let _ = std::fs::remove_dir_all(&base);
+}
+
+/// A kernel that starts and then panics before /init (here: no init at the path given)
+/// is booted once more, then the run fails with both consoles kept.
+#[test]
+fn kernel_crash_before_init_is_booted_once_more_then_fails() {
+    if !guest_tests_enabled() {
+        return;
+    }
+    let _one = ONE_GUEST_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let out = tmp("crash-before-init");
+    let child = xrunrig()
+        .args([
+            "run",
+            "rigs/pi-boost-affinity.toml",
+            "--trials",
+            "1",
+            "--variant",
+            "pi",
+            "--kernel",
+            "debian:6.12",
+            "--append",
+            "rdinit=/no-such-init",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    let text = show(&o);
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("booting it once more").count(), 1, "{text}");
+    assert!(err.contains("the guest kernel failed"), "{text}");
+    for f in ["guest-console.log", "guest-console-first-boot.log"] {
+        let t = std::fs::read_to_string(out.join(f)).unwrap_or_default();
+        assert!(t.contains("Linux version"), "{f}: {t}");
+    }
+    assert!(!out.join("summary.json").exists());
+    assert!(qemus_of(pid).is_empty(), "QEMU left running");
+    let _ = std::fs::remove_dir_all(&out);
 }
 
 /// Ctrl-C during the guest run: QEMU is killed, the exit code says interrupted.

@@ -82,6 +82,11 @@ fn save_console(s: &Path, dir: &Path) -> PathBuf {
     }
     let p = dir.join("guest-console.log");
     let _ = std::fs::write(&p, text);
+    // The crashed first boot, when the guest was booted twice, is kept beside it.
+    let first = s.join("console-first-boot.log");
+    if first.exists() {
+        let _ = std::fs::copy(&first, dir.join("guest-console-first-boot.log"));
+    }
     p
 }
 
@@ -148,6 +153,7 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
     };
     let mut accel = first;
     let mut accel_note = why;
+    let mut rebooted = false;
     let launch = |a: Accel| Launch {
         qemu: c.qemu.to_path_buf(),
         kernel: k.boot.clone(),
@@ -204,6 +210,27 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
                 o.end
             );
             accel = Accel::Tcg;
+            continue;
+        }
+        // A kernel that started and then crashed before /init ran anything is booted
+        // once more: seen under multi-threaded TCG about once in ten 6.12 boots
+        // ("Oops: int3 ... sched_clock_cpu", the emulator racing the kernel's code
+        // patching). Nothing of the rig ran, so nothing is repeated; a kernel that
+        // cannot start at all (a corrupt image) is not retried.
+        let console = s.0.join("console.log");
+        if !rebooted
+            && o.ready_s.is_none()
+            && matches!(o.end, End::Crashed(_))
+            && std::fs::read_to_string(&console).is_ok_and(|t| t.contains("Linux version"))
+        {
+            rebooted = true;
+            let first = s.0.join("console-first-boot.log");
+            let _ = std::fs::rename(&console, &first);
+            eprintln!(
+                "xrunrig: the guest kernel crashed while booting ({:?}); booting it once more",
+                o.end
+            );
+            accel_note.push_str("; booted twice: the first boot crashed before /init");
             continue;
         }
         break o;
