@@ -3,6 +3,8 @@
 //! the exit codes for rigs, and that the doctor changes nothing.
 
 use serde_json::Value;
+
+mod support;
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_xrunrig");
@@ -251,6 +253,7 @@ fn a_running_jack_server_is_found_and_answers() {
         eprintln!("skipped: jackd is not installed");
         return;
     }
+    support::jackd::clear_stale_shm();
     let name = format!("xrdoctor{}", std::process::id());
     let child = Command::new("jackd")
         .args([

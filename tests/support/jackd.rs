@@ -22,9 +22,37 @@ pub fn available() -> bool {
     })
 }
 
+/// Servers killed outright (the server-death test does that) leave their slot in
+/// /dev/shm/jack-shm-registry; jackd2 keeps at most 8 and reclaims a dead one only under
+/// the same name, so after 8 such kills every start fails with "Too many servers already
+/// active". With no jackd running at all, every JACK file in /dev/shm is stale.
+pub fn clear_stale_shm() {
+    let running = Command::new("pgrep")
+        .args(["-x", "jackd"])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if running {
+        return;
+    }
+    if let Ok(rd) = std::fs::read_dir("/dev/shm") {
+        for e in rd.flatten() {
+            if e.file_name().to_string_lossy().starts_with("jack") {
+                let p = e.path();
+                let _ = if p.is_dir() {
+                    std::fs::remove_dir_all(&p)
+                } else {
+                    std::fs::remove_file(&p)
+                };
+            }
+        }
+    }
+}
+
 impl PrivateJackd {
     /// `jackd -n NAME -R -P 70 -d dummy -r 48000 -p PERIOD`, ready when this returns.
     pub fn start(tag: &str, period: u32) -> PrivateJackd {
+        clear_stale_shm();
         let name = format!("xrr-{tag}-{}", std::process::id());
         let log = std::fs::File::create(std::env::temp_dir().join(format!("{name}.log")))
             .expect("jackd log file");
