@@ -521,13 +521,19 @@ pub fn finish_with(
         eprintln!("xrunrig: restored {l}");
     }
     println!("results: {}", p.dir.display());
+    sweep_exit(sw).unwrap_or(code)
+}
+
+/// How the sweep itself ended, said to the user: the exit code when it ended early
+/// (an error, Ctrl-C, the hard bound), None when every planned trial ran.
+pub fn sweep_exit(sw: &Swept) -> Option<i32> {
     if let Some(f) = &sw.fatal {
         eprintln!("xrunrig: the run ended early: {f}");
-        return EXIT_FAILED;
+        return Some(EXIT_FAILED);
     }
     if sw.interrupted {
         eprintln!("xrunrig: interrupted; the results above cover the trials that finished");
-        return EXIT_INTERRUPTED;
+        return Some(EXIT_INTERRUPTED);
     }
-    code
+    None
 }

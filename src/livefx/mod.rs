@@ -19,7 +19,7 @@ use crate::audio::{BackendChoice, LoopbackSpec, StreamSpec, select};
 use crate::cli::RunArgs;
 use crate::knobs::profile::AudioSetting;
 use crate::output::summary::TrialRecord;
-use crate::run::{EXIT_FAILED, EXIT_INTERRUPTED, EXIT_REFUSED, Prepared};
+use crate::run::{EXIT_FAILED, EXIT_REFUSED, Prepared};
 use config::Config;
 use report::Group;
 use serde_json::json;
@@ -455,13 +455,8 @@ pub fn run_main(p: Prepared) -> i32 {
         );
         return EXIT_FAILED;
     }
-    if let Some(f) = &sw.fatal {
-        eprintln!("xrunrig: the run ended early: {f}");
-        return EXIT_FAILED;
-    }
-    if sw.interrupted {
-        eprintln!("xrunrig: interrupted; the results above cover the trials that finished");
-        return EXIT_INTERRUPTED;
+    if let Some(c) = crate::run::sweep_exit(&sw) {
+        return c;
     }
     if let Some(d) = any_failed {
         eprintln!("xrunrig: some trials failed (the first: {d}); see samples.jsonl");
