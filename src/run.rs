@@ -462,7 +462,13 @@ fn run_trials(p: Prepared) -> i32 {
             duration_ms: r.duration_ns as f64 / 1e6,
             metrics,
             marks,
-            evidence: found.evidence,
+            evidence: {
+                let mut ev = found.evidence;
+                if let Some(l) = cycles_line(&r.cycles, r.duration_ns) {
+                    ev.push(l);
+                }
+                ev
+            },
         }
     };
     let sw = sweep(&p, estimate, &mut one);
@@ -477,6 +483,21 @@ fn run_trials(p: Prepared) -> i32 {
     let mut metrics = rig.metrics.clone();
     metrics.extend(inst.metric_defs());
     finish_with(&p, &sw, json!({ "instruments": inst_json }), &metrics)
+}
+
+/// "loop cycles: victim 2000 (1998.0/s), ...": what the threads' loops completed, so a
+/// reader can set it against what the rig asked for (a slow or emulated machine runs
+/// fewer cycles, and every count that follows from them is smaller).
+fn cycles_line(cycles: &[(String, u64)], duration_ns: u64) -> Option<String> {
+    if cycles.is_empty() || duration_ns == 0 {
+        return None;
+    }
+    let secs = duration_ns as f64 / 1e9;
+    let parts: Vec<String> = cycles
+        .iter()
+        .map(|(n, c)| format!("{n} {c} ({:.1}/s)", *c as f64 / secs))
+        .collect();
+    Some(format!("loop cycles in {secs:.1} s: {}", parts.join(", ")))
 }
 
 /// Writes summary.json and run.json, prints the table; the exit code says how it went.
@@ -536,4 +557,22 @@ pub fn sweep_exit(sw: &Swept) -> Option<i32> {
         return Some(EXIT_INTERRUPTED);
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cycles_line_gives_counts_and_rates() {
+        assert_eq!(cycles_line(&[], 1_000_000_000), None);
+        let l = cycles_line(
+            &[("victim".into(), 3000), ("sleeper".into(), 10)],
+            2_000_000_000,
+        );
+        assert_eq!(
+            l.as_deref(),
+            Some("loop cycles in 2.0 s: victim 3000 (1500.0/s), sleeper 10 (5.0/s)")
+        );
+    }
 }

@@ -106,6 +106,8 @@ fn check_guest_block(run: &Value, release_prefix: &str) {
         "{g}"
     );
     assert!(g["boot_s"].as_f64().unwrap() > 0.0, "{g}");
+    // Debian's kernels have virtio-blk (built in or as modules the guest loads).
+    assert_eq!(g["results_channel"], "virtio-blk disk", "{g}");
     assert!(g["qemu"].as_str().is_some_and(|q| !q.is_empty()));
     // The guest's own kernel is recorded as the run's kernel.
     assert!(
@@ -183,6 +185,24 @@ fn pi_boost_ab_on_debian_6_12_and_6_1_in_one_table() {
             c_on.0 <= 1 && c_off.0 <= 1,
             "{release}: no-pi control {c_on:?} {c_off:?}, want <= 1/8\n{text}"
         );
+        // The trace's mechanism line in every PI trial: the boost, and where the
+        // owner resumed (the seed's evidence), from the raw capture kept beside it.
+        let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+        let mut pi_lines = 0;
+        for l in samples.lines() {
+            let rec: serde_json::Value = serde_json::from_str(l).unwrap();
+            if rec["variant"] != "pi" {
+                continue;
+            }
+            let ev = rec["evidence"].to_string();
+            assert!(
+                ev.contains("owner: boosted prio 89->9") && ev.contains("resumed on CPU"),
+                "{release}: {rec}"
+            );
+            pi_lines += 1;
+        }
+        assert_eq!(pi_lines, 16, "{release}");
+        assert!(dir.join("trace").is_dir(), "{release}: no raw trace kept");
         // Every row of this kernel's summary is in the combined table, naming the kernel.
         let rows = combined["rows"].as_array().unwrap();
         let own = sum["rows"].as_array().unwrap().len();
@@ -565,6 +585,8 @@ fn sound_modules_and_jackd_in_the_guest() {
         accel: qemu::Accel::Tcg,
         console: dir.join("console.log"),
         channel: dir.join("channel.bin"),
+        // No results disk: this guest ships on the serial channel, the fallback.
+        disk: None,
         stderr: dir.join("qemu-stderr.log"),
     };
     let mut g = qemu::spawn(&l).unwrap();

@@ -69,6 +69,9 @@ pub struct TrialResult {
     pub marks: Vec<Vec<u64>>,
     pub threads: Vec<(String, ThreadEnd)>,
     pub duration_ns: u64,
+    /// Per thread with a loop: the innermost loop bodies it completed (rt-app's loop
+    /// count), to compare what ran with what the rig asked for.
+    pub cycles: Vec<(String, u64)>,
 }
 
 struct Shared {
@@ -83,6 +86,7 @@ struct Shared {
     all_done: Latch,
     deadline: AtomicU64,
     tids: Vec<AtomicI32>,
+    cycles: Vec<AtomicU64>,
     failed_setup: AtomicBool,
     n: u32,
 }
@@ -101,7 +105,13 @@ impl Shared {
 }
 
 /// Runs `ops`; `held` tracks locks for release on early exit.
-fn exec(sh: &Shared, ops: &[Op], held: &mut [bool], deadline: u64) -> Result<(), ThreadEnd> {
+fn exec(
+    sh: &Shared,
+    ops: &[Op],
+    held: &mut [bool],
+    deadline: u64,
+    cycles: &AtomicU64,
+) -> Result<(), ThreadEnd> {
     let wait_res = |r: WaitResult, what: &'static str| match r {
         WaitResult::Done => Ok(()),
         WaitResult::Aborted => Err(ThreadEnd::Aborted),
@@ -189,19 +199,28 @@ fn exec(sh: &Shared, ops: &[Op], held: &mut [bool], deadline: u64) -> Result<(),
             )?,
             Op::Mark(m) => sh.marks[m].take(now_ns()),
             Op::Repeat { times, ref body } => {
+                let inner = u64::from(!has_loop(body));
                 for _ in 0..times {
-                    exec(sh, body, held, deadline)?;
+                    exec(sh, body, held, deadline, cycles)?;
+                    cycles.fetch_add(inner, Ordering::Relaxed);
                 }
             }
             Op::RepeatFor { ns, ref body } => {
+                let inner = u64::from(!has_loop(body));
                 let end = now_ns() + ns;
                 while now_ns() < end {
-                    exec(sh, body, held, deadline)?;
+                    exec(sh, body, held, deadline, cycles)?;
+                    cycles.fetch_add(inner, Ordering::Relaxed);
                 }
             }
         }
     }
     Ok(())
+}
+
+fn has_loop(ops: &[Op]) -> bool {
+    ops.iter()
+        .any(|o| matches!(o, Op::Repeat { .. } | Op::RepeatFor { .. }))
 }
 
 fn uses_md(ops: &[Op]) -> bool {
@@ -238,7 +257,7 @@ fn thread_main(sh: &Shared, idx: usize, sched: &Sched, ops: &[Op]) -> ThreadEnd 
     {
         WaitResult::Done => {
             let deadline = sh.deadline.load(Ordering::SeqCst);
-            match exec(sh, ops, &mut held, deadline) {
+            match exec(sh, ops, &mut held, deadline, &sh.cycles[idx]) {
                 Ok(()) => ThreadEnd::Finished,
                 Err(e) => e,
             }
@@ -288,6 +307,7 @@ pub fn run_trial_with(
                     marks: vec![],
                     threads: vec![],
                     duration_ns: 0,
+                    cycles: vec![],
                 };
             }
         }
@@ -312,6 +332,7 @@ pub fn run_trial_with(
         all_done: Latch::new(),
         deadline: AtomicU64::new(u64::MAX),
         tids: (0..n).map(|_| AtomicI32::new(0)).collect(),
+        cycles: (0..n).map(|_| AtomicU64::new(0)).collect(),
         failed_setup: AtomicBool::new(false),
         n,
     });
@@ -337,6 +358,7 @@ pub fn run_trial_with(
                     marks: vec![],
                     threads: vec![],
                     duration_ns: 0,
+                    cycles: vec![],
                 };
             }
         }
@@ -396,6 +418,7 @@ pub fn run_trial_with(
                     marks: vec![],
                     threads: vec![],
                     duration_ns: now_ns() - t0,
+                    cycles: vec![],
                 };
             }
         }
@@ -440,11 +463,19 @@ pub fn run_trial_with(
                 .collect()
         })
         .collect();
+    let cycles = plan
+        .threads
+        .iter()
+        .zip(&sh.cycles)
+        .filter(|(t, _)| has_loop(&t.ops))
+        .map(|(t, c)| (t.name.clone(), c.load(Ordering::Relaxed)))
+        .collect();
     TrialResult {
         status,
         marks,
         threads,
         duration_ns,
+        cycles,
     }
 }
 
@@ -494,6 +525,37 @@ to = "b.got"
         let got = r.marks[idx("b", "got")][0];
         assert!(got >= t0 + 25_000_000, "b waited for a's 30 ms hold");
         assert_eq!(r.marks[idx("b", "loop")].len(), 3);
+    }
+
+    #[test]
+    fn loop_cycles_count_innermost_bodies_of_looping_threads() {
+        let p = plan(
+            r#"
+trial_timeout = "2 s"
+[[threads]]
+name = "a"
+policy = "other"
+steps = [ { repeat = 2, steps = [ { repeat = 3, steps = [ { run = "10 us" } ] } ] } ]
+[[threads]]
+name = "b"
+policy = "other"
+steps = [ { run = "10 us" } ]
+[[threads]]
+name = "c"
+policy = "other"
+steps = [ { mark = "s" }, { repeat_for = "20 ms", steps = [ { sleep = "1 ms" } ] }, { mark = "e" } ]
+[metrics.w]
+from = "c.s"
+to = "c.e"
+"#,
+        );
+        let r = run_trial(&p, 2_000_000_000, &AtomicBool::new(false));
+        assert_eq!(r.status, TrialStatus::Ok, "{:?}", r.threads);
+        assert_eq!(r.cycles.len(), 2, "b has no loop: {:?}", r.cycles);
+        assert_eq!(r.cycles[0], ("a".to_string(), 6));
+        let (name, c) = &r.cycles[1];
+        // 1 ms sleeps in 20 ms: at most 20, at least one.
+        assert!(name == "c" && (1..=20).contains(c), "{:?}", r.cycles);
     }
 
     #[test]

@@ -122,13 +122,22 @@ echo "XRUNRIG-RC $rc"
 cd /results/x && tar -cf /results/r.tar .
 sz=$(wc -c </results/r.tar)
 sum=$(sha256sum /results/r.tar)
-{{ echo "{magic} rc=$rc size=$sz sha256=${{sum%% *}}"; cat /results/r.tar; }} >/dev/ttyS1
+head="{magic} rc=$rc size=$sz sha256=${{sum%% *}}"
+# The results disk (virtio-blk, {disk}) when the kernel has it; else ttyS1.
+i=0; while [ ! -b {disk} ] && [ $i -lt 50 ] && grep -q virtio_blk /proc/modules; do sleep 0.1; i=$((i+1)); done
+if [ -b {disk} ] && {{ echo "$head"; cat /results/r.tar; }} >{disk} && sync; then
+  echo "XRUNRIG-CHANNEL disk $sz bytes"
+else
+  echo "XRUNRIG-CHANNEL serial $sz bytes"
+  {{ echo "$head"; cat /results/r.tar; }} >/dev/ttyS1
+fi
 echo XRUNRIG-SHIPPED
 poweroff -f
 "#,
         libs = lib_dirs.join(":"),
         cmd = shell_line(command),
         magic = super::channel::MAGIC,
+        disk = super::channel::GUEST_DISK,
     )
 }
 

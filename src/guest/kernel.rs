@@ -188,15 +188,19 @@ pub fn fetch_package(pkg: &str) -> Result<PathBuf, String> {
     }
 }
 
-/// Unpacks the kernel image, the sound modules and modules.builtin from a .deb into
-/// the cache (once).
+const COMPLETE: &str = ".complete-2";
+
+/// Unpacks the kernel image, the sound and virtio modules and modules.builtin from a
+/// .deb into the cache (once).
 fn unpack_deb(deb: &Path) -> Result<PathBuf, String> {
     let stem = deb
         .file_stem()
         .and_then(|s| s.to_str())
         .ok_or("bad .deb file name")?;
     let dest = cache_dir().join(format!("{stem}.d"));
-    if dest.join(".complete").exists() {
+    // The marker's name changes when the unpacked set does (2: the virtio modules
+    // for the results disk), so an older cache is unpacked again.
+    if dest.join(COMPLETE).exists() {
         return Ok(dest);
     }
     let tmp = cache_dir().join(format!("{stem}.d.part{}", std::process::id()));
@@ -204,7 +208,10 @@ fn unpack_deb(deb: &Path) -> Result<PathBuf, String> {
     std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
     let script = "dpkg-deb --fsys-tarfile \"$1\" | tar -x -C \"$2\" --wildcards \
         './boot/vmlinuz-*' './lib/modules/*/kernel/sound/*' './lib/modules/*/modules.builtin' \
-        './usr/lib/modules/*/kernel/sound/*' './usr/lib/modules/*/modules.builtin' 2>/dev/null; true";
+        './lib/modules/*/kernel/drivers/virtio/*' './lib/modules/*/kernel/drivers/block/virtio_blk*' \
+        './usr/lib/modules/*/kernel/sound/*' './usr/lib/modules/*/modules.builtin' \
+        './usr/lib/modules/*/kernel/drivers/virtio/*' './usr/lib/modules/*/kernel/drivers/block/virtio_blk*' \
+        2>/dev/null; true";
     let st = Command::new("sh")
         .args(["-c", script, "sh"])
         .arg(deb)
@@ -221,7 +228,7 @@ fn unpack_deb(deb: &Path) -> Result<PathBuf, String> {
             deb.display()
         ));
     }
-    std::fs::write(tmp.join(".complete"), b"").map_err(|e| e.to_string())?;
+    std::fs::write(tmp.join(COMPLETE), b"").map_err(|e| e.to_string())?;
     let _ = std::fs::remove_dir_all(&dest);
     std::fs::rename(&tmp, &dest).map_err(|e| format!("{}: {e}", dest.display()))?;
     Ok(dest)

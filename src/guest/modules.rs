@@ -18,6 +18,10 @@ pub const SOUND: &[&str] = &[
     "snd-aloop",
 ];
 
+/// The results disk (virtio-blk over PCI); built in on some kernels, modules on others
+/// (Debian 6.1 has all of virtio as modules).
+pub const RESULTS_DISK: &[&str] = &["virtio_pci", "virtio_blk"];
+
 pub struct Module {
     pub name: String,
     pub data: Vec<u8>,

@@ -88,6 +88,8 @@ pub struct Launch {
     pub accel: Accel,
     pub console: PathBuf,
     pub channel: PathBuf,
+    /// The results disk, a sparse file (None: results come on the serial channel only).
+    pub disk: Option<PathBuf>,
     pub stderr: PathBuf,
 }
 
@@ -126,6 +128,19 @@ pub fn args(l: &Launch) -> Vec<String> {
         "-serial".into(),
         format!("file:{}", l.channel.display()),
     ]);
+    if let Some(d) = &l.disk {
+        // The results disk (see channel.rs); cache=unsafe: the file is read only after
+        // QEMU has exited.
+        a.extend([
+            "-drive".into(),
+            format!(
+                "file={},format=raw,if=none,id=results,cache=unsafe",
+                d.display()
+            ),
+            "-device".into(),
+            "virtio-blk-pci,drive=results".into(),
+        ]);
+    }
     a
 }
 
@@ -171,6 +186,9 @@ impl Drop for Guard {
 pub fn spawn(l: &Launch) -> Result<Guard, String> {
     for p in [&l.console, &l.channel] {
         std::fs::write(p, b"").map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    if let Some(d) = &l.disk {
+        super::channel::create_disk(d).map_err(|e| format!("{}: {e}", d.display()))?;
     }
     let err =
         std::fs::File::create(&l.stderr).map_err(|e| format!("{}: {e}", l.stderr.display()))?;
@@ -343,6 +361,7 @@ mod tests {
             accel: Accel::Tcg,
             console: "/c".into(),
             channel: "/ch".into(),
+            disk: Some("/d".into()),
             stderr: "/e".into(),
         };
         let a = args(&l).join(" ");
@@ -351,6 +370,10 @@ mod tests {
             "{a}"
         );
         assert!(a.contains("-serial file:/c -serial file:/ch"), "{a}");
+        assert!(
+            a.contains("-drive file=/d,format=raw,if=none,id=results,cache=unsafe -device virtio-blk-pci,drive=results"),
+            "{a}"
+        );
         assert!(a.contains("-no-reboot"));
         assert!(fatal_line("[ 1.0] Kernel panic - not syncing: VFS"));
         assert!(!fatal_line("all fine"));

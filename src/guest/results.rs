@@ -117,8 +117,12 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
     let p = c.plan;
     let k = &run.kernel;
     let s = scratch()?;
+    let mut wanted = modules::RESULTS_DISK.to_vec();
+    if p.audio {
+        wanted.extend_from_slice(modules::SOUND);
+    }
     let (mods, notes) = match (&k.modules, p.audio) {
-        (Some(m), true) => modules::collect(m, modules::SOUND),
+        (Some(m), _) => modules::collect(m, &wanted),
         (None, true) => (
             vec![],
             vec![format!(
@@ -164,6 +168,7 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
         accel: a,
         console: s.0.join("console.log"),
         channel: s.0.join("channel.bin"),
+        disk: Some(s.0.join("results.img")),
         stderr: s.0.join("qemu-stderr.log"),
     };
     let outcome = loop {
@@ -276,13 +281,25 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
             )));
         }
     }
-    let chan = std::fs::read(s.0.join("channel.bin")).map_err(|e| e.to_string())?;
-    let arch = super::channel::parse(&chan).map_err(fail)?;
+    // The disk first; the serial channel when the kernel had no virtio-blk.
+    let disk = s.0.join("results.img");
+    let from_disk = super::channel::read_disk(&disk).and_then(|b| super::channel::parse(&b));
+    let _ = std::fs::remove_file(&disk);
+    let (arch, channel) = match from_disk {
+        Ok(a) => (a, "virtio-blk disk"),
+        Err(disk_err) => {
+            let chan = std::fs::read(s.0.join("channel.bin")).map_err(|e| e.to_string())?;
+            let a = super::channel::parse(&chan)
+                .map_err(|e| fail(format!("{e} (serial channel); results disk: {disk_err}")))?;
+            (a, "serial ttyS1")
+        }
+    };
     super::channel::untar(&arch.tar, &run.dir).map_err(fail)?;
     run.code = arch.rc;
     let guest = json!({
         "accel": accel.name(),
         "accel_note": accel_note,
+        "results_channel": channel,
         "emulated": accel == Accel::Tcg,
         "note": emulated_note(accel),
         "cpus": p.cpus,

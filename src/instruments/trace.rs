@@ -46,7 +46,6 @@ pub fn filter_for(format: &str, tids: &[i32]) -> Option<String> {
 
 pub struct Capture {
     instance: PathBuf,
-    events: Vec<String>,
     /// Events counted in the kernel by a hist trigger instead of traced: (event, trigger).
     hists: Vec<(String, String)>,
     stop: Arc<AtomicBool>,
@@ -57,7 +56,7 @@ pub struct Capture {
 }
 
 impl Capture {
-    /// Clears the buffer, sets filters and enables `events` (filtered to `tids`) and
+    /// Sets filters and enables `events` (filtered to `tids`) and
     /// `unfiltered_events`, starts the reader writing to `out`, then turns tracing on.
     pub fn start(
         instance: &Path,
@@ -67,10 +66,12 @@ impl Capture {
         out: PathBuf,
         cpu: Option<usize>,
     ) -> Result<Capture, String> {
+        // No buffer reset here: the previous trial's `stop` drained the pipe after
+        // tracing went off, and a fresh instance starts empty. Resetting per trial, and
+        // flipping events on and off per trial (each flip patches kernel text on every
+        // CPU), is what a 32-trial traced run on 6.1 under TCG was doing when it
+        // soft-locked; events now stay on for the run and `tracing_on` gates them.
         write_file(&instance.join("tracing_on"), "0")?;
-        // Opening `trace` with truncation clears the instance's buffer.
-        std::fs::File::create(instance.join("trace"))
-            .map_err(|e| format!("cannot clear the trace buffer: {e}"))?;
         let mut enabled = Vec::new();
         let mut unfiltered = Vec::new();
         for ev in events {
@@ -105,7 +106,9 @@ impl Capture {
             }
         }
         for d in &enabled {
-            write_file(&d.join("enable"), "1")?;
+            if !is_enabled(d) {
+                write_file(&d.join("enable"), "1")?;
+            }
         }
         let pipe = std::fs::OpenOptions::new()
             .read(true)
@@ -132,7 +135,6 @@ impl Capture {
             .map_err(|e| format!("cannot start the trace reader: {e}"))?;
         let mut c = Capture {
             instance: instance.to_path_buf(),
-            events: events.iter().chain(unfiltered_events).cloned().collect(),
             hists,
             stop,
             reader: Some(reader),
@@ -161,18 +163,14 @@ impl Capture {
             .collect()
     }
 
-    /// Tracing off, events off, filters and triggers cleared, the reader drained and
-    /// joined. Returns bytes captured and events the ring buffer dropped (overrun).
+    /// Tracing off, triggers cleared, the reader drained and joined. Events stay
+    /// enabled (with `tracing_on` 0 they record nothing) until the session removes the
+    /// instance. Returns bytes captured and events the ring buffer dropped (overrun).
     pub fn stop(&mut self) -> Result<(u64, u64), String> {
         let _ = write_file(&self.instance.join("tracing_on"), "0");
         for (ev, t) in std::mem::take(&mut self.hists) {
             let d = self.instance.join("events").join(event_dir(&ev));
             let _ = std::fs::write(d.join("trigger"), format!("!{t}"));
-        }
-        for ev in &self.events {
-            let d = self.instance.join("events").join(event_dir(ev));
-            let _ = std::fs::write(d.join("enable"), "0");
-            let _ = std::fs::write(d.join("filter"), "0");
         }
         self.stop.store(true, Ordering::SeqCst);
         let bytes = match self.reader.take() {
@@ -191,6 +189,10 @@ impl Drop for Capture {
             let _ = self.stop();
         }
     }
+}
+
+fn is_enabled(event_dir: &Path) -> bool {
+    std::fs::read_to_string(event_dir.join("enable")).is_ok_and(|s| s.trim_start().starts_with('1'))
 }
 
 /// The hist trigger that counts an ipi event by target CPU (where it has one) and

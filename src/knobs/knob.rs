@@ -19,6 +19,9 @@ pub const SYSCTLS: &[&str] = &[
 /// Scheduler tunables under /sys/kernel/debug/sched. `cpu*` expands to every CPU.
 pub const DEBUGFS: &[&str] = &[
     "base_slice_ns",
+    // CFS (before 6.6): the period a CPU's runnable tasks share, and its floor per task.
+    "latency_ns",
+    "min_granularity_ns",
     "migration_cost_ns",
     "nr_migrate",
     "fair_server/cpu*/runtime",

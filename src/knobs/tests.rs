@@ -298,3 +298,18 @@ fn a_value_the_kernel_rejects_is_an_error_and_restored() {
     );
     assert!(!journal_path(&dir).exists());
 }
+
+#[test]
+fn every_shipped_profile_loads() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("profiles");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            let prof = crate::knobs::profile::load(&p).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!prof.settings.is_empty(), "{}", p.display());
+            n += 1;
+        }
+    }
+    assert!(n >= 6, "found {n} profiles in {}", dir.display());
+}
