@@ -3,8 +3,9 @@
 //! The host checks the rig and profile (statically: the guest provides the CPUs),
 //! never touches its own knobs, builds an initramfs holding its own xrunrig binary,
 //! boots K, and the guest runs the ordinary `xrunrig run` (so profiles, the journal
-//! and restore all apply there). Results come back on a second serial port and land
-//! in the host's results directory with run.json's "guest" provenance added.
+//! and restore all apply there). Results come back on a raw virtio-blk disk (or a
+//! second serial port where the kernel has no virtio-blk; see channel.rs) and land in
+//! the host's results directory with run.json's "guest" provenance added.
 
 pub mod bzimage;
 pub mod channel;
