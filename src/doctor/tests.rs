@@ -420,6 +420,14 @@ fn an_unprivileged_user_gets_warnings_with_fixes() {
     assert_eq!(get(&v, "sched.rt_push_ipi").status, Status::Pass);
 }
 
+/// The checks a rig needs that are not met (advisories left out).
+fn unmet(n: &[needs::Need]) -> Vec<&'static str> {
+    n.iter()
+        .filter(|x| !x.met && !x.advisory)
+        .map(|x| x.check)
+        .collect()
+}
+
 fn rig(name: &str) -> crate::rig::Rig {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("rigs")
@@ -452,12 +460,11 @@ fn rig_needs_decide_the_exit_code() {
     // mounted; every other need is met there.
     let guest = fixture("guest");
     let n = needs::evaluate(&r, None, &collect(&guest, QUICK), &guest);
-    let unmet: Vec<&str> = n
-        .iter()
-        .filter(|x| !x.met && !x.advisory)
-        .map(|x| x.check)
-        .collect();
-    assert_eq!(unmet, ["tracing.tracefs", "tracing.sched_events"], "{n:?}");
+    assert_eq!(
+        unmet(&n),
+        ["tracing.tracefs", "tracing.sched_events"],
+        "{n:?}"
+    );
 
     // With the profile that writes RT_PUSH_IPI: sched features must be writable.
     let prof = crate::knobs::profile::load(
@@ -470,12 +477,11 @@ fn rig_needs_decide_the_exit_code() {
         n.iter().any(|x| x.check == "sched.rt_throttling" && x.met),
         "{n:?}"
     );
-    let unmet: Vec<&str> = n
-        .iter()
-        .filter(|x| !x.met && !x.advisory)
-        .map(|x| x.check)
-        .collect();
-    assert_eq!(unmet, ["tracing.tracefs", "tracing.sched_events"], "{n:?}");
+    assert_eq!(
+        unmet(&n),
+        ["tracing.tracefs", "tracing.sched_events"],
+        "{n:?}"
+    );
     let n = needs::evaluate(&r, Some(&prof), &collect(&host, QUICK), &host);
     let f = n.iter().find(|x| x.check == "sched.features").unwrap();
     assert!(!f.met && f.found.contains("lockdown"), "{f:?}");
