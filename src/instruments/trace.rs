@@ -49,6 +49,9 @@ pub struct Capture {
     /// Events counted in the kernel by a hist trigger instead of traced: (event, trigger).
     hists: Vec<(String, String)>,
     stop: Arc<AtomicBool>,
+    /// The instance's overrun count when this trial began: the count is cumulative
+    /// since the buffer was last reset, which is once per run.
+    overruns_before: u64,
     reader: Option<std::thread::JoinHandle<Result<u64, String>>>,
     pub path: PathBuf,
     /// Events with no field to filter on: traced for every task.
@@ -72,6 +75,7 @@ impl Capture {
         // CPU), is what a 32-trial traced run on 6.1 under TCG was doing when it
         // soft-locked; events now stay on for the run and `tracing_on` gates them.
         write_file(&instance.join("tracing_on"), "0")?;
+        let overruns_before = overruns(instance);
         let mut enabled = Vec::new();
         let mut unfiltered = Vec::new();
         for ev in events {
@@ -137,6 +141,7 @@ impl Capture {
             instance: instance.to_path_buf(),
             hists,
             stop,
+            overruns_before,
             reader: Some(reader),
             path: out,
             unfiltered,
@@ -165,7 +170,8 @@ impl Capture {
 
     /// Tracing off, triggers cleared, the reader drained and joined. Events stay
     /// enabled (with `tracing_on` 0 they record nothing) until the session removes the
-    /// instance. Returns bytes captured and events the ring buffer dropped (overrun).
+    /// instance. Returns bytes captured and events the ring buffer dropped (overrun)
+    /// during this trial.
     pub fn stop(&mut self) -> Result<(u64, u64), String> {
         let _ = write_file(&self.instance.join("tracing_on"), "0");
         for (ev, t) in std::mem::take(&mut self.hists) {
@@ -179,7 +185,8 @@ impl Capture {
                 .map_err(|_| "the trace reader panicked".to_string())??,
             None => 0,
         };
-        Ok((bytes, overruns(&self.instance)))
+        let lost = overruns(&self.instance).saturating_sub(self.overruns_before);
+        Ok((bytes, lost))
     }
 }
 
@@ -317,6 +324,36 @@ mod tests {
         assert_eq!(filter_for("\tfield:unsigned int cpu;\n", &[7]), None);
         assert_eq!(event_dir("sched_switch"), "sched/sched_switch");
         assert_eq!(event_dir("ipi_send_cpu"), "ipi/ipi_send_cpu");
+    }
+
+    /// The buffer is reset once per run, so its overrun count is cumulative: a trial
+    /// reports only what it added. (A plain directory stands in for the instance.)
+    #[test]
+    fn a_trial_reports_only_its_own_overruns() {
+        let d = std::env::temp_dir().join(format!("xrunrig-inst-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        for c in ["cpu0", "cpu1"] {
+            std::fs::create_dir_all(d.join("per_cpu").join(c)).unwrap();
+        }
+        let stats = |c: &str, n: u64| {
+            std::fs::write(
+                d.join("per_cpu").join(c).join("stats"),
+                format!("entries: 10\noverrun: {n}\ncommit overrun: 0\n"),
+            )
+            .unwrap()
+        };
+        stats("cpu0", 5);
+        stats("cpu1", 0);
+        std::fs::write(d.join("trace_pipe"), b"").unwrap();
+        let out = d.join("out.txt");
+        let mut c = Capture::start(&d, &[], &[], &[1], out.clone(), None).unwrap();
+        stats("cpu0", 12);
+        stats("cpu1", 3);
+        assert_eq!(c.stop().unwrap(), (0, 10));
+        // The next trial starts from 15 and adds nothing.
+        let mut c = Capture::start(&d, &[], &[], &[1], out, None).unwrap();
+        assert_eq!(c.stop().unwrap(), (0, 0));
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
