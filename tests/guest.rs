@@ -251,15 +251,11 @@ fn pi_boost_ab_on_debian_6_12_and_6_1_in_one_table() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// With the soft-lockup watchdog and the fair server off (strict profile), nothing
-/// rescues the stuck owner: NO_RT_PUSH_IPI 0/8.
-/// Not in the default run: in one of five runs the first trial escaped at 36 ms (1/8),
-/// by a rescuer not yet identified. Run it with `cargo test --test guest -- --ignored`.
 /// Seed 004's rig on a CFS kernel (Debian 6.1, profiles/hrtick-cfs.toml): with HRTICK
 /// two CPU-bound tasks switch at their 3 ms slice end; with NO_HRTICK and the default
 /// 18 ms latency they run 9 ms slices rounded up to 4 ms ticks (12 ms), so nearly every
-/// runtime interval is above 8 ms. The counts come from the raw trace, which (16 MB
-/// and more) comes home on the results disk.
+/// runtime interval is above 8 ms. The counts come from the raw trace (about 6 MB for
+/// the three trials), which comes home on the results disk.
 #[test]
 fn hrtick_cfs_counts_on_6_1_from_the_kept_trace() {
     if !guest_tests_enabled() {
@@ -307,6 +303,10 @@ fn hrtick_cfs_counts_on_6_1_from_the_kept_trace() {
     );
 }
 
+/// With the soft-lockup watchdog and the fair server off (strict profile), nothing
+/// rescues the stuck owner: NO_RT_PUSH_IPI 0/8.
+/// Not in the default run: in one of nine runs the first trial escaped at 36 ms (1/8),
+/// by a rescuer not yet identified. Run it with `cargo test --test guest -- --ignored`.
 #[test]
 #[ignore = "1/8 in one of nine runs (first trial escaped at 36 ms); cause not yet found"]
 fn strict_profile_leaves_no_rescue_on_6_12() {

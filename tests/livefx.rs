@@ -216,10 +216,6 @@ fn jack_injected_overruns_are_all_detected_and_xruns_reported() {
     if !root() {
         return;
     }
-    assert!(
-        support::jackd::available(),
-        "jackd2 is not installed (apt-get install jackd2)"
-    );
     let j = support::jackd::PrivateJackd::start("inj", 256);
     let r = run(
         "jack-inj",
@@ -247,10 +243,6 @@ fn jack_control_at_period_1024_has_no_misses() {
     if !root() {
         return;
     }
-    assert!(
-        support::jackd::available(),
-        "jackd2 is not installed (apt-get install jackd2)"
-    );
     let j = support::jackd::PrivateJackd::start("ctl", 1024);
     let r = run(
         "jack-ctl",
@@ -267,10 +259,6 @@ fn jack_server_death_ends_the_run_with_what_was_recorded() {
     if !root() {
         return;
     }
-    assert!(
-        support::jackd::available(),
-        "jackd2 is not installed (apt-get install jackd2)"
-    );
     let mut j = support::jackd::PrivateJackd::start("die", 256);
     let name = j.name.clone();
     let pid = j.pid();
@@ -412,10 +400,6 @@ fn jack_loopback_through_its_own_ports() {
     if !root() {
         return;
     }
-    assert!(
-        support::jackd::available(),
-        "jackd2 is not installed (apt-get install jackd2)"
-    );
     let dir = out_dir("selfloop-rig");
     std::fs::create_dir_all(&dir).unwrap();
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("rigs/livefx.toml"))

@@ -51,7 +51,12 @@ pub fn clear_stale_shm() {
 
 impl PrivateJackd {
     /// `jackd -n NAME -R -P 70 -d dummy -r 48000 -p PERIOD`, ready when this returns.
+    /// Fails the test, saying what to install, when jackd2 is missing.
     pub fn start(tag: &str, period: u32) -> PrivateJackd {
+        assert!(
+            available(),
+            "jackd2 is not installed (apt-get install jackd2)"
+        );
         clear_stale_shm();
         let name = format!("xrr-{tag}-{}", std::process::id());
         let log = std::fs::File::create(std::env::temp_dir().join(format!("{name}.log")))
