@@ -63,17 +63,8 @@ pub fn emergency_restore() {
     tracefs::emergency_restore()
 }
 
-fn file_part(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
+/// Setting and variant names in file names: the one rule the report reads them by.
+use analysis::report::safe as file_part;
 
 /// Does thread instance `name` (`worker`, `worker.2`) match `spec` (base or instance)?
 fn matches(spec: &str, name: &str) -> bool {

@@ -98,17 +98,8 @@ pub fn resolve(
     })
 }
 
-fn file_part(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
+/// Setting and variant names in file names: the one rule the report reads them by.
+use analysis::report::safe as file_part;
 
 pub fn run_main(p: Prepared) -> i32 {
     let mut cfg = match config::parse(&p.rig) {

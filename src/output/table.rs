@@ -3,17 +3,9 @@
 
 use super::summary::Row;
 
-/// A value with precision that suits its size (1499.6, 12.34, 0.83).
-pub fn fmt_val(v: f64) -> String {
-    let a = v.abs();
-    if a >= 100.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
+/// A value with precision that suits its size (1499.6, 12.34, 0.830): one function,
+/// so the run's table and the report print the same figures.
+pub use analysis::report::common::fmt_val;
 
 pub fn render(rows: &[Row]) -> String {
     let mut lines: Vec<[String; 7]> = vec![[

@@ -271,25 +271,17 @@ pub fn hist_steps(h: &crate::hist::LogHist, bins: usize, log_x: bool) -> Vec<(f6
     }
     let lo = (h.min as f64 / 1e3).max(if log_x { 1e-3 } else { 0.0 });
     let hi = (h.max as f64 / 1e3).max(lo * 1.0001 + 1e-6);
-    let edge = |i: usize| -> f64 {
-        let f = i as f64 / bins as f64;
-        if log_x {
-            (lo.ln() + f * (hi.ln() - lo.ln())).exp()
-        } else {
-            lo + f * (hi - lo)
-        }
+    let ax = Bins {
+        lo,
+        hi,
+        n: bins,
+        log_x,
     };
     let mut counts = vec![0u64; bins];
     for (blo, bhi, c) in h.buckets() {
-        let mid = (blo as f64 + bhi as f64) / 2e3;
-        let f = if log_x {
-            (mid.max(lo).ln() - lo.ln()) / (hi.ln() - lo.ln())
-        } else {
-            (mid - lo) / (hi - lo)
-        };
-        counts[((f * bins as f64) as usize).min(bins - 1)] += c;
+        counts[ax.index((blo as f64 + bhi as f64) / 2e3)] += c;
     }
-    steps(&counts, edge)
+    steps(&counts, |i| ax.edge(i))
 }
 
 /// Histogram of a handful of values (trial rigs).
@@ -300,24 +292,46 @@ pub fn value_steps(values: &[f64], bins: usize, log_x: bool) -> Vec<(f64, f64)> 
     }
     let lo = if log_x { s[0].max(1e-6) / 1.2 } else { 0.0 };
     let hi = s[s.len() - 1] * 1.2 + 1e-9;
-    let edge = |i: usize| -> f64 {
-        let f = i as f64 / bins as f64;
-        if log_x {
-            (lo.ln() + f * (hi.ln() - lo.ln())).exp()
-        } else {
-            lo + f * (hi - lo)
-        }
+    let ax = Bins {
+        lo,
+        hi,
+        n: bins,
+        log_x,
     };
     let mut counts = vec![0u64; bins];
     for v in s {
-        let f = if log_x {
-            (v.max(lo).ln() - lo.ln()) / (hi.ln() - lo.ln())
-        } else {
-            (v - lo) / (hi - lo)
-        };
-        counts[((f * bins as f64) as usize).min(bins - 1)] += 1;
+        counts[ax.index(v)] += 1;
     }
-    steps(&counts, edge)
+    steps(&counts, |i| ax.edge(i))
+}
+
+/// `n` bins from `lo` to `hi`, equal in x or in log x.
+struct Bins {
+    lo: f64,
+    hi: f64,
+    n: usize,
+    log_x: bool,
+}
+
+impl Bins {
+    fn edge(&self, i: usize) -> f64 {
+        let f = i as f64 / self.n as f64;
+        if self.log_x {
+            (self.lo.ln() + f * (self.hi.ln() - self.lo.ln())).exp()
+        } else {
+            self.lo + f * (self.hi - self.lo)
+        }
+    }
+
+    /// The bin holding `v`; values outside go to the end bins.
+    fn index(&self, v: f64) -> usize {
+        let f = if self.log_x {
+            (v.max(self.lo).ln() - self.lo.ln()) / (self.hi.ln() - self.lo.ln())
+        } else {
+            (v - self.lo) / (self.hi - self.lo)
+        };
+        ((f * self.n as f64) as usize).min(self.n - 1)
+    }
 }
 
 fn steps(counts: &[u64], edge: impl Fn(usize) -> f64) -> Vec<(f64, f64)> {
