@@ -155,22 +155,44 @@ pub fn preemption_model() -> String {
 pub fn utc_now() -> (String, String) {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs()) as libc::time_t;
+        .map_or(0, |d| d.as_secs());
+    let (y, mo, d, h, mi, s) = utc_fields(secs);
+    (
+        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z"),
+        format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z"),
+    )
+}
+
+/// RFC 3339 UTC with microseconds for a time in ns since the Unix epoch.
+pub fn utc_at_ns(unix_ns: u64) -> String {
+    let (y, mo, d, h, mi, s) = utc_fields(unix_ns / 1_000_000_000);
+    let us = unix_ns % 1_000_000_000 / 1000;
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{us:06}Z")
+}
+
+fn utc_fields(secs: u64) -> (i32, i32, i32, i32, i32, i32) {
+    let secs = secs as libc::time_t;
     // SAFETY: tm is plain data; gmtime_r fills it from a valid time_t.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     unsafe { libc::gmtime_r(&secs, &mut tm) };
-    let (y, mo, d, h, mi, s) = (
+    (
         tm.tm_year + 1900,
         tm.tm_mon + 1,
         tm.tm_mday,
         tm.tm_hour,
         tm.tm_min,
         tm.tm_sec,
-    );
-    (
-        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z"),
-        format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z"),
     )
+}
+
+/// CLOCK_REALTIME minus CLOCK_MONOTONIC in ns, read back to back: add it to a
+/// monotonic time (ours, or a trace timestamp under trace_clock mono) for wall time.
+pub fn mono_to_unix_ns() -> i64 {
+    let mono = now_ns() as i64;
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64);
+    wall - mono
 }
 
 /// Reads a small text file, trimming it; `Err` carries the OS error for messages.
@@ -222,6 +244,14 @@ mod tests {
         std::hint::black_box(x);
         assert!(now_ns() > a);
         assert!(thread_cpu_ns() > c);
+    }
+
+    #[test]
+    fn utc_at_ns_has_microseconds() {
+        assert_eq!(
+            utc_at_ns(1_764_510_600_123_456_789),
+            "2025-11-30T13:50:00.123456Z"
+        );
     }
 
     #[test]

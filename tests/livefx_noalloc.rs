@@ -132,9 +132,12 @@ fn run(kind: BackendKind, device: Option<String>, period: u32) -> (trial::Outcom
         &cfg,
         &rig.variants[0].plan,
         &params,
-        &path,
+        xrunrig::livefx::trial::Out {
+            cycles: &path,
+            label: "noalloc",
+            marker: None,
+        },
         &AtomicBool::new(false),
-        "noalloc",
         &mut |_| {},
     );
     let _ = std::fs::remove_file(&path);

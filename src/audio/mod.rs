@@ -96,11 +96,23 @@ pub struct Notes {
     pub xrun_count: AtomicU64,
     pub server_gone: AtomicBool,
     pub gone_at_ns: AtomicU64,
+    /// Where each notification is also written as a trace marker (tracefs), if tracing.
+    pub marker: std::sync::OnceLock<std::fs::File>,
 }
 
 impl Notes {
     pub fn xrun(&self, n: XrunNote) {
         self.xrun_count.fetch_add(1, Ordering::SeqCst);
+        if let Some(mut f) = self.marker.get() {
+            use std::io::Write;
+            let _ = writeln!(
+                f,
+                "xrunrig xrun (JACK notification) at={}.{:06} delayed_us={:.0}",
+                n.t_ns / 1_000_000_000,
+                n.t_ns % 1_000_000_000 / 1000,
+                n.delayed_us
+            );
+        }
         if let Ok(mut v) = self.xruns.lock() {
             v.push(n);
         }

@@ -256,9 +256,12 @@ fn rss(args: &[String]) -> i32 {
             &cfg,
             &plan,
             &params,
-            &p2,
+            xrunrig::livefx::trial::Out {
+                cycles: &p2,
+                label: "rss",
+                marker: None,
+            },
             &AtomicBool::new(false),
-            "rss",
             &mut |_| {},
         );
         (o.stats.cycles, o.stats.misses, o.status)

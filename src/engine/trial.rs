@@ -72,6 +72,8 @@ pub struct TrialResult {
     /// Per thread with a loop: the innermost loop bodies it completed (rt-app's loop
     /// count), to compare what ran with what the rig asked for.
     pub cycles: Vec<(String, u64)>,
+    /// CLOCK_MONOTONIC ns of the release: the marks' zero (0 when never released).
+    pub t0_ns: u64,
 }
 
 struct Shared {
@@ -308,6 +310,7 @@ pub fn run_trial_with(
                     threads: vec![],
                     duration_ns: 0,
                     cycles: vec![],
+                    t0_ns: 0,
                 };
             }
         }
@@ -359,6 +362,7 @@ pub fn run_trial_with(
                     threads: vec![],
                     duration_ns: 0,
                     cycles: vec![],
+                    t0_ns: 0,
                 };
             }
         }
@@ -419,6 +423,7 @@ pub fn run_trial_with(
                     threads: vec![],
                     duration_ns: now_ns() - t0,
                     cycles: vec![],
+                    t0_ns: 0,
                 };
             }
         }
@@ -476,6 +481,7 @@ pub fn run_trial_with(
         threads,
         duration_ns,
         cycles,
+        t0_ns: t0,
     }
 }
 

@@ -50,6 +50,8 @@ pub struct TrialFindings {
     pub metrics: BTreeMap<String, Vec<f64>>,
     /// One-line evidence (e.g. "boost 10->90 at +1.0 ms; never migrated").
     pub evidence: Vec<String>,
+    /// The trial's parsed sched trace, for callers that explain events from it.
+    pub records: Option<Vec<parse::Record>>,
 }
 
 /// Cleans up tracing state a killed run left behind (see `tracefs::recover`). Call it
@@ -294,7 +296,18 @@ impl Instruments {
         if let (Some(r), Some(t)) = (&records, self.cfg.trace.clone()) {
             self.trace_findings(&ctx, r, &t, &mut f);
         }
+        f.records = records;
         f
+    }
+
+    /// The tracing instance's `trace_marker`, opened for writing, when this run traces:
+    /// lines written there land in the kept trace at the moment they are written.
+    pub fn marker(&self) -> Option<std::fs::File> {
+        let s = self.session.as_ref()?;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(s.instance.join("trace_marker"))
+            .ok()
     }
 
     fn ipi_findings(

@@ -29,8 +29,17 @@ struct LivefxDef {
     inject_factor: Option<Spanned<f64>>,
     callback: Option<Spanned<CallbackDef>>,
     loopback: Option<Spanned<LoopbackDef>>,
+    /// Marks of a background thread that open and close its bursts of load.
+    bursts: Option<Spanned<BurstsDef>>,
     #[serde(default)]
     workers: Vec<Spanned<WorkerDef>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BurstsDef {
+    from: Spanned<String>,
+    to: Spanned<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -56,6 +65,10 @@ struct WorkerDef {
     instances: Option<Spanned<u32>>,
     priority: Spanned<i64>,
     cpus: Option<Spanned<Vec<i64>>>,
+    /// `"each"` (default): instance i is pinned to the i-th CPU of `cpus`, round robin;
+    /// `"mask"`: every instance may run on all of `cpus` (an affinity set, as the seed's
+    /// {1,3} owner has), so the scheduler chooses among them.
+    pin: Option<Spanned<String>>,
     /// Whether the callback waits for this worker each cycle (default true). A worker
     /// it does not wait for renders ahead, like a DAW's anticipative FX threads.
     wait: Option<bool>,
@@ -85,7 +98,8 @@ pub struct PluginCfg {
 pub struct WorkerCfg {
     pub name: String,
     pub priority: i32,
-    /// Pinned to these CPUs (one per instance, round robin over the list); empty: not pinned.
+    /// The thread's affinity: one CPU (`pin = "each"`, round robin over the rig's list) or
+    /// the whole list (`pin = "mask"`); empty: not pinned.
     pub cpus: Vec<usize>,
     /// The callback waits for it each cycle.
     pub waited: bool,
@@ -114,6 +128,16 @@ pub struct Config {
     pub callback_cpus: Vec<usize>,
     pub loopback: LoopbackCfg,
     pub workers: Vec<WorkerCfg>,
+    pub bursts: Option<BurstsCfg>,
+}
+
+/// Where a background thread's bursts start and end: its marks (`thread.mark`), the
+/// n-th `from` pairing with the n-th `to`, as `[metrics]` pair them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BurstsCfg {
+    pub thread: String,
+    pub from: String,
+    pub to: String,
 }
 
 pub const DEFAULT_DURATION_NS: u64 = 10_000_000_000;
@@ -170,10 +194,32 @@ pub fn parse(rig: &Rig) -> Result<Config, RigError> {
         .first()
         .map(|v| v.plan.locks.iter().map(|l| l.name.clone()).collect())
         .unwrap_or_default();
-    parse_text(&rig.path.display().to_string(), &rig.text, &lock_names)
+    let marks: Vec<String> = rig
+        .variants
+        .first()
+        .map(|v| {
+            v.plan
+                .marks
+                .iter()
+                .map(|m| format!("{}.{}", m.base, m.mark))
+                .collect()
+        })
+        .unwrap_or_default();
+    parse_text(
+        &rig.path.display().to_string(),
+        &rig.text,
+        &lock_names,
+        &marks,
+    )
 }
 
-pub fn parse_text(file: &str, text: &str, lock_names: &[String]) -> Result<Config, RigError> {
+/// `marks`: the rig's thread marks as `thread.mark` (base thread names).
+pub fn parse_text(
+    file: &str,
+    text: &str,
+    lock_names: &[String],
+    marks: &[String],
+) -> Result<Config, RigError> {
     let fail = |items: Vec<(Range<usize>, String)>| RigError {
         file: file.to_string(),
         problems: items
@@ -264,6 +310,38 @@ pub fn parse_text(file: &str, text: &str, lock_names: &[String]) -> Result<Confi
             }
         }
     };
+    let bursts = lf.bursts.as_ref().and_then(|b| {
+        let b = b.get_ref();
+        let mut one = |m: &Spanned<String>| -> Option<(String, String)> {
+            let known = marks.iter().any(|x| x == m.get_ref());
+            let split = m.get_ref().split_once('.');
+            if !known || split.is_none() {
+                ck.err(
+                    m.span(),
+                    format!(
+                        "'{}' is not a mark of the rig's [[threads]]: name one as \"thread.mark\" \
+                         (e.g. add {{ mark = \"on\" }} to the hog's steps and write \"hog.on\")",
+                        m.get_ref()
+                    ),
+                );
+                return None;
+            }
+            split.map(|(t, m)| (t.to_string(), m.to_string()))
+        };
+        let (from, to) = (one(&b.from)?, one(&b.to)?);
+        if from.0 != to.0 {
+            ck.err(
+                b.to.span(),
+                "bursts: from and to must be marks of the same thread",
+            );
+            return None;
+        }
+        Some(BurstsCfg {
+            thread: from.0,
+            from: from.1,
+            to: to.1,
+        })
+    });
     let mut workers = Vec::new();
     let mut names = std::collections::BTreeSet::new();
     for w in &lf.workers {
@@ -290,6 +368,17 @@ pub fn parse_text(file: &str, text: &str, lock_names: &[String]) -> Result<Confi
         }
         let priority = ck.rt_priority(&wd.priority);
         let cpus = wd.cpus.as_ref().map_or(vec![], |s| ck.cpus(s));
+        let mask = match wd.pin.as_ref().map(|p| (p.get_ref().as_str(), p.span())) {
+            None | Some(("each", _)) => false,
+            Some(("mask", _)) => true,
+            Some((other, span)) => {
+                ck.err(
+                    span,
+                    format!("pin = \"{other}\": use \"each\" (one CPU per instance) or \"mask\" (all of cpus)"),
+                );
+                false
+            }
+        };
         if wd.plugins.is_empty() {
             ck.err(
                 w.span(),
@@ -329,8 +418,8 @@ pub fn parse_text(file: &str, text: &str, lock_names: &[String]) -> Result<Confi
                     format!("{name}.{i}")
                 },
                 priority,
-                cpus: if cpus.is_empty() {
-                    vec![]
+                cpus: if cpus.is_empty() || mask {
+                    cpus.clone()
                 } else {
                     vec![cpus[i as usize % cpus.len()]]
                 },
@@ -358,6 +447,7 @@ pub fn parse_text(file: &str, text: &str, lock_names: &[String]) -> Result<Confi
         callback_cpus,
         loopback,
         workers,
+        bursts,
     })
 }
 
@@ -401,7 +491,7 @@ plugins = [ { run = "100 us", jitter = "20 us", lock = "bus" }, { run = "50 us" 
 
     #[test]
     fn parses_workers_plugins_and_locks() {
-        let c = parse_text("t.toml", RIG, &["bus".into()]).unwrap();
+        let c = parse_text("t.toml", RIG, &["bus".into()], &[]).unwrap();
         assert_eq!(c.duration_ns, 2_000_000_000);
         assert_eq!(c.period, 128);
         assert_eq!(c.rate, 48000);
@@ -427,19 +517,60 @@ plugins = [ { run = "100 us", jitter = "20 us", lock = "bus" }, { run = "50 us" 
     #[test]
     fn errors_name_line_and_column() {
         let bad = RIG.replace("lock = \"bus\"", "lock = \"mixer\"");
-        let e = parse_text("t.toml", &bad, &["bus".into()]).unwrap_err();
+        let e = parse_text("t.toml", &bad, &["bus".into()], &[]).unwrap_err();
         let s = e.to_string();
         assert!(s.starts_with("t.toml:17:"), "{s}");
         assert!(s.contains("lock 'mixer' is not defined"), "{s}");
         let bad = RIG.replace("priority = 60", "priority = 0");
-        let s = parse_text("t.toml", &bad, &["bus".into()])
+        let s = parse_text("t.toml", &bad, &["bus".into()], &[])
             .unwrap_err()
             .to_string();
         assert!(s.contains("t.toml:15:") && s.contains("1..=99"), "{s}");
         let bad = RIG.replace("period = 128", "perod = 128");
-        let s = parse_text("t.toml", &bad, &["bus".into()])
+        let s = parse_text("t.toml", &bad, &["bus".into()], &[])
             .unwrap_err()
             .to_string();
         assert!(s.contains("perod"), "{s}");
+    }
+
+    #[test]
+    fn mask_workers_and_bursts() {
+        let rig = format!(
+            "{RIG}bursts = {{ from = \"hog.on\", to = \"hog.off\" }}\n\
+             [[livefx.workers]]\nname = \"render\"\npriority = 10\ncpus = [1, 3]\npin = \"mask\"\n\
+             instances = 2\nwait = false\nplugins = [ {{ run = \"1 ms\", lock = \"bus\" }} ]\n"
+        );
+        // The bursts line lands after the last worker's table: put it in [livefx] instead.
+        let rig = rig.replace("bursts = { from = \"hog.on\", to = \"hog.off\" }\n", "");
+        let rig = rig.replace(
+            "inject_every = 50\n",
+            "inject_every = 50\nbursts = { from = \"hog.on\", to = \"hog.off\" }\n",
+        );
+        let marks = ["hog.on".to_string(), "hog.off".to_string()];
+        let c = parse_text("t.toml", &rig, &["bus".into()], &marks).unwrap();
+        let r: Vec<_> = c
+            .workers
+            .iter()
+            .filter(|w| w.name.starts_with("render"))
+            .collect();
+        assert_eq!(r.len(), 2);
+        assert!(r.iter().all(|w| w.cpus == vec![1, 3] && !w.waited), "{r:?}");
+        assert_eq!(
+            c.bursts,
+            Some(BurstsCfg {
+                thread: "hog".into(),
+                from: "on".into(),
+                to: "off".into()
+            })
+        );
+        let s = parse_text("t.toml", &rig, &["bus".into()], &marks[..1])
+            .unwrap_err()
+            .to_string();
+        assert!(s.contains("'hog.off' is not a mark"), "{s}");
+        let bad = rig.replace("pin = \"mask\"", "pin = \"set\"");
+        let s = parse_text("t.toml", &bad, &["bus".into()], &marks)
+            .unwrap_err()
+            .to_string();
+        assert!(s.contains("use \"each\""), "{s}");
     }
 }

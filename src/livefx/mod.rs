@@ -7,11 +7,13 @@
 //! records, `trial` runs one audio trial, `xrun` ties JACK's notifications to cycles,
 //! `loopback` is the signal check, `report` the rows, histograms and table.
 
+pub mod bursts;
 pub mod config;
 pub mod loopback;
 pub mod report;
 pub mod rt;
 pub mod trial;
+pub mod why;
 pub mod writer;
 pub mod xrun;
 
@@ -245,6 +247,8 @@ pub fn run_main(p: Prepared) -> i32 {
         })
         .collect();
     let mut trial_rows = Vec::new();
+    // Wall-clock time of each event, for users who line xruns up with their own logs.
+    let wall_off = crate::sys::mono_to_unix_ns();
     let mut server_gone = false;
     let mut any_failed: Option<String> = None;
     let mut io_error = None;
@@ -280,25 +284,71 @@ pub fn run_main(p: Prepared) -> i32 {
             );
             let label = format!("{} / {} trial {}/{}", s.name, var.name, t + 1, p.trials);
             let (sn, vn) = (s.name.clone(), var.name.clone());
-            let o = trial::run(
+            let mut o = trial::run(
                 &cfg,
                 &var.plan,
                 pr,
-                &cycles_dir.join(&file),
+                trial::Out {
+                    cycles: &cycles_dir.join(&file),
+                    label: &label,
+                    marker: inst.marker(),
+                },
                 stop,
-                &label,
                 &mut |tids| inst.start_trial(&sn, &vn, t, tids),
             );
-            let found = inst.end_trial();
+            let mut found = inst.end_trial();
+            let period_ns = o.info.as_ref().map_or(
+                pr.spec.period as u64 * 1_000_000_000 / pr.spec.rate.max(1) as u64,
+                |i| i.period as u64 * 1_000_000_000 / i.rate.max(1) as u64,
+            );
+            let told = tell(&cfg, var, &mut o, found.records.take(), period_ns);
+            found.evidence.extend(told.evidence.iter().cloned());
             server_gone |= o.server_gone;
             if o.status == "failed" && any_failed.is_none() {
                 any_failed = Some(o.detail.clone().unwrap_or_default());
             }
             let st = &o.stats;
+            let mut misses = told.misses.iter();
+            let stamp = |mono: u64| {
+                let wall = (mono as i64 + wall_off).max(0) as u64;
+                (mono as f64 / 1e9, crate::sys::utc_at_ns(wall))
+            };
             for e in &st.events {
-                let line = json!({
+                let (mono_s, wall) = stamp(e.mono_ns);
+                let mut line = json!({
                     "setting": s.name, "variant": var.name, "trial": t, "kind": e.kind,
                     "cycle": e.cycle, "t_s": e.t_s, "usecs": e.usecs,
+                    "mono_s": mono_s, "wall": wall,
+                });
+                if e.kind == "deadline_miss"
+                    && let Some((y, b)) = misses.next()
+                {
+                    for (k, v) in [
+                        ("worker", json!(y.worker)),
+                        ("lock", json!(y.lock)),
+                        ("holder", json!(y.holder)),
+                        ("wait_us", json!(y.wait_ns.map(|w| w as f64 / 1e3))),
+                        ("why", json!(y.why)),
+                        ("stuck_ms", json!(y.stuck_ns.map(|w| w as f64 / 1e6))),
+                        ("burst", json!(b)),
+                    ] {
+                        line[k] = v;
+                    }
+                }
+                if let Err(e) = writeln!(events, "{line}") {
+                    io_error.get_or_insert(format!("cannot write events.jsonl: {e}"));
+                }
+            }
+            for (i, b) in told.bursts.iter().enumerate() {
+                let (mono_s, wall) = stamp(b.start_ns);
+                let line = json!({
+                    "setting": s.name, "variant": var.name, "trial": t, "kind": "burst",
+                    "cycle": null, "t_s": b.start_ns.saturating_sub(o.t0_ns) as f64 / 1e9,
+                    "usecs": (b.end_ns - b.start_ns) as f64 / 1e3, "mono_s": mono_s, "wall": wall,
+                    "index": i,
+                    "caught": b.caught.and_then(|(w, _)| cfg.workers.get(w).map(|x| x.name.clone())),
+                    "lock": b.caught.and_then(|(_, l)| var.plan.locks.get(l).map(|x| x.name.clone())),
+                    "misses": b.misses,
                 });
                 if let Err(e) = writeln!(events, "{line}") {
                     io_error.get_or_insert(format!("cannot write events.jsonl: {e}"));
@@ -338,6 +388,17 @@ pub fn run_main(p: Prepared) -> i32 {
                 let _ = g.callback.add(&st.callback);
                 let _ = g.lateness.add(&st.lateness);
                 let _ = g.wake.add(&st.wake);
+                if cfg.bursts.is_some() {
+                    g.bursts
+                        .get_or_insert_with(Default::default)
+                        .add(&told.bursts);
+                }
+                for (y, _) in &told.misses {
+                    g.why
+                        .entry(y.why.clone())
+                        .or_default()
+                        .add(y.stuck_ns, y.wait_ns);
+                }
             }
             trial_rows.push(json!({
                 "setting": s.name, "variant": var.name, "trial": t,
@@ -349,6 +410,15 @@ pub fn run_main(p: Prepared) -> i32 {
                 "discontinuities_unexplained": o.unexplained, "roundtrip_frames": o.roundtrip,
                 "status": o.status, "detail": o.detail,
             }));
+            let mut counts = bursts::BurstCounts::default();
+            counts.add(&told.bursts);
+            if cfg.bursts.is_some()
+                && let Some(last) = trial_rows.last_mut()
+            {
+                last["bursts"] = json!(counts.bursts);
+                last["bursts_caught"] = json!(counts.caught);
+                last["bursts_caught_missed"] = json!(counts.caught_missed);
+            }
             rec.status = o.status.into();
             rec.detail = o.detail.clone();
             rec.duration_ms = o.duration_ns as f64 / 1e6;
@@ -363,6 +433,15 @@ pub fn run_main(p: Prepared) -> i32 {
             }
             if let Some(d) = o.discontinuities {
                 rec.metrics.insert("discontinuities".into(), vec![d as f64]);
+            }
+            if cfg.bursts.is_some() {
+                for (k, v) in [
+                    ("bursts", counts.bursts),
+                    ("bursts_caught", counts.caught),
+                    ("bursts_caught_missed", counts.caught_missed),
+                ] {
+                    rec.metrics.insert(k.into(), vec![v as f64]);
+                }
             }
             if let Some(last) = trial_rows.last_mut()
                 && !found.metrics.is_empty()
@@ -435,6 +514,7 @@ pub fn run_main(p: Prepared) -> i32 {
     }
     println!();
     print!("{}", report::render(&groups));
+    print!("{}", report::render_why(&groups));
     println!();
     for l in &sw.restored {
         eprintln!("xrunrig: restored {l}");
@@ -454,4 +534,110 @@ pub fn run_main(p: Prepared) -> i32 {
         return EXIT_FAILED;
     }
     code
+}
+
+/// What one trial's misses and bursts were, told from the RT side's records and the
+/// sched trace: per miss (in event order) its explanation and burst, and the bursts.
+struct Told {
+    misses: Vec<(why::Why, Option<usize>)>,
+    bursts: Vec<bursts::Burst>,
+    evidence: Vec<String>,
+}
+
+fn tell(
+    cfg: &Config,
+    var: &crate::rig::Variant,
+    o: &mut trial::Outcome,
+    records: Option<Vec<crate::instruments::parse::Record>>,
+    period_ns: u64,
+) -> Told {
+    let workers: Vec<String> = cfg.workers.iter().map(|w| w.name.clone()).collect();
+    let locks: Vec<String> = var.plan.locks.iter().map(|l| l.name.clone()).collect();
+    let tids: Vec<(i32, String)> = o
+        .worker_tids
+        .iter()
+        .copied()
+        .zip(workers.iter().cloned())
+        .collect();
+    let names = why::Names {
+        workers: &workers,
+        locks: &locks,
+        tids: &tids,
+    };
+    let trace = records.as_deref().map(why::Trace::new);
+    let mut holds = std::mem::take(&mut o.stats.holds);
+    let st = &o.stats;
+    let miss_events: Vec<_> = st
+        .events
+        .iter()
+        .filter(|e| e.kind == "deadline_miss")
+        .collect();
+    let deadlines: Vec<u64> = miss_events.iter().map(|e| e.mono_ns).collect();
+    let (bursts, of) = match &cfg.bursts {
+        Some(b) => {
+            let cpus = var
+                .plan
+                .threads
+                .iter()
+                .find(|t| t.base == b.thread)
+                .map(|t| t.cpus.clone())
+                .unwrap_or_default();
+            bursts::classify(&o.bursts, &mut holds, &cpus, &deadlines, 2 * period_ns)
+        }
+        None => (vec![], vec![None; deadlines.len()]),
+    };
+    // Injected overruns are flagged on the cycle: the injected event precedes its miss.
+    let injected: std::collections::BTreeSet<u64> = st
+        .events
+        .iter()
+        .filter(|e| e.kind == "injected")
+        .map(|e| e.cycle)
+        .collect();
+    let misses: Vec<(why::Why, Option<usize>)> = miss_events
+        .iter()
+        .zip(of)
+        .map(|(e, b)| {
+            let y = why::explain(
+                e.cause.as_ref(),
+                injected.contains(&e.cycle),
+                e.mono_ns,
+                &names,
+                trace.as_ref(),
+            );
+            (y, b)
+        })
+        .collect();
+    let mut evidence = Vec::new();
+    if cfg.bursts.is_some() {
+        let mut c = bursts::BurstCounts::default();
+        c.add(&bursts);
+        let outside = misses.iter().filter(|(_, b)| b.is_none()).count();
+        evidence.push(format!(
+            "bursts: {} in all; {} caught the lock holder on the hog's CPU, {} of those cost cycles; \
+             {} misses inside bursts, {outside} outside{}",
+            c.bursts,
+            c.caught,
+            c.caught_missed,
+            c.misses_in_bursts,
+            if st.holds_dropped > 0 {
+                format!(" ({} lock holds past the cap not classified)", st.holds_dropped)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    let mut by: std::collections::BTreeMap<&str, u64> = Default::default();
+    for (y, _) in &misses {
+        *by.entry(y.why.as_str()).or_default() += 1;
+    }
+    let mut by: Vec<_> = by.into_iter().collect();
+    by.sort_by_key(|x| std::cmp::Reverse(x.1));
+    for (w, n) in by.iter().take(3) {
+        evidence.push(format!("{n} of {} misses: {w}", misses.len()));
+    }
+    Told {
+        misses,
+        bursts,
+        evidence,
+    }
 }

@@ -1,9 +1,34 @@
 //! Livefx results: per setting and variant rows for summary.json (the contract shared with
 //! the reports), histograms.json from the merged HdrHistograms, and the printed table.
 
+use super::bursts::{BurstCounts, poisson_ci95};
 use super::writer::new_hist;
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// Misses with one cause: how many, and the ranges of how long.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WhyAgg {
+    pub count: u64,
+    /// (min, max) ns the holder was off CPU, and the lock wait.
+    pub stuck: Option<(u64, u64)>,
+    pub wait: Option<(u64, u64)>,
+}
+
+fn widen(r: &mut Option<(u64, u64)>, v: Option<u64>) {
+    if let Some(v) = v {
+        *r = Some(r.map_or((v, v), |(a, b)| (a.min(v), b.max(v))));
+    }
+}
+
+impl WhyAgg {
+    pub fn add(&mut self, stuck: Option<u64>, wait: Option<u64>) {
+        self.count += 1;
+        widen(&mut self.stuck, stuck);
+        widen(&mut self.wait, wait);
+    }
+}
 
 /// Everything measured for one setting and variant, summed over its trials.
 pub struct Group {
@@ -29,6 +54,10 @@ pub struct Group {
     pub callback: Histogram<u64>,
     pub lateness: Histogram<u64>,
     pub wake: Histogram<u64>,
+    /// With a rig's `bursts`: what the bursts of background load did.
+    pub bursts: Option<BurstCounts>,
+    /// Misses grouped by cause sentence (`why`).
+    pub why: BTreeMap<String, WhyAgg>,
 }
 
 impl Group {
@@ -55,7 +84,16 @@ impl Group {
             callback: new_hist(),
             lateness: new_hist(),
             wake: new_hist(),
+            bursts: None,
+            why: BTreeMap::new(),
         }
+    }
+
+    /// Causes, most frequent first.
+    pub fn why_sorted(&self) -> Vec<(&String, &WhyAgg)> {
+        let mut v: Vec<_> = self.why.iter().collect();
+        v.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
+        v
     }
 }
 
@@ -76,8 +114,15 @@ fn pcts(h: &Histogram<u64>) -> Value {
     })
 }
 
+fn ms_range(r: Option<(u64, u64)>) -> Value {
+    r.map_or(Value::Null, |(a, b)| {
+        json!([a as f64 / 1e6, b as f64 / 1e6])
+    })
+}
+
 pub fn row_json(g: &Group) -> Value {
-    json!({
+    let minutes = g.duration_s / 60.0;
+    let mut row = json!({
         "setting": g.setting,
         "variant": g.variant,
         "backend": g.backend,
@@ -101,7 +146,77 @@ pub fn row_json(g: &Group) -> Value {
         "callback_us": pcts(&g.callback),
         "lateness_us": pcts(&g.lateness),
         "wake_us": pcts(&g.wake),
-    })
+        "misses_per_min": (minutes > 0.0).then(|| g.misses as f64 / minutes),
+        "misses_per_min_ci95": poisson_ci95(g.misses, minutes).map(|(a, b)| [a, b]),
+        "why": g.why_sorted().iter().map(|(c, a)| json!({
+            "cause": c, "count": a.count, "stuck_ms": ms_range(a.stuck), "wait_ms": ms_range(a.wait),
+        })).collect::<Vec<_>>(),
+    });
+    if let Some(b) = &g.bursts {
+        row["bursts"] = json!(b.bursts);
+        row["bursts_caught"] = json!(b.caught);
+        row["bursts_caught_missed"] = json!(b.caught_missed);
+        row["bursts_missed"] = json!(b.missed);
+        row["misses_in_bursts"] = json!(b.misses_in_bursts);
+    }
+    row
+}
+
+fn pct(a: u64, b: u64) -> String {
+    if b == 0 {
+        "-".into()
+    } else {
+        format!("{:.0} %", 100.0 * a as f64 / b as f64)
+    }
+}
+
+fn ms_text(r: (u64, u64)) -> String {
+    let f = |v: u64| crate::output::table::fmt_val(v as f64 / 1e6);
+    if r.0 == r.1 {
+        format!("{} ms", f(r.0))
+    } else {
+        format!("{}–{} ms", f(r.0), f(r.1))
+    }
+}
+
+/// Per group: what the bursts did and why the misses happened, grouped by cause.
+pub fn render_why(groups: &[Group]) -> String {
+    let mut out = String::new();
+    for g in groups {
+        if let Some(b) = &g.bursts {
+            let minutes = g.duration_s / 60.0;
+            let ci = poisson_ci95(g.misses, minutes)
+                .map_or(String::new(), |(a, b)| format!(" [95 % {a:.1}–{b:.1}]"));
+            out.push_str(&format!(
+                "{} / {}: {} bursts; {} caught the lock holder, {} of those cost cycles ({}); \
+                 {} bursts with misses in all; {:.1} misses/min{ci}\n",
+                g.setting,
+                g.variant,
+                b.bursts,
+                b.caught,
+                b.caught_missed,
+                pct(b.caught_missed, b.caught),
+                b.missed,
+                if minutes > 0.0 {
+                    g.misses as f64 / minutes
+                } else {
+                    0.0
+                },
+            ));
+        }
+        for (cause, a) in g.why_sorted() {
+            let how_long = match (a.stuck, a.wait) {
+                (Some(s), _) => format!(" (holder off CPU {})", ms_text(s)),
+                (None, Some(w)) => format!(" (waited {})", ms_text(w)),
+                _ => String::new(),
+            };
+            out.push_str(&format!(
+                "{} / {}: {} of {} misses: {cause}{how_long}\n",
+                g.setting, g.variant, a.count, g.misses
+            ));
+        }
+    }
+    out
 }
 
 pub fn hist_json(g: &Group) -> Vec<Value> {

@@ -49,7 +49,32 @@ pub struct Rec {
     /// Xruns the backend found on its RT path that belong to this cycle.
     pub xruns: u32,
     pub injected_ns: u32,
+    /// On a miss: the waited worker the cycle waited for (NO_WORKER: none), the lock it
+    /// waited for (0: none, else index + 1), that lock's holder (tid, 0: unknown) and how
+    /// long it had waited for it (ns).
+    pub cause_worker: u8,
+    pub cause_lock: u8,
+    pub holder_tid: i32,
+    pub lock_wait_ns: u64,
+    /// When that wait began (CLOCK_MONOTONIC ns, 0: no wait).
+    pub lock_since_ns: u64,
+    /// The worker had not started this cycle: still busy with an earlier one.
+    pub cause_behind: bool,
 }
+
+/// One hold of a lock by a worker: which bursts of background load caught a holder.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Hold {
+    pub acquired_ns: u64,
+    pub released_ns: u64,
+    pub worker: u8,
+    pub lock: u8,
+    /// The CPU it held the lock on when it took it.
+    pub cpu: u16,
+}
+
+/// Per worker hold queue length: the writer drains every 5 ms.
+pub const HOLD_QUEUE: usize = 1 << 14;
 
 struct Slot {
     /// The callback waits for this worker.
@@ -58,6 +83,17 @@ struct Slot {
     wake_ns: AtomicU64,
     end_ns: AtomicU64,
     tid: AtomicI32,
+    /// While blocked on a lock: its index + 1 (0: not waiting), holder tid, since when.
+    wait_lock: AtomicU32,
+    wait_holder: AtomicI32,
+    wait_since: AtomicU64,
+    /// The cycle's longest lock wait (lock index + 1, holder tid, ns), set before `seq`.
+    cyc_lock: AtomicU32,
+    cyc_holder: AtomicI32,
+    cyc_wait_ns: AtomicU64,
+    cyc_since: AtomicU64,
+    /// The cycle it is working on (set on wake-up).
+    started: AtomicU32,
 }
 
 /// What the callback and the workers share.
@@ -95,6 +131,14 @@ impl Shared {
                     wake_ns: AtomicU64::new(0),
                     end_ns: AtomicU64::new(0),
                     tid: AtomicI32::new(0),
+                    wait_lock: AtomicU32::new(0),
+                    wait_holder: AtomicI32::new(0),
+                    wait_since: AtomicU64::new(0),
+                    cyc_lock: AtomicU32::new(0),
+                    cyc_holder: AtomicI32::new(0),
+                    cyc_wait_ns: AtomicU64::new(0),
+                    cyc_since: AtomicU64::new(0),
+                    started: AtomicU32::new(0),
                 })
                 .collect(),
             locks,
@@ -130,7 +174,26 @@ fn xorshift(s: &mut u64) -> u64 {
     *s
 }
 
-fn run_plugins(sh: &Shared, plugins: &[PluginCfg], hard: u64, rng: &mut u64) {
+/// The CPU this thread runs on now (vDSO, no system call on x86).
+#[inline]
+fn this_cpu() -> u16 {
+    // SAFETY: no arguments; returns -1 on error.
+    let c = unsafe { libc::sched_getcpu() };
+    c.clamp(0, u16::MAX as i32) as u16
+}
+
+/// Runs worker `me`'s plugins once. Returns the cycle's longest lock wait: (lock index
+/// + 1 or 0, the holder's tid when the wait began, ns, when it began).
+fn run_plugins(
+    sh: &Shared,
+    me: usize,
+    plugins: &[PluginCfg],
+    hard: u64,
+    rng: &mut u64,
+    holds: &mut rtrb::Producer<Hold>,
+) -> (u32, i32, u64, u64) {
+    let slot = &sh.slots[me];
+    let mut worst = (0u32, 0i32, 0u64, 0u64);
     for p in plugins {
         let work = p.work_ns
             + if p.jitter_ns > 0 {
@@ -138,20 +201,50 @@ fn run_plugins(sh: &Shared, plugins: &[PluginCfg], hard: u64, rng: &mut u64) {
             } else {
                 0
             };
-        match p.lock {
-            Some(l) => {
+        let Some(l) = p.lock else {
+            burn_cpu(work, hard, &sh.abort);
+            continue;
+        };
+        let m = &sh.locks[l];
+        let t_try = now_ns();
+        let got = match m.raw_trylock() {
+            Ok(true) => true,
+            Ok(false) => {
+                // Published before blocking, so a callback that gives up on this
+                // worker can say what it waits for and who holds it.
+                let holder = m.owner_tid();
+                slot.wait_holder.store(holder, Ordering::Relaxed);
+                slot.wait_since.store(t_try, Ordering::Relaxed);
+                slot.wait_lock.store(l as u32 + 1, Ordering::Release);
                 // A lock not had by the bound means the cycle is lost anyway: skip the work.
-                if sh.locks[l].raw_lock_until(hard).is_ok() {
-                    burn_cpu(work, hard, &sh.abort);
-                    let _ = sh.locks[l].raw_unlock();
+                let ok = m.raw_lock_until(hard).is_ok();
+                slot.wait_lock.store(0, Ordering::Release);
+                let waited = now_ns().saturating_sub(t_try);
+                if waited >= worst.2 {
+                    worst = (l as u32 + 1, holder, waited, t_try);
                 }
+                ok
             }
-            None => burn_cpu(work, hard, &sh.abort),
+            Err(_) => false,
+        };
+        if got {
+            let (acquired, cpu) = (now_ns(), this_cpu());
+            burn_cpu(work, hard, &sh.abort);
+            let _ = m.raw_unlock();
+            // A full queue loses a hold, never blocks: the writer counts what it got.
+            let _ = holds.push(Hold {
+                acquired_ns: acquired,
+                released_ns: now_ns(),
+                worker: me.min(254) as u8,
+                lock: l.min(254) as u8,
+                cpu,
+            });
         }
     }
+    worst
 }
 
-fn worker_main(sh: Arc<Shared>, i: usize, cfg: WorkerCfg) {
+fn worker_main(sh: Arc<Shared>, i: usize, cfg: WorkerCfg, mut holds: rtrb::Producer<Hold>) {
     let slot = &sh.slots[i];
     slot.tid.store(gettid(), Ordering::SeqCst);
     // Raised while still on the creator's free CPU, then pinned (engine::thread's order).
@@ -184,10 +277,15 @@ fn worker_main(sh: Arc<Shared>, i: usize, cfg: WorkerCfg) {
             continue;
         }
         last = seq;
+        slot.started.store(seq, Ordering::Release);
         let wake = now_ns();
         slot.wake_ns.store(wake, Ordering::Relaxed);
         let hard = sh.hard_ns.load(Ordering::Acquire);
-        run_plugins(&sh, plugins, hard, &mut rng);
+        let (lk, holder, waited, since) = run_plugins(&sh, i, plugins, hard, &mut rng, &mut holds);
+        slot.cyc_since.store(since, Ordering::Relaxed);
+        slot.cyc_lock.store(lk, Ordering::Relaxed);
+        slot.cyc_holder.store(holder, Ordering::Relaxed);
+        slot.cyc_wait_ns.store(waited, Ordering::Relaxed);
         slot.end_ns.store(now_ns(), Ordering::Relaxed);
         slot.seq.store(seq, Ordering::Release);
         sh.done.fetch_add(1, Ordering::Release);
@@ -203,14 +301,21 @@ pub struct Workers {
 }
 
 impl Workers {
-    /// Starts every worker and waits (bounded) until each is raised and pinned.
-    pub fn start(sh: Arc<Shared>, cfgs: &[WorkerCfg]) -> Result<Workers, String> {
+    /// Starts every worker and waits (bounded) until each is raised and pinned. Returns
+    /// the workers and, per worker, the queue its lock holds arrive on.
+    pub fn start(
+        sh: Arc<Shared>,
+        cfgs: &[WorkerCfg],
+    ) -> Result<(Workers, Vec<rtrb::Consumer<Hold>>), String> {
         let mut handles = Vec::new();
+        let mut consumers = Vec::new();
         for (i, c) in cfgs.iter().enumerate() {
             let (sh2, c2) = (sh.clone(), c.clone());
+            let (tx, rx) = rtrb::RingBuffer::new(HOLD_QUEUE);
+            consumers.push(rx);
             let h = std::thread::Builder::new()
                 .name(format!("fx-{}", c.name).chars().take(15).collect())
-                .spawn(move || worker_main(sh2, i, c2));
+                .spawn(move || worker_main(sh2, i, c2, tx));
             match h {
                 Ok(h) => handles.push(h),
                 Err(e) => {
@@ -240,7 +345,7 @@ impl Workers {
             w.stop();
             return Err("workers did not start within 10 s".into());
         }
-        Ok(w)
+        Ok((w, consumers))
     }
 
     /// Ends the workers: they see the flag within their bounded waits and work.
@@ -419,8 +524,37 @@ impl Process for LivefxProcess {
             }
         }
         let end = now_ns();
+        let (mut cw, mut cl, mut ch, mut cwait) = (NO_WORKER, 0u32, 0i32, 0u64);
+        let (mut csince, mut behind) = (0u64, false);
         if end > c.deadline_ns || !all {
             flags |= FLAG_MISS;
+            // The worker the cycle waited for: one still at work (blocked on a lock if
+            // any is), else the last to finish, with its longest lock wait.
+            for (i, s) in self.sh.slots.iter().enumerate() {
+                if s.waited && s.seq.load(Ordering::Acquire) != seq {
+                    let wl = s.wait_lock.load(Ordering::Acquire);
+                    if wl > 0 {
+                        let since = s.wait_since.load(Ordering::Relaxed);
+                        (cw, cl) = (i.min(254) as u8, wl);
+                        ch = s.wait_holder.load(Ordering::Relaxed);
+                        (cwait, csince) = (end.saturating_sub(since), since);
+                        behind = s.started.load(Ordering::Acquire) != seq;
+                        break;
+                    }
+                    if cw == NO_WORKER {
+                        cw = i.min(254) as u8;
+                        behind = s.started.load(Ordering::Acquire) != seq;
+                    }
+                }
+            }
+            if cw == NO_WORKER && last != NO_WORKER {
+                let s = &self.sh.slots[last as usize];
+                cw = last;
+                cl = s.cyc_lock.load(Ordering::Relaxed);
+                ch = s.cyc_holder.load(Ordering::Relaxed);
+                cwait = s.cyc_wait_ns.load(Ordering::Relaxed);
+                csince = s.cyc_since.load(Ordering::Relaxed);
+            }
         }
         self.pending = Some(Rec {
             index: c.index,
@@ -433,6 +567,12 @@ impl Process for LivefxProcess {
             max_wake_ns: max_wake.min(u32::MAX as u64) as u32,
             xruns: 0,
             injected_ns,
+            cause_worker: cw,
+            cause_lock: cl.min(255) as u8,
+            holder_tid: ch,
+            lock_wait_ns: cwait,
+            lock_since_ns: csince,
+            cause_behind: behind,
         });
         true
     }
@@ -484,7 +624,7 @@ mod tests {
             return;
         }
         let sh = Shared::new(&[true, true], &[Protocol::Inherit]).unwrap();
-        let w = Workers::start(sh.clone(), &[cfg.clone(), cfg]).unwrap();
+        let (w, holds) = Workers::start(sh.clone(), &[cfg.clone(), cfg]).unwrap();
         let (tx, mut rx) = rtrb::RingBuffer::new(64);
         let mut p = LivefxProcess::new(
             sh,
@@ -528,5 +668,72 @@ mod tests {
             "xrun before cycle 4 is cycle 3's"
         );
         assert_eq!(recs[3].xruns, 1);
+        // Every cycle each worker held the lock once, and never both at the same time.
+        let mut all: Vec<Hold> = holds
+            .into_iter()
+            .flat_map(|mut h| std::iter::from_fn(move || h.pop().ok()))
+            .collect();
+        assert_eq!(all.len(), 12, "{all:?}");
+        all.sort_by_key(|h| h.acquired_ns);
+        for w in all.windows(2) {
+            assert!(w[0].released_ns <= w[1].acquired_ns, "overlap: {w:?}");
+            assert!(w[0].released_ns - w[0].acquired_ns >= 200_000, "{w:?}");
+        }
+        assert_eq!(all.iter().filter(|h| h.worker == 1).count(), 6);
+    }
+
+    #[test]
+    fn a_miss_names_the_lock_and_its_holder() {
+        let _g = crate::engine::test_lock();
+        assert!(
+            crate::sys::is_root(),
+            "SCHED_FIFO workers: run the tests as root"
+        );
+        let cfg = WorkerCfg {
+            name: "w".into(),
+            priority: 10,
+            cpus: vec![],
+            waited: true,
+            plugins: vec![PluginCfg {
+                work_ns: 100_000,
+                jitter_ns: 0,
+                lock: Some(0),
+            }],
+        };
+        let sh = Shared::new(&[true], &[Protocol::Inherit]).unwrap();
+        let (w, _holds) = Workers::start(sh.clone(), &[cfg]).unwrap();
+        let (tx, mut rx) = rtrb::RingBuffer::new(8);
+        let mut p = LivefxProcess::new(
+            sh.clone(),
+            tx,
+            Arc::new(RtCounters::default()),
+            0,
+            0.0,
+            false,
+            Arc::new(LoopResult::default()),
+        );
+        // This thread holds the worker's lock across the cycle's deadline.
+        sh.locks[0].raw_lock_until(u64::MAX).unwrap();
+        let (inp, mut out) = (vec![0.0f32; 64], vec![0.0f32; 64]);
+        let start = now_ns();
+        let mut c = Cycle {
+            index: 0,
+            frames: 64,
+            start_ns: start,
+            deadline_ns: start + 20_000_000,
+            wake_ns: start,
+            xruns_before: 0,
+            input: &inp,
+            output: &mut out,
+        };
+        assert!(p.cycle(&mut c));
+        sh.locks[0].raw_unlock().unwrap();
+        p.end();
+        w.stop();
+        let r = rx.pop().unwrap();
+        assert_eq!(r.flags & FLAG_MISS, FLAG_MISS, "{r:?}");
+        assert_eq!((r.cause_worker, r.cause_lock), (0, 1), "{r:?}");
+        assert_eq!(r.holder_tid, gettid(), "{r:?}");
+        assert!(r.lock_wait_ns >= 10_000_000, "{r:?}");
     }
 }

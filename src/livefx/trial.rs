@@ -4,7 +4,7 @@
 
 use super::config::Config;
 use super::rt::{LivefxProcess, LoopResult, RtCounters, Shared, Workers};
-use super::writer::{self, Event, Progress, RECORD_BYTES, Stats};
+use super::writer::{self, Event, Marker, Progress, RECORD_BYTES, Side, Stats};
 use crate::audio::{self, BackendKind, Notes, StreamInfo, StreamSpec};
 use crate::rig::Plan;
 use crate::sys::now_ns;
@@ -45,6 +45,11 @@ pub struct Outcome {
     pub dropped: u64,
     /// Main-thread tids of the workers, for instruments.
     pub worker_tids: Vec<i32>,
+    /// The background load's bursts (the rig's `bursts` marks): CLOCK_MONOTONIC ns
+    /// (start, end); a burst still on at the end of the trial ends with the trial.
+    pub bursts: Vec<(u64, u64)>,
+    /// CLOCK_MONOTONIC ns the trial's times (`t_s`) count from.
+    pub t0_ns: u64,
 }
 
 fn failed(detail: String) -> Outcome {
@@ -61,6 +66,8 @@ fn failed(detail: String) -> Outcome {
         server_gone: false,
         dropped: 0,
         worker_tids: vec![],
+        bursts: vec![],
+        t0_ns: now_ns(),
     }
 }
 
@@ -70,22 +77,34 @@ pub type OnReady<'a> = dyn FnMut(&[(String, i32)]) + 'a;
 /// Queue length between the RT side and the writer: 64 Ki cycles (over 40 s at 32 frames).
 const QUEUE: usize = 1 << 16;
 
+/// Where a trial's records go: the raw cycles file, the progress line's label, and the
+/// trace marker (tracefs) that misses and xruns are written into while tracing.
+pub struct Out<'a> {
+    pub cycles: &'a Path,
+    pub label: &'a str,
+    pub marker: Option<std::fs::File>,
+}
+
 pub fn run(
     cfg: &Config,
     plan: &Plan,
     p: &Params,
-    cycles_path: &Path,
+    out: Out,
     stop: &AtomicBool,
-    label: &str,
     on_ready: &mut OnReady,
 ) -> Outcome {
+    let Out {
+        cycles: cycles_path,
+        label,
+        marker,
+    } = out;
     let protocols: Vec<_> = plan.locks.iter().map(|l| l.protocol).collect();
     let waited: Vec<bool> = cfg.workers.iter().map(|w| w.waited).collect();
     let sh = match Shared::new(&waited, &protocols) {
         Ok(s) => s,
         Err(e) => return failed(e),
     };
-    let workers = match Workers::start(sh.clone(), &cfg.workers) {
+    let (workers, holds) = match Workers::start(sh.clone(), &cfg.workers) {
         Ok(w) => w,
         Err(e) => return failed(e),
     };
@@ -102,6 +121,17 @@ pub fn run(
     let counters = Arc::new(RtCounters::default());
     let loop_result = Arc::new(LoopResult::default());
     let notes = Arc::new(Notes::default());
+    let marker = marker.map(|file| {
+        if let Ok(f) = file.try_clone() {
+            let _ = notes.marker.set(f);
+        }
+        Marker {
+            file,
+            workers: cfg.workers.iter().map(|w| w.name.clone()).collect(),
+            locks: plan.locks.iter().map(|l| l.name.clone()).collect(),
+            tids: named.iter().map(|(n, t)| (*t, n.clone())).collect(),
+        }
+    });
     let progress = Arc::new(Progress::default());
     let wdone = Arc::new(AtomicBool::new(false));
     let t0 = now_ns();
@@ -112,6 +142,11 @@ pub fn run(
         !cfg.workers.is_empty(),
         progress.clone(),
         wdone.clone(),
+        Side {
+            holds,
+            keep_holds: cfg.bursts.is_some(),
+            marker,
+        },
     );
     // Background load: the rig's ordinary threads, run as a trial beside the audio.
     let load_stop = Arc::new(AtomicBool::new(false));
@@ -187,6 +222,10 @@ pub fn run(
     workers.stop();
     load_stop.store(true, Ordering::SeqCst);
     let load_end = load.and_then(|h| h.join().ok());
+    let bursts = match (&cfg.bursts, &load_end) {
+        (Some(b), Some(r)) => bursts_of(plan, b, r, now_ns()),
+        _ => vec![],
+    };
     wdone.store(true, Ordering::SeqCst);
     let mut stats = wh.join().unwrap_or_default();
     if let Some(e) = stats.io_error.take() {
@@ -240,6 +279,8 @@ pub fn run(
             cycle: stats.cycles,
             t_s: at,
             usecs: None,
+            mono_ns: notes.gone_at_ns.load(Ordering::SeqCst),
+            cause: None,
         });
     }
     Outcome {
@@ -255,7 +296,35 @@ pub fn run(
         server_gone,
         dropped: counters.dropped.load(Ordering::SeqCst),
         worker_tids,
+        bursts,
+        t0_ns: t0,
     }
+}
+
+/// The bursts of the background load from its marks: the n-th `from` with the n-th
+/// `to`; a last burst with no end yet ends at `end_ns`.
+fn bursts_of(
+    plan: &Plan,
+    b: &super::config::BurstsCfg,
+    r: &crate::engine::trial::TrialResult,
+    end_ns: u64,
+) -> Vec<(u64, u64)> {
+    let slot = |m: &str| {
+        plan.marks
+            .iter()
+            .position(|s| s.base == b.thread && s.mark == m)
+            .and_then(|i| r.marks.get(i))
+    };
+    let (Some(from), Some(to)) = (slot(&b.from), slot(&b.to)) else {
+        return vec![];
+    };
+    from.iter()
+        .enumerate()
+        .map(|(i, &s)| {
+            let e = to.get(i).map_or(end_ns, |&e| r.t0_ns + e);
+            (r.t0_ns + s, e.max(r.t0_ns + s))
+        })
+        .collect()
 }
 
 /// Reads the cycles back, ties each notification to a cycle, sets its xrun bit in the
@@ -297,6 +366,8 @@ fn tie_xruns(
             cycle: t.map_or(0, |i| i as u64),
             t_s: *r as f64 / 1e9,
             usecs: Some(n.delayed_us as f64),
+            mono_ns: n.t_ns,
+            cause: None,
         });
     }
     Ok(())

@@ -2,7 +2,7 @@
 //! (24-byte little-endian records, the results contract), fills the HdrHistograms, keeps
 //! the event log and the running counts the progress line shows.
 
-use super::rt::{FLAG_DISCONTINUITY, FLAG_INJECTED, FLAG_MISS, FLAG_XRUN, Rec};
+use super::rt::{FLAG_DISCONTINUITY, FLAG_INJECTED, FLAG_MISS, FLAG_XRUN, Hold, NO_WORKER, Rec};
 use hdrhistogram::Histogram;
 use std::io::Write;
 use std::path::PathBuf;
@@ -13,6 +13,8 @@ use std::thread::JoinHandle;
 pub const RECORD_BYTES: usize = 24;
 /// Events kept per trial; past it they are only counted.
 pub const EVENT_CAP: usize = 100_000;
+/// Lock holds kept per trial (for rigs with bursts); past it they are only counted.
+pub const HOLD_CAP: usize = 2_000_000;
 
 /// One record of cycles/*.bin.
 pub fn encode(r: &Rec, t0: u64) -> [u8; RECORD_BYTES] {
@@ -48,6 +50,83 @@ pub struct Event {
     pub cycle: u64,
     pub t_s: f64,
     pub usecs: Option<f64>,
+    /// CLOCK_MONOTONIC ns, the trace's clock: a miss's deadline, else the cycle's start.
+    pub mono_ns: u64,
+    /// On a deadline miss: what the cycle waited for.
+    pub cause: Option<Cause>,
+}
+
+/// What a missed cycle waited for, as the RT side saw it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cause {
+    /// Worker index (the rig's order of instances).
+    pub worker: usize,
+    /// Lock index, if it waited for one.
+    pub lock: Option<usize>,
+    /// The lock's holder when the wait began (0: unknown).
+    pub holder_tid: i32,
+    pub wait_ns: u64,
+    /// When the wait began (CLOCK_MONOTONIC ns).
+    pub since_ns: u64,
+    /// The worker had not started the missed cycle: still busy with an earlier one.
+    pub behind: bool,
+}
+
+impl Cause {
+    fn of(r: &Rec) -> Option<Cause> {
+        (r.cause_worker != NO_WORKER).then(|| Cause {
+            worker: r.cause_worker as usize,
+            lock: (r.cause_lock > 0).then(|| r.cause_lock as usize - 1),
+            holder_tid: r.holder_tid,
+            wait_ns: r.lock_wait_ns,
+            since_ns: r.lock_since_ns,
+            behind: r.cause_behind,
+        })
+    }
+}
+
+/// Writes a line into the trace at each miss and xrun (the tracefs instance's
+/// `trace_marker`), so the raw trace shows them where they happened. Written by the
+/// writer within milliseconds of the cycle; the line carries the cycle's own times.
+pub struct Marker {
+    pub file: std::fs::File,
+    /// Worker names by index, lock names by index, and (tid, name) of every worker.
+    pub workers: Vec<String>,
+    pub locks: Vec<String>,
+    pub tids: Vec<(i32, String)>,
+}
+
+impl Marker {
+    pub fn name_of(&self, tid: i32) -> Option<&str> {
+        self.tids
+            .iter()
+            .find(|(t, _)| *t == tid)
+            .map(|(_, n)| n.as_str())
+    }
+
+    fn write(&mut self, e: &Event) {
+        let mut line = format!(
+            "xrunrig {} cycle={} at={}.{:06}",
+            e.kind,
+            e.cycle,
+            e.mono_ns / 1_000_000_000,
+            e.mono_ns % 1_000_000_000 / 1000
+        );
+        if let Some(c) = &e.cause {
+            if let Some(w) = self.workers.get(c.worker) {
+                line.push_str(&format!(" worker={w}"));
+            }
+            if let Some(l) = c.lock.and_then(|l| self.locks.get(l)) {
+                line.push_str(&format!(" lock={l} waited_us={}", c.wait_ns / 1000));
+            }
+            if let Some(h) = self.name_of(c.holder_tid) {
+                line.push_str(&format!(" holder={h}"));
+            }
+        }
+        line.push('\n');
+        // A marker that cannot be written only loses the marker, not the run.
+        let _ = self.file.write_all(line.as_bytes());
+    }
 }
 
 /// Running counts for the live progress line.
@@ -71,6 +150,9 @@ pub struct Stats {
     pub wake: Histogram<u64>,
     pub events: Vec<Event>,
     pub events_dropped: u64,
+    /// Lock holds by workers, kept when the rig has bursts to classify.
+    pub holds: Vec<Hold>,
+    pub holds_dropped: u64,
     pub io_error: Option<String>,
 }
 
@@ -99,6 +181,8 @@ impl Stats {
             wake: new_hist(),
             events: Vec::new(),
             events_dropped: 0,
+            holds: Vec::new(),
+            holds_dropped: 0,
             io_error: None,
         }
     }
@@ -133,6 +217,8 @@ impl Stats {
                 cycle: r.index,
                 t_s,
                 usecs: Some(r.injected_ns as f64 / 1e3),
+                mono_ns: r.start_ns,
+                cause: None,
             });
             if !miss {
                 self.injected_missed += 1;
@@ -148,6 +234,8 @@ impl Stats {
                 cycle: r.index,
                 t_s,
                 usecs: Some((r.end_ns as f64 - r.deadline_ns as f64) / 1e3),
+                mono_ns: r.deadline_ns,
+                cause: Cause::of(r),
             });
         }
         if r.flags & FLAG_XRUN != 0 {
@@ -158,6 +246,8 @@ impl Stats {
                 cycle: r.index,
                 t_s,
                 usecs: Some(r.xruns as f64 * period_us),
+                mono_ns: r.start_ns,
+                cause: None,
             });
         }
         if r.flags & FLAG_DISCONTINUITY != 0 {
@@ -166,9 +256,19 @@ impl Stats {
                 cycle: r.index,
                 t_s,
                 usecs: None,
+                mono_ns: r.start_ns,
+                cause: None,
             });
         }
     }
+}
+
+/// What the writer drains besides the cycles: the workers' lock holds (kept only with
+/// `keep_holds`) and the trace marker to write misses and xruns into.
+pub struct Side {
+    pub holds: Vec<rtrb::Consumer<Hold>>,
+    pub keep_holds: bool,
+    pub marker: Option<Marker>,
 }
 
 /// Starts the writer. It ends when `done` is set and the queue is empty.
@@ -179,6 +279,7 @@ pub fn spawn(
     has_workers: bool,
     progress: Arc<Progress>,
     done: Arc<AtomicBool>,
+    mut side: Side,
 ) -> JoinHandle<Stats> {
     std::thread::Builder::new()
         .name("livefx-writer".into())
@@ -202,7 +303,24 @@ pub fn spawn(
                         st.io_error = Some(format!("cannot write {}: {e}", path.display()));
                         out = None;
                     }
+                    let before = st.events.len();
                     st.add(&r, t0, has_workers);
+                    if let Some(m) = &mut side.marker {
+                        for e in &st.events[before..] {
+                            if matches!(e.kind, "deadline_miss" | "xrun") {
+                                m.write(e);
+                            }
+                        }
+                    }
+                }
+                for q in &mut side.holds {
+                    while let Ok(h) = q.pop() {
+                        if side.keep_holds && st.holds.len() < HOLD_CAP {
+                            st.holds.push(h);
+                        } else if side.keep_holds {
+                            st.holds_dropped += 1;
+                        }
+                    }
                 }
                 if n > 0 {
                     progress.cycles.store(st.cycles, Ordering::Relaxed);
@@ -241,6 +359,7 @@ mod tests {
             max_wake_ns: 42,
             xruns: 0,
             injected_ns: 0,
+            ..Default::default()
         };
         let b = encode(&r, 500);
         assert_eq!(b.len(), 24);
@@ -306,5 +425,34 @@ mod tests {
             ]
         );
         assert_eq!(s.events[1].usecs, Some(4.0));
+        assert_eq!(
+            s.events[1].mono_ns, 5000,
+            "a miss is placed at its deadline"
+        );
+        assert_eq!(s.events[1].cause, None, "no worker named: no cause");
+        s.add(
+            &Rec {
+                index: 4,
+                flags: FLAG_MISS,
+                cause_worker: 1,
+                cause_lock: 1,
+                holder_tid: 77,
+                lock_wait_ns: 9000,
+                ..base
+            },
+            0,
+            true,
+        );
+        assert_eq!(
+            s.events.last().unwrap().cause,
+            Some(Cause {
+                worker: 1,
+                lock: Some(0),
+                holder_tid: 77,
+                wait_ns: 9000,
+                since_ns: 0,
+                behind: false
+            })
+        );
     }
 }

@@ -1,0 +1,354 @@
+//! Why each deadline miss happened (rtla's auto-analysis, done for audio): what the RT
+//! side saw at the miss (the worker the cycle waited for, the lock, its holder) joined
+//! with the sched trace around it: was the holder PI-boosted, where did it sit queued and
+//! behind whom, and how did it get out (the push IPI in hardirq, a pull, or the CPU's
+//! other task going to sleep). Misses with the same cause get the same sentence, so a
+//! report can group them; the numbers that differ (how long) are kept apart.
+
+use super::writer::Cause;
+use crate::instruments::intervals::prio_text;
+use crate::instruments::parse::{Ev, Record};
+
+/// Names for what the RT side reports by index or tid.
+pub struct Names<'a> {
+    pub workers: &'a [String],
+    pub locks: &'a [String],
+    /// (tid, worker name).
+    pub tids: &'a [(i32, String)],
+}
+
+impl Names<'_> {
+    fn tid(&self, tid: i32) -> Option<&str> {
+        self.tids
+            .iter()
+            .find(|(t, _)| *t == tid)
+            .map(|(_, n)| n.as_str())
+    }
+}
+
+/// One miss, explained.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Why {
+    /// The cause sentence: identical for misses with the same cause.
+    pub why: String,
+    pub worker: Option<String>,
+    pub lock: Option<String>,
+    pub holder: Option<String>,
+    /// How long the worker had waited for the lock at the miss (or in the cycle).
+    pub wait_ns: Option<u64>,
+    /// How long the holder was kept off CPU (from the trace), when it was.
+    pub stuck_ns: Option<u64>,
+}
+
+/// A trace sorted by time, with each pid's command name as the trace saw it.
+pub struct Trace<'a> {
+    recs: &'a [Record],
+    comms: std::collections::HashMap<i32, &'a str>,
+}
+
+impl<'a> Trace<'a> {
+    pub fn new(recs: &'a [Record]) -> Trace<'a> {
+        let comms = recs.iter().map(|r| (r.pid, r.comm.as_str())).collect();
+        Trace { recs, comms }
+    }
+
+    fn comm(&self, pid: i32) -> String {
+        self.comms
+            .get(&pid)
+            .map_or(format!("pid {pid}"), |c| c.to_string())
+    }
+}
+
+fn fifo(prio: i32) -> String {
+    prio_text(prio).replace("RT ", "FIFO ")
+}
+
+/// Explains a miss whose deadline was `deadline_ns` (CLOCK_MONOTONIC = trace clock).
+/// The trace is read at the deadline, or where the lock wait ended if it ended before.
+pub fn explain(
+    cause: Option<&Cause>,
+    injected: bool,
+    deadline_ns: u64,
+    names: &Names,
+    trace: Option<&Trace>,
+) -> Why {
+    let mut w = Why {
+        why: String::new(),
+        worker: None,
+        lock: None,
+        holder: None,
+        wait_ns: None,
+        stuck_ns: None,
+    };
+    if injected {
+        w.why = "an injected overrun (--inject-every)".into();
+        return w;
+    }
+    let Some(c) = cause else {
+        w.why = "no worker kept it: the callback itself ran past the deadline".into();
+        return w;
+    };
+    w.worker = names.workers.get(c.worker).cloned();
+    let worker = w.worker.clone().unwrap_or_else(|| format!("#{}", c.worker));
+    let Some(lock) = c.lock.and_then(|l| names.locks.get(l)).cloned() else {
+        w.why = if c.behind {
+            format!("'{worker}' had not started the cycle: still busy with an earlier one")
+        } else {
+            format!("'{worker}' was still working at the deadline, with no lock wait")
+        };
+        return w;
+    };
+    w.lock = Some(lock.clone());
+    w.wait_ns = Some(c.wait_ns);
+    w.holder = names.tid(c.holder_tid).map(str::to_string);
+    let holder = match (&w.holder, c.holder_tid) {
+        (Some(h), _) => format!("holder '{h}'"),
+        (None, 0) => "holder unknown (released as the wait began)".into(),
+        (None, t) => format!("holder tid {t}"),
+    };
+    let mut s = format!("'{lock}' {holder}");
+    match trace {
+        None => {
+            s.push_str(" (no sched trace: add [instruments.trace] to the rig for where it sat)")
+        }
+        Some(t) if c.holder_tid > 0 => {
+            // The holder as it was while the worker waited: at the deadline if the wait
+            // was still on, else just before it ended.
+            let wait_end = c.since_ns.saturating_add(c.wait_ns);
+            let at = if c.since_ns > 0 && wait_end < deadline_ns {
+                wait_end.saturating_sub(1000)
+            } else {
+                deadline_ns
+            };
+            let (text, stuck) = holder_story(t, c.holder_tid, at);
+            s.push_str(&text);
+            w.stuck_ns = stuck;
+        }
+        Some(_) => {}
+    }
+    w.why = s;
+    w
+}
+
+/// What the trace says of the holder at the deadline: boost, where it sat behind whom,
+/// how it got out; and how long it was off CPU.
+fn holder_story(t: &Trace, tid: i32, deadline: u64) -> (String, Option<u64>) {
+    let before = t.recs.partition_point(|r| r.ts_ns <= deadline);
+    let (past, after) = t.recs.split_at(before);
+    let mut s = String::new();
+    let boost = past.iter().rev().find_map(|r| match &r.ev {
+        Ev::PiSetprio {
+            pid,
+            oldprio,
+            newprio,
+        } if *pid == tid => Some((*oldprio, *newprio)),
+        _ => None,
+    });
+    match boost {
+        Some((o, n)) if n < o => s.push_str(&format!(" boosted to {}", fifo(n))),
+        Some((o, n)) => s.push_str(&format!(
+            " not boosted (back to {} from {})",
+            fifo(n),
+            fifo(o)
+        )),
+        None => s.push_str(" never boosted"),
+    }
+    // The holder's last switch before the deadline: out (queued or asleep) or in.
+    let last = past
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(i, r)| match &r.ev {
+            Ev::Switch {
+                prev_pid,
+                prev_state,
+                next_pid,
+                next_prio,
+                ..
+            } if *prev_pid == tid => Some((i, Some((prev_state.clone(), *next_pid, *next_prio)))),
+            Ev::Switch { next_pid, .. } if *next_pid == tid => Some((i, None)),
+            _ => None,
+        });
+    let Some((at_i, out)) = last else {
+        s.push_str(", not seen switching in the trace");
+        return (s, None);
+    };
+    let at = &past[at_i];
+    let Some((state, next_pid, next_prio)) = out else {
+        s.push_str(&format!(" and running on CPU{} at the deadline", at.cpu));
+        return (s, None);
+    };
+    if !state.starts_with('R') {
+        s.push_str(&format!(" but asleep (state {state}) on CPU{}", at.cpu));
+        return (s, None);
+    }
+    // Moved while queued (before the deadline): it sat on the CPU it was moved to.
+    let moved = past[at_i..].iter().rev().find_map(|r| match &r.ev {
+        Ev::Migrate { pid, dest_cpu, .. } if *pid == tid => Some(*dest_cpu),
+        _ => None,
+    });
+    let queued_on = moved.unwrap_or(at.cpu);
+    if moved.is_some() {
+        s.push_str(&format!(" but queued on CPU{queued_on}"));
+    } else {
+        s.push_str(&format!(
+            " but queued on CPU{} behind '{}' ({})",
+            at.cpu,
+            t.comm(next_pid),
+            fifo(next_prio)
+        ));
+    }
+    // How it got out: the first move or switch-in after the switch-out.
+    let out = t.recs[at_i + 1..].iter().find_map(|r| match &r.ev {
+            Ev::Migrate {
+                pid,
+                orig_cpu,
+                dest_cpu,
+                ..
+            } if *pid == tid && r.ts_ns > deadline => Some(if r.in_hardirq() {
+                format!("; got out when the push IPI moved it CPU{orig_cpu}->CPU{dest_cpu} (in hardirq)")
+            } else {
+                format!(
+                    "; got out when '{}' moved it CPU{orig_cpu}->CPU{dest_cpu} (not in hardirq: a pull or wake-up placement)",
+                    t.comm(r.pid)
+                )
+            }),
+            Ev::Switch {
+                prev_pid,
+                prev_state,
+                next_pid,
+                ..
+            } if *next_pid == tid => Some(format!(
+                "; got out when '{}' {} and it ran again on CPU{}",
+                t.comm(*prev_pid),
+                if prev_state.starts_with('R') {
+                    "was preempted"
+                } else {
+                    "slept"
+                },
+                r.cpu
+            )),
+            _ => None,
+        });
+    let back_in = after.iter().find_map(|r| match &r.ev {
+        Ev::Switch { next_pid, .. } if *next_pid == tid => Some(r.ts_ns),
+        _ => None,
+    });
+    match out {
+        Some(o) => s.push_str(&o),
+        None => s.push_str("; still off CPU when the capture ended"),
+    }
+    (s, back_in.map(|b| b - at.ts_ns))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::instruments::parse::parse_text;
+
+    // render (pid 20, FIFO 10) holds the lock on CPU1; hog (pid 30, FIFO 99) preempts it;
+    // live.1 (pid 11) blocks and boosts render to FIFO 60.
+    const STUCK: &str = "\
+ render-20 [001] d..2. 10.000000: sched_switch: prev_comm=fx-render prev_pid=20 prev_prio=89 prev_state=R+ ==> next_comm=hog next_pid=30 next_prio=0
+ fx-live.1-11 [002] d..3. 10.002000: sched_pi_setprio: comm=fx-render pid=20 oldprio=89 newprio=39
+ hog-30 [001] d..2. 10.150000: sched_switch: prev_comm=hog prev_pid=30 prev_prio=0 prev_state=S ==> next_comm=fx-render next_pid=20 next_prio=39
+";
+    const PUSHED: &str = "\
+ render-20 [001] d..2. 10.000000: sched_switch: prev_comm=fx-render prev_pid=20 prev_prio=89 prev_state=R+ ==> next_comm=hog next_pid=30 next_prio=0
+ fx-live.1-11 [002] d..3. 10.002000: sched_pi_setprio: comm=fx-render pid=20 oldprio=89 newprio=39
+ hog-30 [001] d.h2. 10.025000: sched_migrate_task: comm=fx-render pid=20 prio=39 orig_cpu=1 dest_cpu=3
+ spare-40 [003] d..2. 10.025100: sched_switch: prev_comm=spare prev_pid=40 prev_prio=69 prev_state=R+ ==> next_comm=fx-render next_pid=20 next_prio=39
+";
+
+    fn names() -> (Vec<String>, Vec<String>, Vec<(i32, String)>) {
+        (
+            vec!["live.0".into(), "live.1".into(), "render".into()],
+            vec!["bus".into()],
+            vec![
+                (10, "live.0".into()),
+                (11, "live.1".into()),
+                (20, "render".into()),
+            ],
+        )
+    }
+
+    fn cause() -> Cause {
+        Cause {
+            worker: 1,
+            lock: Some(0),
+            holder_tid: 20,
+            wait_ns: 19_000_000,
+            since_ns: 0,
+            behind: false,
+        }
+    }
+
+    #[test]
+    fn a_holder_stuck_behind_the_hog_until_it_slept() {
+        let (w, l, t) = names();
+        let n = Names {
+            workers: &w,
+            locks: &l,
+            tids: &t,
+        };
+        let (r, _) = parse_text(STUCK);
+        let tr = Trace::new(&r);
+        let y = explain(Some(&cause()), false, 10_021_000_000, &n, Some(&tr));
+        assert_eq!(
+            y.why,
+            "'bus' holder 'render' boosted to FIFO 60 but queued on CPU1 behind 'hog' (FIFO 99); \
+             got out when 'hog' slept and it ran again on CPU1"
+        );
+        assert_eq!(y.stuck_ns, Some(150_000_000));
+        assert_eq!(y.holder.as_deref(), Some("render"));
+        assert_eq!(y.worker.as_deref(), Some("live.1"));
+        // A later miss of the same episode has the same sentence (one group).
+        let y2 = explain(Some(&cause()), false, 10_042_000_000, &n, Some(&tr));
+        assert_eq!(y2.why, y.why);
+    }
+
+    #[test]
+    fn a_holder_rescued_by_the_push_ipi() {
+        let (w, l, t) = names();
+        let n = Names {
+            workers: &w,
+            locks: &l,
+            tids: &t,
+        };
+        let (r, _) = parse_text(PUSHED);
+        let tr = Trace::new(&r);
+        let y = explain(Some(&cause()), false, 10_021_000_000, &n, Some(&tr));
+        assert_eq!(
+            y.why,
+            "'bus' holder 'render' boosted to FIFO 60 but queued on CPU1 behind 'hog' (FIFO 99); \
+             got out when the push IPI moved it CPU1->CPU3 (in hardirq)"
+        );
+        assert_eq!(y.stuck_ns, Some(25_100_000));
+    }
+
+    #[test]
+    fn without_a_trace_or_a_lock() {
+        let (w, l, t) = names();
+        let n = Names {
+            workers: &w,
+            locks: &l,
+            tids: &t,
+        };
+        let y = explain(Some(&cause()), false, 1, &n, None);
+        assert!(
+            y.why.starts_with("'bus' holder 'render' (no sched trace"),
+            "{}",
+            y.why
+        );
+        let c = Cause {
+            lock: None,
+            ..cause()
+        };
+        let y = explain(Some(&c), false, 1, &n, None);
+        assert_eq!(
+            y.why,
+            "'live.1' was still working at the deadline, with no lock wait"
+        );
+        assert!(explain(None, true, 1, &n, None).why.contains("injected"));
+    }
+}
