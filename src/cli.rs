@@ -105,6 +105,17 @@ pub struct RunArgs {
     /// Play a test signal out and check it comes back in (audio rigs).
     #[arg(long)]
     pub loopback: bool,
+    /// With --kernel and --backend jack: the driver of the jackd the guest starts:
+    /// alsa (the snd-aloop card, a real ALSA driver) or dummy (a timer, no card).
+    #[arg(long, value_enum, default_value_t = GuestJack::Alsa)]
+    pub guest_jack: GuestJack,
+}
+
+/// The JACK driver a guest's jackd runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GuestJack {
+    Alsa,
+    Dummy,
 }
 
 #[derive(Debug, Clone, Args)]

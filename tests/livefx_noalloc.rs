@@ -93,6 +93,28 @@ fn run(kind: BackendKind, device: Option<String>, period: u32) -> (trial::Outcom
     let rig = xrunrig::rig::load(&root_dir.join("rigs/livefx.toml")).expect("rig");
     let mut cfg = config::parse(&rig).expect("livefx table");
     cfg.duration_ns = 3_000_000_000;
+    // The render-ahead kind of livefx-push-ipi.toml too: a worker on a CPU mask that
+    // the callback does not wait for, contending for the bus (the path that publishes
+    // the holder and records lock holds).
+    let bus = cfg.workers[0]
+        .plugins
+        .iter()
+        .find_map(|p| p.lock)
+        .expect("a plugin with a lock");
+    cfg.workers.push(config::WorkerCfg {
+        name: "render".into(),
+        priority: 10,
+        cpus: xrunrig::sys::online_cpus(),
+        waited: false,
+        plugins: vec![
+            config::PluginCfg {
+                work_ns: 400_000,
+                jitter_ns: 0,
+                lock: Some(bus),
+            };
+            4
+        ],
+    });
     assert!(
         !cfg.workers.is_empty()
             && cfg
@@ -159,8 +181,8 @@ fn clock_rt_path_allocates_nothing() {
     assert!(o.stats.cycles > 400, "cycles: {}", o.stats.cycles);
     assert!(o.stats.injected > 5 && o.stats.misses >= o.stats.injected);
     assert_eq!(
-        entered, 3,
-        "the callback and both workers entered their RT loops"
+        entered, 4,
+        "the callback, both workers and render entered their RT loops"
     );
     assert_eq!(allocs, 0, "allocations on RT threads during the run");
 }
@@ -178,8 +200,8 @@ fn jack_rt_path_allocates_nothing() {
     assert!(o.stats.cycles > 400, "cycles: {}", o.stats.cycles);
     assert!(o.xruns > 0, "injected overruns show as JACK xruns");
     assert_eq!(
-        entered, 3,
-        "JACK's process thread and both workers entered their RT loops"
+        entered, 4,
+        "JACK's process thread, both workers and render entered their RT loops"
     );
     assert_eq!(allocs, 0, "allocations on RT threads during the run");
 }

@@ -9,6 +9,15 @@ use crate::load::trials::TrialsData;
 use crate::report::{Ctx, safe};
 use std::io::{BufRead, Write};
 
+/// export/events.csv: the original columns first, then the newer writers' (empty when
+/// the events do not carry them): clocks, the lock a missing worker waited for, the
+/// cause, and the hog burst (a miss's burst, or a burst's own index; a burst's holder
+/// caught, its lock and its misses).
+pub const EVENTS_CSV_HEAD: [&str; 18] = [
+    "setting", "variant", "trial", "kind", "cycle", "t_s", "usecs", "mono_s", "wall", "worker",
+    "lock", "holder", "wait_us", "why", "stuck_ms", "burst", "caught", "misses",
+];
+
 /// Up to this many cycles, the raw cycles are also written as CSV.
 pub const CYCLES_CSV_LIMIT: u64 = 1_000_000;
 /// cyclictest's -h: rows 0..LIMIT, the rest counted as overflows.
@@ -231,14 +240,21 @@ pub fn livefx(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<(), String
             .map_err(|e| format!("cannot write {}: {e}", out_path.display()))?;
         let mut w = std::io::BufWriter::new(f);
         let io = |e: std::io::Error| format!("cannot write {}: {e}", out_path.display());
-        w.write_all(b"setting,variant,trial,kind,cycle,t_s,usecs\n")
+        w.write_all(&line(&EVENTS_CSV_HEAD.map(String::from)).into_bytes())
             .map_err(io)?;
+        // Names and sentences pass through the redactor, like setting and variant.
+        let text = |s: Option<String>| s.map_or(String::new(), |s| ctx.red.apply(&s));
         let r = std::io::BufReader::new(std::fs::File::open(&ev).map_err(|e| e.to_string())?);
         for l in r.lines() {
             let l = l.map_err(|e| e.to_string())?;
             let Ok(e) = serde_json::from_str::<crate::load::events::Event>(&l) else {
                 continue;
             };
+            // A burst's own index, so misses join to their burst on this column.
+            let burst = e
+                .burst
+                .or(e.index.filter(|_| e.kind == crate::load::events::BURST))
+                .map_or(String::new(), |b| b.to_string());
             let row = line(&[
                 ctx.red.apply(&e.setting),
                 ctx.red.apply(&e.variant),
@@ -247,6 +263,17 @@ pub fn livefx(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<(), String
                 e.cycle.map_or(String::new(), |c| c.to_string()),
                 e.t_s.map_or(String::new(), |t| t.to_string()),
                 e.usecs.map_or(String::new(), |u| u.to_string()),
+                e.mono_s.map_or(String::new(), |t| t.to_string()),
+                e.wall.unwrap_or_default(),
+                text(e.worker),
+                text(e.lock),
+                text(e.holder),
+                e.wait_us.map_or(String::new(), |u| u.to_string()),
+                text(e.why),
+                e.stuck_ms.map_or(String::new(), |m| m.to_string()),
+                burst,
+                text(e.caught),
+                e.misses.map_or(String::new(), |m| m.to_string()),
             ]);
             w.write_all(row.as_bytes()).map_err(io)?;
         }

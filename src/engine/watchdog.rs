@@ -60,9 +60,7 @@ impl Watchdog {
                             unsafe { libc::_exit(124) };
                         }
                     }
-                    // 10 wake-ups a second: with no CPU free for it, each FIFO 99 wake-up
-                    // preempts a rig thread, so few and short.
-                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    std::thread::sleep(std::time::Duration::from_millis(20));
                 }
             })
             .expect("spawn watchdog");

@@ -102,7 +102,8 @@ pub fn init_script(command: &[String], lib_dirs: &[String]) -> String {
     format!(
         r#"#!/bin/busybox sh
 /bin/busybox --install -s /bin
-export PATH=/bin:/usr/bin:/sbin:/usr/sbin HOME=/root LD_LIBRARY_PATH={libs}
+# The console is a terminal, but the host reads it by lines: no live progress line.
+export PATH=/bin:/usr/bin:/sbin:/usr/sbin HOME=/root LD_LIBRARY_PATH={libs} XRUNRIG_NO_PROGRESS=1
 mkdir -p /proc /sys /dev /tmp /run /root /var/lib/xrunrig /results/x
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys

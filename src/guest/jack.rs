@@ -5,6 +5,7 @@
 //! `system:capture_N` (what the loopback check wires up).
 
 use super::initramfs::shell_line;
+pub use crate::cli::GuestJack;
 
 /// Server name used when `--device` names none.
 pub const SERVER: &str = "xrunrig";
@@ -21,34 +22,25 @@ pub struct Server {
     /// The rig's callback priority: the client's process thread runs at the
     /// server's priority − 5, so the server gets this + 5.
     pub callback_priority: i32,
+    pub driver: GuestJack,
 }
 
 impl Server {
     pub fn jackd_args(&self) -> Vec<String> {
-        let prio = (self.callback_priority + 5).clamp(10, 95);
-        [
-            "jackd",
-            "-n",
-            &self.name,
-            "-R",
-            "-P",
-            &prio.to_string(),
-            "-d",
-            "alsa",
-            "-P",
-            PLAYBACK,
-            "-C",
-            CAPTURE,
-            "-r",
-            &self.rate.to_string(),
-            "-p",
-            &self.period.to_string(),
-            "-n",
-            &self.nperiods.to_string(),
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
+        let prio = (self.callback_priority + 5).clamp(10, 95).to_string();
+        let (rate, period) = (self.rate.to_string(), self.period.to_string());
+        let mut a = vec!["jackd", "-n", &self.name, "-R", "-P", &prio];
+        match self.driver {
+            GuestJack::Alsa => a.extend(["-d", "alsa", "-P", PLAYBACK, "-C", CAPTURE]),
+            // Two ports each way, so the loopback check's system:playback_1 exists.
+            GuestJack::Dummy => a.extend(["-d", "dummy", "-P", "2", "-C", "2"]),
+        }
+        a.extend(["-r", &rate, "-p", &period]);
+        let n = self.nperiods.to_string();
+        if self.driver == GuestJack::Alsa {
+            a.extend(["-n", &n]);
+        }
+        a.iter().map(|s| s.to_string()).collect()
     }
 
     /// `/bin/sh -c SCRIPT` running `command` against this server: its exit code is
@@ -85,6 +77,7 @@ mod tests {
             period: 128,
             nperiods: 2,
             callback_priority: 70,
+            driver: GuestJack::Alsa,
         }
     }
 
@@ -95,6 +88,14 @@ mod tests {
             a,
             "jackd -n xrunrig -R -P 75 -d alsa -P hw:Loopback,0 -C hw:Loopback,1 \
              -r 48000 -p 128 -n 2"
+        );
+        let d = Server {
+            driver: GuestJack::Dummy,
+            ..server()
+        };
+        assert_eq!(
+            d.jackd_args().join(" "),
+            "jackd -n xrunrig -R -P 75 -d dummy -P 2 -C 2 -r 48000 -p 128"
         );
     }
 

@@ -194,6 +194,7 @@ pub fn plan(a: &RunArgs) -> Result<HostPlan, String> {
                 period: a.period.unwrap_or(cfg.period),
                 nperiods: cfg.nperiods,
                 callback_priority: cfg.callback_priority,
+                driver: a.guest_jack,
             };
             command = server.wrap(&command);
         }

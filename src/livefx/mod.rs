@@ -95,8 +95,9 @@ pub fn resolve(
         inject_every: a.inject_every.unwrap_or(cfg.inject_every),
         inject_factor,
         loopback,
-        // SAFETY: isatty only reads the fd's state.
-        progress: unsafe { libc::isatty(2) == 1 },
+        // Not in a guest: its serial console is a terminal, but the host reads it by lines.
+        progress: std::io::IsTerminal::is_terminal(&std::io::stderr())
+            && std::env::var_os("XRUNRIG_NO_PROGRESS").is_none(),
     })
 }
 

@@ -36,7 +36,7 @@ fn rt_mark(on: bool) {
 }
 
 /// One cycle as measured on the RT thread (all times CLOCK_MONOTONIC ns).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rec {
     pub index: u64,
     pub start_ns: u64,
@@ -58,8 +58,33 @@ pub struct Rec {
     pub lock_wait_ns: u64,
     /// When that wait began (CLOCK_MONOTONIC ns, 0: no wait).
     pub lock_since_ns: u64,
-    /// The worker had not started this cycle: still busy with an earlier one.
-    pub cause_behind: bool,
+    /// The worker had not started this cycle: 1 = it had finished the previous one and
+    /// was not awake yet, 2 = it was still busy with an earlier one; 0 = it had started.
+    pub cause_behind: u8,
+}
+
+impl Default for Rec {
+    /// A cycle with nothing to blame: no cause worker.
+    fn default() -> Rec {
+        Rec {
+            index: 0,
+            start_ns: 0,
+            wake_ns: 0,
+            end_ns: 0,
+            deadline_ns: 0,
+            flags: 0,
+            last_worker: 0,
+            max_wake_ns: 0,
+            xruns: 0,
+            injected_ns: 0,
+            cause_worker: NO_WORKER,
+            cause_lock: 0,
+            holder_tid: 0,
+            lock_wait_ns: 0,
+            lock_since_ns: 0,
+            cause_behind: 0,
+        }
+    }
 }
 
 /// One hold of a lock by a worker: which bursts of background load caught a holder.
@@ -454,6 +479,19 @@ impl LivefxProcess {
     }
 }
 
+/// Where a worker that has not reported cycle `seq` stands: see `Rec::cause_behind`.
+#[inline]
+fn behind_of(s: &Slot, seq: u32) -> u8 {
+    let started = s.started.load(Ordering::Acquire);
+    if started == seq {
+        0
+    } else if s.seq.load(Ordering::Acquire) == started {
+        1
+    } else {
+        2
+    }
+}
+
 /// Whether cycle `index` gets the injected overrun: every Nth, never the first.
 #[inline]
 pub fn injected(index: u64, every: u64) -> bool {
@@ -525,7 +563,7 @@ impl Process for LivefxProcess {
         }
         let end = now_ns();
         let (mut cw, mut cl, mut ch, mut cwait) = (NO_WORKER, 0u32, 0i32, 0u64);
-        let (mut csince, mut behind) = (0u64, false);
+        let (mut csince, mut behind) = (0u64, 0u8);
         if end > c.deadline_ns || !all {
             flags |= FLAG_MISS;
             // The worker the cycle waited for: one still at work (blocked on a lock if
@@ -538,12 +576,12 @@ impl Process for LivefxProcess {
                         (cw, cl) = (i.min(254) as u8, wl);
                         ch = s.wait_holder.load(Ordering::Relaxed);
                         (cwait, csince) = (end.saturating_sub(since), since);
-                        behind = s.started.load(Ordering::Acquire) != seq;
+                        behind = behind_of(s, seq);
                         break;
                     }
                     if cw == NO_WORKER {
                         cw = i.min(254) as u8;
-                        behind = s.started.load(Ordering::Acquire) != seq;
+                        behind = behind_of(s, seq);
                     }
                 }
             }
@@ -605,20 +643,25 @@ mod tests {
         assert!(thread_cpu_ns() - c0 >= 5_000_000);
     }
 
-    #[test]
-    fn callback_waits_for_workers_and_records_them() {
-        let _g = crate::engine::test_lock();
-        let cfg = WorkerCfg {
+    /// A waited FIFO 10 worker with one plugin of `work_ns` under lock 0.
+    fn locked_worker(work_ns: u64) -> WorkerCfg {
+        WorkerCfg {
             name: "w".into(),
             priority: 10,
             cpus: vec![],
             waited: true,
             plugins: vec![PluginCfg {
-                work_ns: 200_000,
+                work_ns,
                 jitter_ns: 0,
                 lock: Some(0),
             }],
-        };
+        }
+    }
+
+    #[test]
+    fn callback_waits_for_workers_and_records_them() {
+        let _g = crate::engine::test_lock();
+        let cfg = locked_worker(200_000);
         if !crate::sys::is_root() {
             eprintln!("skipped: SCHED_FIFO needs root");
             return;
@@ -689,19 +732,8 @@ mod tests {
             crate::sys::is_root(),
             "SCHED_FIFO workers: run the tests as root"
         );
-        let cfg = WorkerCfg {
-            name: "w".into(),
-            priority: 10,
-            cpus: vec![],
-            waited: true,
-            plugins: vec![PluginCfg {
-                work_ns: 100_000,
-                jitter_ns: 0,
-                lock: Some(0),
-            }],
-        };
         let sh = Shared::new(&[true], &[Protocol::Inherit]).unwrap();
-        let (w, _holds) = Workers::start(sh.clone(), &[cfg]).unwrap();
+        let (w, _holds) = Workers::start(sh.clone(), &[locked_worker(100_000)]).unwrap();
         let (tx, mut rx) = rtrb::RingBuffer::new(8);
         let mut p = LivefxProcess::new(
             sh.clone(),

@@ -91,10 +91,10 @@ pub fn explain(
     w.worker = names.workers.get(c.worker).cloned();
     let worker = w.worker.clone().unwrap_or_else(|| format!("#{}", c.worker));
     let Some(lock) = c.lock.and_then(|l| names.locks.get(l)).cloned() else {
-        w.why = if c.behind {
-            format!("'{worker}' had not started the cycle: still busy with an earlier one")
-        } else {
-            format!("'{worker}' was still working at the deadline, with no lock wait")
+        w.why = match c.behind {
+            0 => format!("'{worker}' was still working at the deadline, with no lock wait"),
+            1 => format!("'{worker}' had not woken up for the cycle by the deadline"),
+            _ => format!("'{worker}' had not started the cycle: still busy with an earlier one"),
         };
         return w;
     };
@@ -272,6 +272,14 @@ mod tests {
         )
     }
 
+    fn as_names<'a>(w: &'a [String], l: &'a [String], t: &'a [(i32, String)]) -> Names<'a> {
+        Names {
+            workers: w,
+            locks: l,
+            tids: t,
+        }
+    }
+
     fn cause() -> Cause {
         Cause {
             worker: 1,
@@ -279,18 +287,14 @@ mod tests {
             holder_tid: 20,
             wait_ns: 19_000_000,
             since_ns: 0,
-            behind: false,
+            behind: 0,
         }
     }
 
     #[test]
     fn a_holder_stuck_behind_the_hog_until_it_slept() {
         let (w, l, t) = names();
-        let n = Names {
-            workers: &w,
-            locks: &l,
-            tids: &t,
-        };
+        let n = as_names(&w, &l, &t);
         let (r, _) = parse_text(STUCK);
         let tr = Trace::new(&r);
         let y = explain(Some(&cause()), false, 10_021_000_000, &n, Some(&tr));
@@ -310,11 +314,7 @@ mod tests {
     #[test]
     fn a_holder_rescued_by_the_push_ipi() {
         let (w, l, t) = names();
-        let n = Names {
-            workers: &w,
-            locks: &l,
-            tids: &t,
-        };
+        let n = as_names(&w, &l, &t);
         let (r, _) = parse_text(PUSHED);
         let tr = Trace::new(&r);
         let y = explain(Some(&cause()), false, 10_021_000_000, &n, Some(&tr));
@@ -329,11 +329,7 @@ mod tests {
     #[test]
     fn without_a_trace_or_a_lock() {
         let (w, l, t) = names();
-        let n = Names {
-            workers: &w,
-            locks: &l,
-            tids: &t,
-        };
+        let n = as_names(&w, &l, &t);
         let y = explain(Some(&cause()), false, 1, &n, None);
         assert!(
             y.why.starts_with("'bus' holder 'render' (no sched trace"),
@@ -349,6 +345,10 @@ mod tests {
             y.why,
             "'live.1' was still working at the deadline, with no lock wait"
         );
+        let y = explain(Some(&Cause { behind: 1, ..c }), false, 1, &n, None);
+        assert_eq!(y.why, "'live.1' had not woken up for the cycle by the deadline");
+        let y = explain(Some(&Cause { behind: 2, ..c }), false, 1, &n, None);
+        assert!(y.why.contains("still busy with an earlier one"), "{}", y.why);
         assert!(explain(None, true, 1, &n, None).why.contains("injected"));
     }
 }

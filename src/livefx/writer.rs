@@ -68,8 +68,9 @@ pub struct Cause {
     pub wait_ns: u64,
     /// When the wait began (CLOCK_MONOTONIC ns).
     pub since_ns: u64,
-    /// The worker had not started the missed cycle: still busy with an earlier one.
-    pub behind: bool,
+    /// The worker had not started the missed cycle: 1 = not awake yet after finishing
+    /// the one before, 2 = still busy with an earlier one.
+    pub behind: u8,
 }
 
 impl Cause {
@@ -451,7 +452,7 @@ mod tests {
                 holder_tid: 77,
                 wait_ns: 9000,
                 since_ns: 0,
-                behind: false
+                behind: 0
             })
         );
     }

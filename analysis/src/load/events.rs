@@ -2,6 +2,7 @@
 //! Streamed twice (extent, then bins) into a fixed number of time bins per lane, so a
 //! run with millions of events plots from a few kilobytes.
 
+use super::json::lenient;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -28,6 +29,59 @@ pub struct Event {
     pub cycle: Option<u64>,
     pub t_s: Option<f64>,
     pub usecs: Option<f64>,
+    /// Newer writers, on every event: CLOCK_MONOTONIC seconds (the kernel trace's
+    /// clock) and UTC wall time, to find the event in a trace or a system log.
+    #[serde(deserialize_with = "lenient::number")]
+    pub mono_s: Option<f64>,
+    #[serde(deserialize_with = "lenient::text")]
+    pub wall: Option<String>,
+    /// On "deadline_miss": the waited worker that finished last (or never), the lock
+    /// it waited for, who held it, for how long it waited, the cause in one sentence
+    /// (identical for identical causes), how long the holder was kept off a CPU, and
+    /// the index of the hog burst it falls in.
+    #[serde(deserialize_with = "lenient::text")]
+    pub worker: Option<String>,
+    #[serde(deserialize_with = "lenient::text")]
+    pub lock: Option<String>,
+    #[serde(deserialize_with = "lenient::text")]
+    pub holder: Option<String>,
+    #[serde(deserialize_with = "lenient::number")]
+    pub wait_us: Option<f64>,
+    #[serde(deserialize_with = "lenient::text")]
+    pub why: Option<String>,
+    #[serde(deserialize_with = "lenient::number")]
+    pub stuck_ms: Option<f64>,
+    #[serde(deserialize_with = "lenient::count")]
+    pub burst: Option<u64>,
+    /// On "burst" (t_s its start, usecs its length): the lock holder it caught at its
+    /// start (and "lock", the lock it held) and the misses attributed to it.
+    #[serde(deserialize_with = "lenient::text")]
+    pub caught: Option<String>,
+    #[serde(deserialize_with = "lenient::count")]
+    pub misses: Option<u64>,
+    /// On "burst": its index in the trial, the one its misses give as "burst".
+    #[serde(deserialize_with = "lenient::count")]
+    pub index: Option<u64>,
+}
+
+/// A hog burst (kind "burst"): not a dropout, drawn as a span behind them.
+pub const BURST: &str = "burst";
+
+/// Shading of a time bin: no burst, a burst, a burst that caught the lock holder.
+pub const SHADE_NONE: u8 = 0;
+pub const SHADE_BURST: u8 = 1;
+pub const SHADE_CAUGHT: u8 = 2;
+
+impl Event {
+    /// When it ended, for a burst; when it happened, for the rest.
+    pub fn t_end(&self) -> f64 {
+        let t = self.t_s.unwrap_or(0.0);
+        if self.kind == BURST {
+            t + self.usecs.unwrap_or(0.0).max(0.0) / 1e6
+        } else {
+            t
+        }
+    }
 }
 
 pub fn kind_index(k: &str) -> Option<usize> {
@@ -46,6 +100,11 @@ pub struct Timeline {
     /// The first few events that were not injected on purpose, for the report.
     pub first: Vec<Event>,
     pub bad_lines: usize,
+    /// shade[lane][bin]: SHADE_* of the hog bursts that overlap the bin (the stronger
+    /// wins). Empty when events.jsonl has no bursts.
+    pub shade: Vec<Vec<u8>>,
+    /// Hog bursts per (setting, variant): (all, those that caught the lock holder).
+    pub bursts: BTreeMap<(String, String), (u64, u64)>,
 }
 
 impl Timeline {
@@ -55,6 +114,12 @@ impl Timeline {
     }
     pub fn bin_width(&self) -> f64 {
         (self.t_max / BINS as f64).max(1e-9)
+    }
+    /// (all bursts, bursts that caught the lock holder) over the run.
+    pub fn burst_total(&self) -> (u64, u64) {
+        self.bursts
+            .values()
+            .fold((0, 0), |(a, c), (x, y)| (a + x, c + y))
     }
 }
 
@@ -98,7 +163,16 @@ pub fn load(
         if !lanes.contains(&key) {
             lanes.push(key);
         }
-        tl.t_max = tl.t_max.max(e.t_s.unwrap_or(0.0));
+        tl.t_max = tl.t_max.max(e.t_end());
+        if e.kind == BURST {
+            let b = tl
+                .bursts
+                .entry((e.setting.clone(), e.variant.clone()))
+                .or_insert((0, 0));
+            b.0 += 1;
+            b.1 += u64::from(e.caught.is_some());
+            return;
+        }
         let tot = tl
             .totals
             .entry((e.setting.clone(), e.variant.clone()))
@@ -132,18 +206,33 @@ pub fn load(
     };
     tl.counts = vec![vec![vec![0u32; BINS]; KINDS.len()]; lanes.len()];
     let width = tl.bin_width();
+    if !tl.bursts.is_empty() {
+        tl.shade = vec![vec![SHADE_NONE; BINS]; lanes.len()];
+    }
     let merged = lanes.first().is_some_and(|l| l.2.is_none());
+    let bin = |t: f64| ((t.max(0.0) / width) as usize).min(BINS - 1);
     each_event(path, |e| {
-        let Some(k) = kind_index(&e.kind) else { return };
         let trial = if merged { None } else { e.trial };
-        let Some(li) = lanes
-            .iter()
-            .position(|l| l.0 == e.setting && l.1 == e.variant && l.2 == trial)
-        else {
-            return;
+        let lane = || {
+            lanes
+                .iter()
+                .position(|l| l.0 == e.setting && l.1 == e.variant && l.2 == trial)
         };
-        let b = ((e.t_s.unwrap_or(0.0) / width) as usize).min(BINS - 1);
-        tl.counts[li][k][b] += 1;
+        if e.kind == BURST {
+            let Some(li) = lane() else { return };
+            let level = if e.caught.is_some() {
+                SHADE_CAUGHT
+            } else {
+                SHADE_BURST
+            };
+            for s in &mut tl.shade[li][bin(e.t_s.unwrap_or(0.0))..=bin(e.t_end())] {
+                *s = (*s).max(level);
+            }
+            return;
+        }
+        let Some(k) = kind_index(&e.kind) else { return };
+        let Some(li) = lane() else { return };
+        tl.counts[li][k][bin(e.t_s.unwrap_or(0.0))] += 1;
     })?;
     tl.lanes = lanes;
     Ok(tl)
@@ -177,6 +266,60 @@ mod tests {
         assert_eq!(sum, 10);
         assert_eq!(tl.counts[1][0].iter().sum::<u32>(), 1);
         assert_eq!(tl.first.len(), 10);
+        assert!(tl.shade.is_empty() && tl.bursts.is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn bursts_shade_their_bins_and_are_not_events() {
+        let dir = std::env::temp_dir().join(format!("analysis-bursts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("events.jsonl");
+        // 60 s trials: 0.1 s bins. A caught burst 10.0-10.5 s, a plain one 30.0-30.25 s
+        // (its index and count written as floats), a miss in the first.
+        let s = [
+            r#"{"setting":"A","variant":"v","trial":0,"kind":"burst","cycle":null,"t_s":10.0,"usecs":500000,"caught":"render","lock":"bus","misses":1}"#,
+            r#"{"setting":"A","variant":"v","trial":0,"kind":"deadline_miss","cycle":3750,"t_s":10.2,"usecs":900,"mono_s":812.25,"wall":"2026-11-30T13:50:01.123456Z","worker":"fx.1","lock":"bus","holder":"render","wait_us":41000.5,"why":"held","stuck_ms":38.5,"burst":0.0}"#,
+            r#"{"setting":"A","variant":"v","trial":1,"kind":"burst","cycle":null,"t_s":30.0,"usecs":250000,"caught":null,"lock":null,"misses":0.0}"#,
+        ]
+        .join("\n");
+        std::fs::write(&p, s).unwrap();
+        let tl = load(&p, 59.994, &[]).unwrap();
+        assert_eq!(tl.bad_lines, 0);
+        assert_eq!(tl.lanes.len(), 2);
+        assert_eq!(tl.total("deadline_miss"), 1);
+        assert_eq!(tl.bursts[&("A".to_string(), "v".to_string())], (2, 1));
+        assert_eq!(tl.burst_total(), (2, 1));
+        // Only the miss is a first event, with its lock and cause.
+        assert_eq!(tl.first.len(), 1);
+        let m = &tl.first[0];
+        assert_eq!(m.kind, "deadline_miss");
+        assert_eq!(m.mono_s, Some(812.25));
+        assert_eq!(m.wall.as_deref(), Some("2026-11-30T13:50:01.123456Z"));
+        assert_eq!(
+            (m.worker.as_deref(), m.lock.as_deref(), m.holder.as_deref()),
+            (Some("fx.1"), Some("bus"), Some("render"))
+        );
+        assert_eq!(
+            (m.wait_us, m.stuck_ms, m.burst),
+            (Some(41000.5), Some(38.5), Some(0))
+        );
+        assert_eq!(m.why.as_deref(), Some("held"));
+        let w = tl.bin_width();
+        let shaded = |lane: usize, level: u8| -> Vec<usize> {
+            (0..BINS).filter(|b| tl.shade[lane][*b] == level).collect()
+        };
+        let caught = shaded(0, SHADE_CAUGHT);
+        assert_eq!(caught.first().copied(), Some((10.0 / w) as usize));
+        assert_eq!(caught.last().copied(), Some((10.5 / w) as usize));
+        assert!(shaded(0, SHADE_BURST).is_empty());
+        let plain = shaded(1, SHADE_BURST);
+        assert_eq!(plain.first().copied(), Some((30.0 / w) as usize));
+        assert_eq!(plain.last().copied(), Some((30.25 / w) as usize));
+        assert!(shaded(1, SHADE_CAUGHT).is_empty());
+        // The miss sits inside the caught burst's bins.
+        let mb = (0..BINS).find(|b| tl.counts[0][1][*b] > 0).unwrap();
+        assert!(caught.contains(&mb));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -3,8 +3,9 @@
 
 use super::cycles::{self, CycleStats};
 use super::events::{self, Timeline};
-use super::json::{f64_at, str_at, str_or, u64_at};
+use super::json::{f64_at, lenient, str_at, str_or, u64_at};
 use crate::hist::LogHist;
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -43,6 +44,59 @@ pub struct LRow {
     pub callback_us: Pcts,
     pub lateness_us: Pcts,
     pub wake_us: Pcts,
+    /// Rigs with a bursting hog (livefx-push-ipi): bursts, misses in them, and causes.
+    pub bursts: RowBursts,
+}
+
+/// The hog-burst fields of a summary row; all absent in older results and in rigs
+/// without bursts.
+#[derive(Deserialize, Debug, Clone, Default, PartialEq)]
+#[serde(default)]
+pub struct RowBursts {
+    #[serde(deserialize_with = "lenient::count")]
+    pub bursts: Option<u64>,
+    /// Bursts that started while a lock holder sat on the hog's CPU.
+    #[serde(deserialize_with = "lenient::count")]
+    pub bursts_caught: Option<u64>,
+    /// Of those, the ones with at least one deadline miss.
+    #[serde(deserialize_with = "lenient::count")]
+    pub bursts_caught_missed: Option<u64>,
+    /// All bursts with at least one deadline miss.
+    #[serde(deserialize_with = "lenient::count")]
+    pub bursts_missed: Option<u64>,
+    #[serde(deserialize_with = "lenient::count")]
+    pub misses_in_bursts: Option<u64>,
+    #[serde(deserialize_with = "lenient::number")]
+    pub misses_per_min: Option<f64>,
+    /// 95 % interval of misses_per_min.
+    #[serde(deserialize_with = "lenient::range")]
+    pub misses_per_min_ci95: Option<(f64, f64)>,
+    /// The misses grouped by cause, most frequent first.
+    pub why: Option<Vec<Cause>>,
+}
+
+/// One cause of deadline misses and how often it struck.
+#[derive(Deserialize, Debug, Clone, Default, PartialEq)]
+#[serde(default)]
+pub struct Cause {
+    #[serde(deserialize_with = "lenient::text")]
+    pub cause: Option<String>,
+    #[serde(deserialize_with = "lenient::count")]
+    pub count: Option<u64>,
+    /// [min, max] ms the lock holder was kept off a CPU (from the trace).
+    #[serde(deserialize_with = "lenient::range")]
+    pub stuck_ms: Option<(f64, f64)>,
+    /// [min, max] ms the worker waited for the lock.
+    #[serde(deserialize_with = "lenient::range")]
+    pub wait_ms: Option<(f64, f64)>,
+}
+
+impl RowBursts {
+    /// The typed fields of one summary row; Err when they are there but unreadable
+    /// (e.g. "why" not an array of objects).
+    pub fn parse(row: &Value) -> Result<RowBursts, String> {
+        RowBursts::deserialize(row).map_err(|e| e.to_string())
+    }
 }
 
 impl LRow {
@@ -132,7 +186,16 @@ fn pcts(v: &Value, key: &str) -> Pcts {
 }
 
 pub fn parse_row(v: &Value) -> LRow {
-    LRow {
+    parse_row_checked(v).0
+}
+
+/// The row, and what was wrong with its burst fields when they could not be read.
+pub fn parse_row_checked(v: &Value) -> (LRow, Option<String>) {
+    let (bursts, err) = match RowBursts::parse(v) {
+        Ok(b) => (b, None),
+        Err(e) => (RowBursts::default(), Some(e)),
+    };
+    let row = LRow {
         setting: str_or(v, "setting", "-"),
         variant: str_or(v, "variant", "default"),
         backend: str_or(v, "backend", "?"),
@@ -155,7 +218,9 @@ pub fn parse_row(v: &Value) -> LRow {
         callback_us: pcts(v, "callback_us"),
         lateness_us: pcts(v, "lateness_us"),
         wake_us: pcts(v, "wake_us"),
-    }
+        bursts,
+    };
+    (row, err)
 }
 
 fn parse_trial(v: &Value) -> LTrial {
@@ -268,11 +333,22 @@ fn hist_from_json(buckets: &Value) -> LogHist {
 }
 
 pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<LivefxData, String> {
-    let rows: Vec<LRow> = summary
+    let mut rows: Vec<LRow> = Vec::new();
+    for v in summary
         .get("rows")
         .and_then(|r| r.as_array())
-        .map(|a| a.iter().map(parse_row).collect())
-        .unwrap_or_default();
+        .into_iter()
+        .flatten()
+    {
+        let (r, err) = parse_row_checked(v);
+        if let Some(e) = err {
+            warnings.push(format!(
+                "{}/{}: the hog-burst fields of summary.json are unreadable ({e}); left out",
+                r.setting, r.variant
+            ));
+        }
+        rows.push(r);
+    }
     let trials: Vec<LTrial> = summary
         .get("trials")
         .and_then(|r| r.as_array())
@@ -392,5 +468,45 @@ mod tests {
         assert_eq!(r.callback_us.p50, Some(1.0));
         assert_eq!(r.callback_us.p99, None);
         assert!((r.period_us().unwrap() - 2666.666).abs() < 0.01);
+        assert_eq!(r.bursts, RowBursts::default());
+    }
+
+    #[test]
+    fn rows_read_burst_fields_and_causes() {
+        let v: Value = serde_json::from_str(
+            r#"{"setting":"S","variant":"v","bursts":40,"bursts_caught":11.0,
+                "bursts_caught_missed":9,"bursts_missed":10,"misses_in_bursts":14,
+                "misses_per_min":4.1,"misses_per_min_ci95":[5.6,2.9],
+                "why":[{"cause":"c1","count":14,"stuck_ms":[31,118],"wait_ms":null},
+                       {"cause":"c2","count":1,"stuck_ms":null,"wait_ms":[0.5,0.9],"x":1}]}"#,
+        )
+        .unwrap();
+        let (r, err) = parse_row_checked(&v);
+        assert_eq!(err, None);
+        let b = &r.bursts;
+        assert_eq!(
+            (
+                b.bursts,
+                b.bursts_caught,
+                b.bursts_caught_missed,
+                b.bursts_missed
+            ),
+            (Some(40), Some(11), Some(9), Some(10))
+        );
+        assert_eq!(b.misses_in_bursts, Some(14));
+        assert_eq!(b.misses_per_min, Some(4.1));
+        assert_eq!(b.misses_per_min_ci95, Some((2.9, 5.6)));
+        let why = b.why.as_ref().unwrap();
+        assert_eq!(why.len(), 2);
+        assert_eq!(why[0].cause.as_deref(), Some("c1"));
+        assert_eq!(why[0].stuck_ms, Some((31.0, 118.0)));
+        assert_eq!(why[1].count, Some(1));
+        assert_eq!((why[1].stuck_ms, why[1].wait_ms), (None, Some((0.5, 0.9))));
+        // A "why" that is not a list: the row still reads, the fault is told.
+        let v: Value = serde_json::from_str(r#"{"setting":"S","cycles":5,"why":"oops"}"#).unwrap();
+        let (r, err) = parse_row_checked(&v);
+        assert_eq!(r.cycles, 5);
+        assert_eq!(r.bursts, RowBursts::default());
+        assert!(err.is_some_and(|e| e.contains("invalid type")));
     }
 }

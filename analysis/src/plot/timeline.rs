@@ -2,9 +2,10 @@
 //! time along x, a tick per time bin that saw events, coloured by kind.
 
 use super::{FONT, Plot, er, title_style};
-use crate::load::events::{KINDS, Timeline};
+use crate::load::events::{KINDS, SHADE_BURST, SHADE_CAUGHT, Timeline};
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 pub struct TimelinePlot<'a> {
     pub title: String,
@@ -20,6 +21,15 @@ pub fn kind_color(k: usize) -> RGBColor {
         "injected" => RGBColor(150, 150, 150),
         "discontinuity" => RGBColor(148, 103, 189),
         _ => RGBColor(0, 0, 0),
+    }
+}
+
+/// Hog bursts: light, and stronger when the burst caught the lock holder.
+pub fn shade_color(level: u8) -> RGBColor {
+    if level >= SHADE_CAUGHT {
+        RGBColor(140, 180, 224)
+    } else {
+        RGBColor(208, 224, 242)
     }
 }
 
@@ -45,11 +55,26 @@ fn slot(k: usize) -> (f64, f64) {
 
 impl Plot for TimelinePlot<'_> {
     fn size(&self) -> (u32, u32) {
-        (1200, (200 + 60 * self.tl.lanes.len() as u32).max(380))
+        let h = (200 + 60 * self.tl.lanes.len() as u32).max(380);
+        // Room for the legend below the axis when bursts are shaded.
+        let extra = if self.tl.shade.is_empty() { 0 } else { 60 };
+        (1200, h + extra)
     }
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let area = root.titled(&self.title, title_style(24)).map_err(er)?;
         let tl = self.tl;
+        // With bursts, the legend has more entries than fit over the top lane: it goes in
+        // rows of its own under the x axis, where it covers nothing.
+        let legend = legend_entries(tl);
+        let (area, strip) = if tl.shade.is_empty() {
+            (area, None)
+        } else {
+            let rows = legend_rows(&area, &legend)?;
+            let h = area.dim_in_pixel().1;
+            let (a, b) =
+                area.split_vertically(h.saturating_sub(LEGEND_ROW_H * rows.len() as u32 + 12));
+            (a, Some((b, rows)))
+        };
         let n = tl.lanes.len().max(1);
         let names: Vec<String> = tl
             .lanes
@@ -66,7 +91,11 @@ impl Plot for TimelinePlot<'_> {
             .margin(15)
             .x_label_area_size(55)
             .y_label_area_size(label_w.clamp(120, 420))
-            .build_cartesian_2d(0f64..tl.t_max, -0.5f64..n as f64 + 0.4)
+            // Headroom over the top lane for the legend, unless it sits under the axis.
+            .build_cartesian_2d(
+                0f64..tl.t_max,
+                -0.5f64..n as f64 + if strip.is_some() { -0.5 } else { 0.4 },
+            )
             .map_err(er)?;
         let lab = names.clone();
         chart
@@ -90,6 +119,31 @@ impl Plot for TimelinePlot<'_> {
             .draw()
             .map_err(er)?;
         let w = tl.bin_width();
+        // Hog bursts first, so the marks are drawn over them: one span per run of bins
+        // with the same shade.
+        for level in [SHADE_BURST, SHADE_CAUGHT] {
+            let c = shade_color(level);
+            let mut spans = Vec::new();
+            for (li, lane) in tl.shade.iter().enumerate() {
+                let y = (n - 1 - li) as f64;
+                let mut bi = 0;
+                while bi < lane.len() {
+                    if lane[bi] != level {
+                        bi += 1;
+                        continue;
+                    }
+                    let start = bi;
+                    while bi < lane.len() && lane[bi] == level {
+                        bi += 1;
+                    }
+                    spans.push(Rectangle::new(
+                        [(start as f64 * w, y - 0.45), (bi as f64 * w, y + 0.45)],
+                        c.filled(),
+                    ));
+                }
+            }
+            chart.draw_series(spans).map_err(er)?;
+        }
         for k in 0..KINDS.len() {
             let c = kind_color(k);
             let (a, b) = slot(k);
@@ -109,14 +163,15 @@ impl Plot for TimelinePlot<'_> {
             }
             let any = !marks.is_empty();
             let s = chart.draw_series(marks).map_err(er)?;
-            if any {
+            if any && strip.is_none() {
                 s.label(format!("{} ({total})", kind_label(k)))
                     .legend(move |(x, y)| {
                         Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled())
                     });
             }
         }
-        if tl.totals.values().all(|t| t.iter().all(|c| *c == 0)) {
+        let no_events = tl.totals.values().all(|t| t.iter().all(|c| *c == 0));
+        if no_events {
             chart
                 .draw_series(std::iter::once(Text::new(
                     "no xruns, deadline misses or other events",
@@ -124,7 +179,10 @@ impl Plot for TimelinePlot<'_> {
                     (FONT, 20).into_font(),
                 )))
                 .map_err(er)?;
-        } else {
+        }
+        if let Some((strip, rows)) = strip {
+            draw_legend_rows(&strip, &rows)?;
+        } else if !no_events {
             chart
                 .configure_series_labels()
                 .label_font((FONT, 15))
@@ -136,4 +194,106 @@ impl Plot for TimelinePlot<'_> {
         }
         Ok(())
     }
+}
+
+const LEGEND_ROW_H: u32 = 26;
+const LEGEND_FONT: f64 = 15.0;
+/// Swatch, gap to its text, gap to the next entry (px).
+const SWATCH: i32 = 16;
+const SWATCH_GAP: i32 = 8;
+const ENTRY_GAP: i32 = 30;
+
+/// Bursts (when shaded) and event kinds that happened, with their counts.
+fn legend_entries(tl: &Timeline) -> Vec<(RGBColor, String)> {
+    let mut out = Vec::new();
+    let (all, caught) = tl.burst_total();
+    let has = |level: u8| tl.shade.iter().any(|l| l.contains(&level));
+    if has(SHADE_BURST) {
+        out.push((
+            shade_color(SHADE_BURST),
+            format!("hog burst ({})", all - caught),
+        ));
+    }
+    if has(SHADE_CAUGHT) {
+        out.push((
+            shade_color(SHADE_CAUGHT),
+            format!("hog burst that caught the lock holder ({caught})"),
+        ));
+    }
+    for k in 0..KINDS.len() {
+        let total: u64 = tl.totals.values().map(|t| t[k]).sum();
+        if total > 0 {
+            out.push((kind_color(k), format!("{} ({total})", kind_label(k))));
+        }
+    }
+    out
+}
+
+/// The entries in rows that fit the width, each with its text width in px.
+type LegendRow = Vec<(RGBColor, String, i32)>;
+
+fn legend_rows<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    entries: &[(RGBColor, String)],
+) -> Result<Vec<LegendRow>, String> {
+    let font = TextStyle::from((FONT, LEGEND_FONT).into_font());
+    let room = area.dim_in_pixel().0 as i32 - 60;
+    let mut rows: Vec<LegendRow> = vec![vec![]];
+    let mut used = 0;
+    for (c, label) in entries {
+        let tw = area.estimate_text_size(label, &font).map_err(er)?.0 as i32;
+        let need = SWATCH + SWATCH_GAP + tw;
+        let last = rows.len() - 1;
+        if !rows[last].is_empty() && used + ENTRY_GAP + need > room {
+            rows.push(vec![]);
+            used = 0;
+        }
+        let last = rows.len() - 1;
+        if !rows[last].is_empty() {
+            used += ENTRY_GAP;
+        }
+        used += need;
+        rows[last].push((*c, label.clone(), tw));
+    }
+    Ok(rows)
+}
+
+/// Each row centred: a swatch, then its label.
+fn draw_legend_rows<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    rows: &[LegendRow],
+) -> Result<(), String> {
+    let style = TextStyle::from((FONT, LEGEND_FONT).into_font())
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    let width = area.dim_in_pixel().0 as i32;
+    for (ri, row) in rows.iter().enumerate() {
+        let y = 6 + LEGEND_ROW_H as i32 * ri as i32 + LEGEND_ROW_H as i32 / 2;
+        let total: i32 = row
+            .iter()
+            .map(|(_, _, tw)| SWATCH + SWATCH_GAP + tw)
+            .sum::<i32>()
+            + ENTRY_GAP * (row.len() as i32 - 1).max(0);
+        let mut x = ((width - total) / 2).max(0);
+        for (c, label, tw) in row {
+            area.draw(&Rectangle::new(
+                [(x, y - 7), (x + SWATCH, y + 7)],
+                ShapeStyle::from(c).filled(),
+            ))
+            .map_err(er)?;
+            area.draw(&Rectangle::new(
+                [(x, y - 7), (x + SWATCH, y + 7)],
+                RGBColor(120, 120, 120).stroke_width(1),
+            ))
+            .map_err(er)?;
+            area.draw(&Text::new(
+                label.as_str(),
+                (x + SWATCH + SWATCH_GAP, y),
+                &style,
+            ))
+            .map_err(er)?;
+            x += SWATCH + SWATCH_GAP + tw + ENTRY_GAP;
+        }
+    }
+    Ok(())
 }

@@ -5,7 +5,8 @@ use super::common::{fmt_count, fmt_dur, fmt_us};
 use super::{Ctx, safe};
 use crate::doc::Block;
 use crate::hist::LogHist;
-use crate::load::livefx::{LRow, LivefxData};
+use crate::load::events::Event;
+use crate::load::livefx::{Cause, LRow, LivefxData, RowBursts};
 use crate::plot::cdf::{Figure, Panel, PanelKind, Series, hist_ccdf, hist_cdf, hist_steps};
 use crate::plot::timeline::TimelinePlot;
 use crate::stats::{fmt_p, mann_whitney_hist, rate_p, sureness, zero_events_upper_per_hour};
@@ -165,6 +166,7 @@ pub fn tables(cs: &[Case]) -> Vec<Block> {
         ),
         counts,
     ];
+    out.extend(burst_table(cs));
     if !lrows.is_empty() {
         out.push(Block::Table {
             head: ["setting / variant", "latency", "p50", "p99", "p99.9", "max"]
@@ -174,6 +176,178 @@ pub fn tables(cs: &[Case]) -> Vec<Block> {
             rows: lrows,
             right: vec![false, false, true, true, true, true],
         });
+    }
+    out
+}
+
+/// "setting / variant", or the setting alone when every case has the same variant.
+fn case_name(c: &Case, multi_variant: bool) -> String {
+    if multi_variant {
+        format!("{} / {}", c.setting, c.variant)
+    } else {
+        c.setting.clone()
+    }
+}
+
+fn multi_variant(cs: &[Case]) -> bool {
+    cs.iter().any(|c| c.variant != cs[0].variant)
+}
+
+/// A small rate or duration with the precision its size needs: 118, 4.1, 0.35, 0.031,
+/// 0.
+pub fn fmt_small(x: f64) -> String {
+    let a = x.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 10.0 {
+        format!("{x:.0}")
+    } else if a >= 1.0 {
+        format!("{x:.1}")
+    } else if a >= 0.1 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// "31–118", or "31" when both ends print the same.
+pub fn fmt_range(lo: f64, hi: f64) -> String {
+    let (a, b) = (fmt_small(lo), fmt_small(hi));
+    if a == b { a } else { format!("{a}–{b}") }
+}
+
+/// "9/11 (82 %)"; no percentage when there is nothing to share ("0/0").
+pub fn fmt_share(k: u64, n: u64) -> String {
+    if n == 0 {
+        format!("{k}/0")
+    } else {
+        format!("{k}/{n} ({:.0} %)", 100.0 * k as f64 / n as f64)
+    }
+}
+
+/// Rigs with a bursting hog: per setting and variant, how many bursts caught the lock
+/// holder, how many of those (and of all bursts) saw a miss, and the miss rate.
+pub fn burst_table(cs: &[Case]) -> Vec<Block> {
+    let with: Vec<(&Case, &RowBursts)> = cs
+        .iter()
+        .filter_map(|c| Some((c, &c.row?.bursts)))
+        .filter(|(_, b)| b.bursts.is_some())
+        .collect();
+    if with.is_empty() {
+        return vec![];
+    }
+    let mv = multi_variant(cs);
+    let opt = |x: Option<u64>| x.map_or("-".to_string(), |x| x.to_string());
+    let share = |k: Option<u64>, n: Option<u64>| match (k, n) {
+        (Some(k), Some(n)) => fmt_share(k, n),
+        _ => "-".into(),
+    };
+    let rows = with
+        .iter()
+        .map(|(c, b)| {
+            vec![
+                case_name(c, mv),
+                opt(b.bursts),
+                opt(b.bursts_caught),
+                share(b.bursts_caught_missed, b.bursts_caught),
+                share(b.bursts_missed, b.bursts),
+                match (b.misses_per_min, b.misses_per_min_ci95) {
+                    (Some(r), Some((lo, hi))) => {
+                        format!("{} ({})", fmt_small(r), fmt_range(lo, hi))
+                    }
+                    (Some(r), None) => fmt_small(r),
+                    _ => "-".into(),
+                },
+            ]
+        })
+        .collect();
+    vec![
+        Block::Para(
+            "Hog bursts: caught: bursts that started while a lock holder sat on the hog's \
+             CPU; caught → miss: of those, the ones with at least one deadline miss; \
+             any → miss: all bursts with a miss; misses/min: deadline misses per minute, \
+             95 % interval in brackets."
+                .into(),
+        ),
+        Block::Table {
+            head: [
+                if mv { "setting / variant" } else { "setting" },
+                "bursts",
+                "caught",
+                "caught → miss",
+                "any → miss",
+                "misses/min",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            rows,
+            right: vec![false, true, true, true, true, true],
+        },
+    ]
+}
+
+/// "14 of 15 misses: <cause> (holder off-CPU 31–118 ms)".
+pub fn cause_line(c: &Cause, of: u64) -> String {
+    let mut s = format!(
+        "{} of {of} misses: {}",
+        c.count.unwrap_or(0),
+        c.cause
+            .as_deref()
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+            .unwrap_or("(no cause given)")
+    );
+    if let Some((lo, hi)) = c.stuck_ms {
+        s += &format!(" (holder off-CPU {} ms)", fmt_range(lo, hi));
+    } else if let Some((lo, hi)) = c.wait_ms {
+        s += &format!(" (wait {} ms)", fmt_range(lo, hi));
+    }
+    s
+}
+
+/// "Why the misses": each setting and variant's misses grouped by cause, from the
+/// summary rows' "why"; nothing when no row carries one or nothing missed.
+pub fn why_blocks(cs: &[Case]) -> Vec<Block> {
+    let has_why = |c: &Case| c.row.is_some_and(|r| r.bursts.why.is_some());
+    // Nothing to explain: no row with causes, or no misses anywhere.
+    if !cs.iter().any(has_why) || cs.iter().all(|c| c.real_misses == 0) {
+        return vec![];
+    }
+    let mv = multi_variant(cs);
+    let mut out = Vec::new();
+    for c in cs {
+        let Some(row) = c.row else { continue };
+        let b = &row.bursts;
+        let why = b.why.as_deref().unwrap_or(&[]);
+        let explained: u64 = why.iter().filter_map(|w| w.count).sum();
+        let n = c.real_misses.max(explained);
+        let name = case_name(c, mv);
+        if n == 0 {
+            out.push(Block::Para(format!("{name}: no deadline misses.")));
+            continue;
+        }
+        let in_bursts = b.misses_in_bursts.map_or(String::new(), |k| {
+            format!(", {k} of them inside a hog burst")
+        });
+        if why.is_empty() {
+            out.push(Block::Para(format!(
+                "{name}: {n} deadline misses{in_bursts}, but the run recorded no cause for \
+                 any of them."
+            )));
+            continue;
+        }
+        out.push(Block::Para(format!(
+            "{name}: {n} deadline misses{in_bursts}."
+        )));
+        let mut lines: Vec<String> = why.iter().map(|w| cause_line(w, n)).collect();
+        if explained < n {
+            lines.push(format!(
+                "{} of {n} misses: no cause recorded",
+                n - explained
+            ));
+        }
+        out.push(Block::Bullets(lines));
     }
     out
 }
@@ -402,7 +576,7 @@ pub fn first_events(d: &LivefxData) -> Vec<String> {
         .iter()
         .map(|e| {
             format!(
-                "{} / {} #{}: {} at {:.3} s, cycle {}{}",
+                "{} / {} #{}: {} at {:.3} s, cycle {}{}{}",
                 e.setting,
                 e.variant,
                 e.trial.map_or("?".into(), |t| t.to_string()),
@@ -410,10 +584,33 @@ pub fn first_events(d: &LivefxData) -> Vec<String> {
                 e.t_s.unwrap_or(0.0),
                 e.cycle.map_or("?".into(), |c| c.to_string()),
                 e.usecs
-                    .map_or(String::new(), |u| format!(", {}", fmt_us(u)))
+                    .map_or(String::new(), |u| format!(", {}", fmt_us(u))),
+                lock_wait(e)
             )
         })
         .collect()
+}
+
+/// "; fx.1 waited 30.1 ms for bus held by render (burst 3)", from a newer writer's
+/// miss; empty for older ones.
+fn lock_wait(e: &Event) -> String {
+    let mut s = String::new();
+    if let Some(w) = &e.worker {
+        match (e.wait_us, &e.lock) {
+            (Some(u), Some(l)) => s += &format!("; {w} waited {} for {l}", fmt_us(u)),
+            (None, Some(l)) => s += &format!("; {w} waited for {l}"),
+            (Some(u), None) => s += &format!("; {w} waited {}", fmt_us(u)),
+            // The worker the cycle waited for (it finished last, or not at all).
+            (None, None) => s += &format!("; the cycle waited for {w}"),
+        }
+        if let Some(h) = &e.holder {
+            s += &format!(" held by {h}");
+        }
+    }
+    if let Some(b) = e.burst {
+        s += &format!(" (burst {b})");
+    }
+    s
 }
 
 pub fn plots(d: &LivefxData, cs: &[Case], ctx: &mut Ctx) -> Result<Vec<Block>, String> {
@@ -549,10 +746,49 @@ pub fn plots(d: &LivefxData, cs: &[Case], ctx: &mut Ctx) -> Result<Vec<Block>, S
             red: r.clone(),
         };
         ctx.save(&p, "plots/timeline")?;
+        let mut caption = "timeline: when xruns (red), deadline misses (orange) and injected overruns (grey) happened".to_string();
+        if !tl.bursts.is_empty() {
+            caption += "; hog bursts shaded blue behind them, darker where the burst caught the lock holder";
+        }
         blocks.push(Block::Image {
             file: "plots/timeline".into(),
-            caption: "timeline: when xruns (red), deadline misses (orange) and injected overruns (grey) happened".into(),
+            caption,
         });
     }
     Ok(blocks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cause_lines_and_shares() {
+        let mut c = Cause {
+            cause: Some("render was stuck".into()),
+            count: Some(14),
+            stuck_ms: Some((31.2, 118.4)),
+            wait_ms: Some((30.0, 117.0)),
+        };
+        assert_eq!(
+            cause_line(&c, 15),
+            "14 of 15 misses: render was stuck (holder off-CPU 31–118 ms)"
+        );
+        c.stuck_ms = None;
+        assert_eq!(
+            cause_line(&c, 15),
+            "14 of 15 misses: render was stuck (wait 30–117 ms)"
+        );
+        c.wait_ms = Some((0.8, 0.8));
+        assert!(cause_line(&c, 15).ends_with("(wait 0.80 ms)"));
+        c.wait_ms = None;
+        c.cause = Some(" ".into());
+        assert_eq!(cause_line(&c, 15), "14 of 15 misses: (no cause given)");
+        assert_eq!(fmt_share(9, 11), "9/11 (82 %)");
+        assert_eq!(fmt_share(0, 0), "0/0");
+        assert_eq!(fmt_range(2.94, 5.61), "2.9–5.6");
+        assert_eq!(fmt_small(0.0), "0");
+        assert_eq!(fmt_small(0.354), "0.35");
+        assert_eq!(fmt_small(0.0308), "0.031");
+    }
 }

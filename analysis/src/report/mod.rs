@@ -160,6 +160,10 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
             let plots = livefx::plots(d, &cs, ctx)?;
             crate::export::livefx(res, d, ctx)?;
             let mut sections = Vec::new();
+            let why = livefx::why_blocks(&cs);
+            if !why.is_empty() {
+                sections.push(("Why the misses".to_string(), why));
+            }
             if !ev.is_empty() {
                 sections.push((
                     "First events (events.jsonl)".to_string(),
