@@ -130,17 +130,27 @@ impl<T> PiMutex<T> {
     }
 
     /// The thread id that holds the lock now (0: free or unknown), read without locking:
-    /// a snapshot for reports of who blocked whom. glibc keeps it in `__data.__owner`,
-    /// the third int of the mutex, for every protocol.
+    /// a snapshot for reports of who blocked whom. glibc's mutex starts with the futex
+    /// word (`__lock`), which for a PI mutex holds the owner's tid, set by the kernel
+    /// even on a hand-over; `__owner`, the third int, is glibc's own record for every
+    /// protocol but is cleared before an unlock completes.
     #[inline]
     pub fn owner_tid(&self) -> i32 {
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
         {
             // SAFETY: the mutex is initialised and at least 3 ints long; a racy read of
             // an aligned int is only a snapshot, read through an atomic.
-            unsafe {
+            let int = |i: usize| unsafe {
                 let p = self.raw.get() as *const std::sync::atomic::AtomicI32;
-                (*p.add(2)).load(std::sync::atomic::Ordering::Relaxed)
+                (*p.add(i)).load(std::sync::atomic::Ordering::Relaxed)
+            };
+            const FUTEX_TID_MASK: i32 = 0x3fff_ffff;
+            match self.protocol {
+                Protocol::Inherit => match int(0) & FUTEX_TID_MASK {
+                    0 => int(2),
+                    t => t,
+                },
+                Protocol::None => int(2),
             }
         }
         #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
