@@ -346,9 +346,16 @@ mod tests {
             "'live.1' was still working at the deadline, with no lock wait"
         );
         let y = explain(Some(&Cause { behind: 1, ..c }), false, 1, &n, None);
-        assert_eq!(y.why, "'live.1' had not woken up for the cycle by the deadline");
+        assert_eq!(
+            y.why,
+            "'live.1' had not woken up for the cycle by the deadline"
+        );
         let y = explain(Some(&Cause { behind: 2, ..c }), false, 1, &n, None);
-        assert!(y.why.contains("still busy with an earlier one"), "{}", y.why);
+        assert!(
+            y.why.contains("still busy with an earlier one"),
+            "{}",
+            y.why
+        );
         assert!(explain(None, true, 1, &n, None).why.contains("injected"));
     }
 }
