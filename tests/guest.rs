@@ -61,12 +61,23 @@ fn show(o: &Output) -> String {
     )
 }
 
+/// The guest lock: a test that does heavy host work between guest runs (reports,
+/// plots) holds it throughout, so no other test's guest runs starved beside it.
+fn one_guest() -> std::sync::MutexGuard<'static, ()> {
+    ONE_GUEST_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
 /// `xrunrig run ARGS --out OUT`, one guest at a time; prints everything and
 /// requires exit 0. Returns stdout and stderr as text.
 fn run_in_guest(args: &[&str], out: &Path) -> (Output, String) {
-    let _one = ONE_GUEST_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    let _one = one_guest();
+    run_in_guest_locked(args, out)
+}
+
+/// `run_in_guest` for a caller that holds `one_guest()`.
+fn run_in_guest_locked(args: &[&str], out: &Path) -> (Output, String) {
     let o = xrunrig()
         .arg("run")
         .args(args)
@@ -355,9 +366,7 @@ fn corrupt_kernel_fails_cleanly_and_leaves_nothing_running() {
     if !guest_tests_enabled() {
         return;
     }
-    let _one = ONE_GUEST_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    let _one = one_guest();
     let base = tmp("corrupt");
     std::fs::create_dir_all(&base).unwrap();
     // 1: garbage. 2: a real Debian bzImage with its compressed payload damaged, so the
@@ -443,9 +452,7 @@ fn kernel_crash_before_init_is_booted_once_more_then_fails() {
     if !guest_tests_enabled() {
         return;
     }
-    let _one = ONE_GUEST_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    let _one = one_guest();
     let out = tmp("crash-before-init");
     let child = xrunrig()
         .args([
@@ -488,9 +495,7 @@ fn interrupt_kills_the_guest() {
     if !guest_tests_enabled() {
         return;
     }
-    let _one = ONE_GUEST_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    let _one = one_guest();
     let out = tmp("int");
     let child = xrunrig()
         .args([
@@ -597,9 +602,7 @@ fn sound_modules_and_jackd_in_the_guest() {
     if !guest_tests_enabled() {
         return;
     }
-    let _one = ONE_GUEST_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    let _one = one_guest();
     let k = kernel::resolve("debian:6.12", None).unwrap_or_else(|e| panic!("{e}"));
     let mdir = k.modules.clone().expect("the Debian package's modules");
     let (mods, notes) = modules::collect(&mdir, modules::SOUND);
@@ -688,9 +691,7 @@ fn livefx_loopback_on_snd_aloop_in_a_guest() {
         Path::new("/usr/bin/jackd").is_file(),
         "jackd is not installed: apt-get install jackd2"
     );
-    let _one = ONE_GUEST_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    let _one = one_guest();
     let out = tmp("aloop");
     let t0 = Instant::now();
     let o = xrunrig()
@@ -749,10 +750,13 @@ fn livefx_push_ipi_dropouts_follow_the_setting_on_6_12() {
         Path::new("/usr/bin/jackd").is_file(),
         "jackd is not installed: apt-get install jackd2"
     );
+    // Held across both runs and the reports: report rendering would starve another
+    // test's guest.
+    let _one = one_guest();
     for backend in ["clock", "jack"] {
         let out = tmp(&format!("dropouts-{backend}"));
         let t0 = Instant::now();
-        run_in_guest(
+        run_in_guest_locked(
             &[
                 "rigs/livefx-push-ipi.toml",
                 "--profile",
@@ -869,9 +873,7 @@ fn sigkill_takes_qemu_along() {
     if !guest_tests_enabled() {
         return;
     }
-    let _one = ONE_GUEST_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    let _one = one_guest();
     let out = tmp("kill");
     let mut child = xrunrig()
         .args([
