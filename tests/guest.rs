@@ -69,6 +69,14 @@ fn one_guest() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(|e| e.into_inner())
 }
 
+/// The guest JACK tests need jackd on the host (copied into the guest).
+fn assert_jackd() {
+    assert!(
+        Path::new("/usr/bin/jackd").is_file(),
+        "jackd is not installed: apt-get install jackd2"
+    );
+}
+
 /// `xrunrig run ARGS --out OUT`, one guest at a time; prints everything and
 /// requires exit 0. Returns stdout and stderr as text.
 fn run_in_guest(args: &[&str], out: &Path) -> (Output, String) {
@@ -687,10 +695,7 @@ fn livefx_loopback_on_snd_aloop_in_a_guest() {
     if !guest_tests_enabled() {
         return;
     }
-    assert!(
-        Path::new("/usr/bin/jackd").is_file(),
-        "jackd is not installed: apt-get install jackd2"
-    );
+    assert_jackd();
     let _one = one_guest();
     let out = tmp("aloop");
     let t0 = Instant::now();
@@ -746,12 +751,9 @@ fn livefx_push_ipi_dropouts_follow_the_setting_on_6_12() {
     if !guest_tests_enabled() {
         return;
     }
-    assert!(
-        Path::new("/usr/bin/jackd").is_file(),
-        "jackd is not installed: apt-get install jackd2"
-    );
-    // Held across both runs and the reports: report rendering would starve another
-    // test's guest.
+    assert_jackd();
+    // Held across both runs and the reports: no other test's guest runs beside this
+    // test's host work.
     let _one = one_guest();
     for backend in ["clock", "jack"] {
         let out = tmp(&format!("dropouts-{backend}"));
