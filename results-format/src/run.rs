@@ -1,0 +1,1 @@
+//! (skeleton; filled by the results redesign)
