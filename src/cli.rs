@@ -1,5 +1,10 @@
 //! Command-line interface.
 
+use crate::audio::BackendChoice;
+pub use crate::options::GuestJack;
+use crate::options::{
+    AccelChoice, AudioOptions, GuestOptions, RunOptions, parse_cli_duration, valid_memory,
+};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -41,7 +46,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub profile: Option<PathBuf>,
     /// Trials per setting and variant (default: the rig's).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub trials: Option<u32>,
     /// Results directory (default: results/<rig>-<UTC time>).
     #[arg(long)]
@@ -56,51 +61,51 @@ pub struct RunArgs {
     /// record that in run.json.
     #[arg(long)]
     pub settings_as_is: bool,
-    /// Hard bound on the whole run, e.g. "10 min" is not accepted, "600 s" is.
-    #[arg(long)]
-    pub max_time: Option<String>,
+    /// Hard bound on the whole run: seconds, or a number and a unit ("600", "10 min", "1 h").
+    #[arg(long, value_name = "DURATION", value_parser = parse_cli_duration)]
+    pub max_time: Option<u64>,
 
     /// Run inside a guest kernel in QEMU: a vmlinuz/bzImage path, a Debian linux-image
     /// .deb, a Debian package name, or debian:6.12 / debian:6.12-rt / debian:6.1.
     /// Repeat to compare kernels.
     #[arg(long)]
     pub kernel: Vec<String>,
-    /// Guest vCPUs.
-    #[arg(long)]
+    /// Guest vCPUs (1 to 64; default: what the rig pins, at least 4).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub cpus: Option<u32>,
-    /// Guest memory, e.g. 1G.
-    #[arg(long)]
+    /// Guest memory, e.g. 1G or 512M.
+    #[arg(long, value_parser = memory_arg)]
     pub memory: Option<String>,
     /// Modules directory for a bare kernel image.
     #[arg(long)]
     pub modules: Option<PathBuf>,
-    /// Guest acceleration: auto, kvm or tcg.
-    #[arg(long, default_value = "auto")]
-    pub accel: String,
+    /// Guest acceleration.
+    #[arg(long, value_enum, default_value_t = AccelChoice::Auto)]
+    pub accel: AccelChoice,
     /// Extra guest kernel command line.
     #[arg(long)]
     pub append: Option<String>,
 
-    /// Audio backend for audio rigs: auto, jack, alsa or clock.
-    #[arg(long)]
-    pub backend: Option<String>,
+    /// Audio backend for audio rigs (default: the profile's, else the rig's).
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendChoice>,
     /// Audio device (ALSA name such as hw:1) or JACK server name.
     #[arg(long)]
     pub device: Option<String>,
     /// Audio period in frames.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub period: Option<u32>,
     /// Sample rate in Hz.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub rate: Option<u32>,
-    /// How long each audio trial runs, e.g. "10 s".
-    #[arg(long)]
-    pub duration: Option<String>,
+    /// How long each audio trial runs: seconds, or a number and a unit ("10", "500 ms").
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration)]
+    pub duration: Option<u64>,
     /// Inject an overrun every Nth cycle (audio rigs), to check the counters.
     #[arg(long)]
     pub inject_every: Option<u64>,
-    /// The injected overrun's length as a multiple of the period.
-    #[arg(long)]
+    /// The injected overrun's length as a multiple of the period (0 to 100).
+    #[arg(long, value_parser = inject_factor_arg)]
     pub inject_factor: Option<f64>,
     /// Play a test signal out and check it comes back in (audio rigs).
     #[arg(long)]
@@ -111,11 +116,63 @@ pub struct RunArgs {
     pub guest_jack: GuestJack,
 }
 
-/// The JACK driver a guest's jackd runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum GuestJack {
-    Alsa,
-    Dummy,
+fn positive_duration(s: &str) -> Result<u64, String> {
+    match parse_cli_duration(s)? {
+        0 => Err("must be more than 0".into()),
+        ns => Ok(ns),
+    }
+}
+
+fn memory_arg(s: &str) -> Result<String, String> {
+    if valid_memory(s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!("'{s}': give a size such as 1G or 512M"))
+    }
+}
+
+fn inject_factor_arg(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if (0.0..=100.0).contains(&f) => Ok(f),
+        _ => Err(format!(
+            "'{s}': use a multiple of the period between 0 and 100"
+        )),
+    }
+}
+
+impl RunArgs {
+    /// The edge: from here on the run sees typed options only.
+    pub fn into_options(self) -> RunOptions {
+        RunOptions {
+            guest: (!self.kernel.is_empty()).then(|| GuestOptions {
+                kernels: self.kernel,
+                cpus: self.cpus,
+                memory: self.memory,
+                modules: self.modules,
+                accel: self.accel,
+                append: self.append,
+                jack: self.guest_jack,
+            }),
+            rig: self.rig,
+            profile: self.profile,
+            trials: self.trials,
+            out: self.out,
+            variants: self.variant,
+            settings: self.setting,
+            settings_as_is: self.settings_as_is,
+            max_time_ns: self.max_time,
+            audio: AudioOptions {
+                backend: self.backend,
+                device: self.device,
+                period: self.period,
+                rate: self.rate,
+                duration_ns: self.duration,
+                inject_every: self.inject_every,
+                inject_factor: self.inject_factor,
+                loopback: self.loopback,
+            },
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]

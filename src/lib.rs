@@ -14,6 +14,7 @@ pub mod guest;
 pub mod instruments;
 pub mod knobs;
 pub mod livefx;
+pub mod options;
 pub mod output;
 pub mod rig;
 pub mod run;

@@ -4,7 +4,7 @@ use xrunrig::cli::{Cli, Cmd};
 fn main() {
     let cli = Cli::parse();
     let code = match cli.cmd {
-        Cmd::Run(a) => xrunrig::run::main(&a),
+        Cmd::Run(a) => xrunrig::run::main(&a.into_options()),
         Cmd::Check(a) => xrunrig::check::main(&a),
         Cmd::Restore => xrunrig::check::restore_main(),
         Cmd::Doctor(a) => xrunrig::doctor::main(&a),

@@ -1,7 +1,6 @@
 //! `xrunrig run`: check everything before touching anything, then sweep the profile's
 //! settings interleaved (A B A B) across trials, restore, and write the results.
 
-use crate::cli::RunArgs;
 use crate::engine::thread::{free_cpu, set_affinity};
 use crate::engine::trial::{TrialStatus, run_trial_with};
 use crate::engine::watchdog::{Watchdog, install_signal_flag};
@@ -9,6 +8,7 @@ use crate::instruments::Instruments;
 use crate::knobs::knob::{Knob, RealIo};
 use crate::knobs::profile::{Profile, Setting};
 use crate::knobs::{self, InForce, KnobSession};
+use crate::options::{AudioOptions, RunOptions};
 use crate::output::provenance::{self, sha256_hex};
 use crate::output::summary::{self, TrialRecord};
 use crate::output::{self, table};
@@ -39,7 +39,10 @@ pub struct Prepared {
     /// Why settings were not applied, when they were not.
     pub settings_note: Option<String>,
     pub stop: Arc<AtomicBool>,
-    pub args: RunArgs,
+    /// The command line's audio overrides (audio rigs).
+    pub audio: AudioOptions,
+    /// The whole run's hard bound, when given.
+    pub max_time_ns: Option<u64>,
 }
 
 /// What a sweep produced.
@@ -55,9 +58,9 @@ pub struct Swept {
     pub features_after: serde_json::Value,
 }
 
-pub fn main(args: &RunArgs) -> i32 {
-    if !args.kernel.is_empty() {
-        return crate::guest::run_main(args);
+pub fn main(args: &RunOptions) -> i32 {
+    if let Some(g) = &args.guest {
+        return crate::guest::run_main(args, g);
     }
     match prepare(args) {
         Err(e) => {
@@ -80,7 +83,7 @@ fn features_json() -> serde_json::Value {
 
 /// Loads and checks the rig and profile, restores a killed run's leftovers, and checks
 /// the knobs can be written. Changes nothing except that restore.
-pub fn prepare(args: &RunArgs) -> Result<Prepared, String> {
+pub fn prepare(args: &RunOptions) -> Result<Prepared, String> {
     let io = RealIo;
     let state = knobs::state_dir();
     // Tracing state a killed run left (its trace instance, a tracefs it mounted).
@@ -105,8 +108,8 @@ pub fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         None => Profile::as_is(),
     };
     let mut settings = profile.settings.clone();
-    if !args.setting.is_empty() {
-        for s in &args.setting {
+    if !args.settings.is_empty() {
+        for s in &args.settings {
             if !settings.iter().any(|x| &x.name == s) {
                 return Err(format!(
                     "no setting '{s}' in profile '{}'; it has: {}",
@@ -115,11 +118,11 @@ pub fn prepare(args: &RunArgs) -> Result<Prepared, String> {
                 ));
             }
         }
-        settings.retain(|x| args.setting.contains(&x.name));
+        settings.retain(|x| args.settings.contains(&x.name));
     }
     let mut variants: Vec<usize> = (0..rig.variants.len()).collect();
-    if !args.variant.is_empty() {
-        for v in &args.variant {
+    if !args.variants.is_empty() {
+        for v in &args.variants {
             if !rig.variants.iter().any(|x| &x.name == v) {
                 return Err(format!(
                     "no variant '{v}' in rig '{}'; it has: {}",
@@ -128,13 +131,10 @@ pub fn prepare(args: &RunArgs) -> Result<Prepared, String> {
                 ));
             }
         }
-        variants.retain(|&i| args.variant.contains(&rig.variants[i].name));
+        variants.retain(|&i| args.variants.contains(&rig.variants[i].name));
     }
     rig.check_machine(&crate::sys::online_cpus())?;
     let trials = args.trials.unwrap_or(rig.trials);
-    if trials == 0 {
-        return Err("--trials must be at least 1".into());
-    }
     let changes = settings.iter().any(|s| !s.changes.is_empty());
     let (knobs, settings_note) = if !changes {
         (vec![], None)
@@ -170,7 +170,8 @@ pub fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         knobs,
         settings_note,
         stop: Arc::new(AtomicBool::new(false)),
-        args: args.clone(),
+        audio: args.audio.clone(),
+        max_time_ns: args.max_time_ns,
     })
 }
 
@@ -204,14 +205,7 @@ pub fn sweep(
         let _ = set_affinity(0, &[c]);
     }
     install_signal_flag(&p.stop).map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    let bound = p
-        .args
-        .max_time
-        .as_deref()
-        .map(rig::units::parse_duration)
-        .transpose()
-        .map_err(|e| format!("--max-time: {e}"))?
-        .unwrap_or(estimate_ns * 2 + 60_000_000_000);
+    let bound = p.max_time_ns.unwrap_or(estimate_ns * 2 + 60_000_000_000);
     let _wd = Watchdog::start(
         bound,
         p.stop.clone(),

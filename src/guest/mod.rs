@@ -17,7 +17,8 @@ pub mod modules;
 pub mod qemu;
 mod results;
 
-use crate::cli::RunArgs;
+use crate::audio::{BackendChoice, BackendKind};
+use crate::options::{GuestOptions, RunOptions, duration_arg};
 use crate::output::summary::Row;
 use crate::rig::{self, Kind};
 use crate::run::{EXIT_FAILED, EXIT_INTERRUPTED, EXIT_REFUSED};
@@ -74,11 +75,6 @@ fn file_name(p: &Path) -> String {
         .unwrap_or_else(|| "file.toml".into())
 }
 
-fn valid_memory(m: &str) -> bool {
-    let digits = m.trim_end_matches(['M', 'G', 'm', 'g']);
-    !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()) && m.len() - digits.len() <= 1
-}
-
 fn env_secs(name: &str) -> Option<Duration> {
     std::env::var(name)
         .ok()?
@@ -88,7 +84,7 @@ fn env_secs(name: &str) -> Option<Duration> {
 }
 
 /// Checks the rig, profile and options on the host and builds the guest command.
-pub fn plan(a: &RunArgs) -> Result<HostPlan, String> {
+pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
     let rig = rig::load(&a.rig).map_err(|e| e.to_string())?;
     let profile = a
         .profile
@@ -99,7 +95,7 @@ pub fn plan(a: &RunArgs) -> Result<HostPlan, String> {
         .as_ref()
         .map(|p| p.settings.iter().map(|s| s.name.clone()).collect())
         .unwrap_or_else(|| vec!["as-is".into()]);
-    for s in &a.setting {
+    for s in &a.settings {
         if !setting_names.contains(s) {
             return Err(format!(
                 "no setting '{s}' in the profile; it has: {}",
@@ -107,7 +103,7 @@ pub fn plan(a: &RunArgs) -> Result<HostPlan, String> {
             ));
         }
     }
-    for v in &a.variant {
+    for v in &a.variants {
         if !rig.variants.iter().any(|x| &x.name == v) {
             let names: Vec<&str> = rig.variants.iter().map(|x| x.name.as_str()).collect();
             return Err(format!(
@@ -117,11 +113,8 @@ pub fn plan(a: &RunArgs) -> Result<HostPlan, String> {
             ));
         }
     }
-    if a.trials == Some(0) {
-        return Err("--trials must be at least 1".into());
-    }
     let need = rig.cpus_used().iter().max().map_or(1, |m| *m as u32 + 1);
-    let cpus = a.cpus.unwrap_or(need.max(4));
+    let cpus = g.cpus.unwrap_or(need.max(4));
     if cpus < need {
         return Err(format!(
             "rig '{}' uses CPUs up to {}: give the guest at least --cpus {need}",
@@ -129,25 +122,8 @@ pub fn plan(a: &RunArgs) -> Result<HostPlan, String> {
             need - 1
         ));
     }
-    if cpus == 0 || cpus > 64 {
-        return Err(format!("--cpus {cpus}: give 1 to 64 guest CPUs"));
-    }
-    let memory = a.memory.clone().unwrap_or_else(|| "1G".into());
-    if !valid_memory(&memory) {
-        return Err(format!("--memory {memory}: give a size such as 1G or 512M"));
-    }
-    if !["auto", "kvm", "tcg"].contains(&a.accel.as_str()) {
-        return Err(format!("--accel {}: choose auto, kvm or tcg", a.accel));
-    }
-    let max_time = a
-        .max_time
-        .as_deref()
-        .map(rig::units::parse_duration)
-        .transpose()
-        .map_err(|e| format!("--max-time: {e}"))?;
-    if let Some(d) = &a.duration {
-        rig::units::parse_duration(d).map_err(|e| format!("--duration: {e}"))?;
-    }
+    let memory = g.memory.clone().unwrap_or_else(|| "1G".into());
+    let au = &a.audio;
 
     let rig_guest = format!("/xrunrig/rig/{}", file_name(&a.rig));
     let mut files = vec![(rig_guest.clone(), rig.text.clone().into_bytes())];
@@ -164,37 +140,46 @@ pub fn plan(a: &RunArgs) -> Result<HostPlan, String> {
         }
     };
     opt("trials", a.trials.map(|t| t.to_string()));
-    opt("max-time", a.max_time.clone());
-    opt("backend", a.backend.clone());
-    opt("device", a.device.clone());
-    opt("period", a.period.map(|x| x.to_string()));
-    opt("rate", a.rate.map(|x| x.to_string()));
-    opt("duration", a.duration.clone());
-    opt("inject-every", a.inject_every.map(|x| x.to_string()));
-    opt("inject-factor", a.inject_factor.map(|x| x.to_string()));
-    for v in &a.variant {
+    opt("max-time", a.max_time_ns.map(duration_arg));
+    opt(
+        "backend",
+        au.backend
+            .and_then(|b| clap::ValueEnum::to_possible_value(&b))
+            .map(|v| v.get_name().to_string()),
+    );
+    opt("device", au.device.clone());
+    opt("period", au.period.map(|x| x.to_string()));
+    opt("rate", au.rate.map(|x| x.to_string()));
+    opt("duration", au.duration_ns.map(duration_arg));
+    opt("inject-every", au.inject_every.map(|x| x.to_string()));
+    opt("inject-factor", au.inject_factor.map(|x| x.to_string()));
+    for v in &a.variants {
         command.extend(["--variant".into(), v.clone()]);
     }
-    for s in &a.setting {
+    for s in &a.settings {
         command.extend(["--setting".into(), s.clone()]);
     }
     if a.settings_as_is {
         command.push("--settings-as-is".into());
     }
-    if a.loopback {
+    if au.loopback {
         command.push("--loopback".into());
     }
     // A guest has no running JACK server: start one on the snd-aloop card.
     if rig.kind == Kind::Livefx {
         let cfg = crate::livefx::config::parse(&rig).map_err(|e| e.to_string())?;
-        if a.backend.as_deref().unwrap_or(&cfg.backend) == "jack" {
+        let jack = match au.backend {
+            Some(b) => b == BackendChoice::Fixed(BackendKind::Jack),
+            None => cfg.backend == "jack",
+        };
+        if jack {
             let server = jack::Server {
-                name: a.device.clone().unwrap_or_else(|| jack::SERVER.into()),
-                rate: a.rate.unwrap_or(cfg.rate),
-                period: a.period.unwrap_or(cfg.period),
+                name: au.device.clone().unwrap_or_else(|| jack::SERVER.into()),
+                rate: au.rate.unwrap_or(cfg.rate),
+                period: au.period.unwrap_or(cfg.period),
                 nperiods: cfg.nperiods,
                 callback_priority: cfg.callback_priority,
-                driver: a.guest_jack,
+                driver: g.jack,
             };
             command = server.wrap(&command);
         }
@@ -203,35 +188,29 @@ pub fn plan(a: &RunArgs) -> Result<HostPlan, String> {
     // The guest's own bound (its watchdog) is estimate × 2 + 60 s; the host allows
     // that plus boot and shipping, so the guest normally ends itself first.
     let trials = a.trials.unwrap_or(rig.trials) as u64;
-    let n_settings = if a.setting.is_empty() {
+    let n_settings = if a.settings.is_empty() {
         setting_names.len()
     } else {
-        a.setting.len()
+        a.settings.len()
     } as u64;
-    let n_variants = if a.variant.is_empty() {
+    let n_variants = if a.variants.is_empty() {
         rig.variants.len()
     } else {
-        a.variant.len()
+        a.variants.len()
     } as u64;
     let per_trial = match rig.kind {
         Kind::Trials => rig.trial_timeout_ns + rig.trial_gap_ns,
-        Kind::Livefx => {
-            a.duration
-                .as_deref()
-                .and_then(|d| rig::units::parse_duration(d).ok())
-                .unwrap_or(60_000_000_000)
-                + 20_000_000_000
-        }
+        Kind::Livefx => au.duration_ns.unwrap_or(60_000_000_000) + 20_000_000_000,
     };
     let estimate = per_trial * trials * n_settings * n_variants;
-    let inner = max_time.unwrap_or(estimate * 2 + 60_000_000_000);
+    let inner = a.max_time_ns.unwrap_or(estimate * 2 + 60_000_000_000);
     let boot_bound = env_secs("XRUNRIG_GUEST_BOOT_TIMEOUT").unwrap_or(Duration::from_secs(90));
     let run_bound = boot_bound + Duration::from_nanos(inner) + Duration::from_secs(60);
     let mut cmdline = BASE_CMDLINE.to_string();
     if let Some(l) = lpj() {
         cmdline.push_str(&format!(" lpj={l}"));
     }
-    if let Some(x) = &a.append {
+    if let Some(x) = &g.append {
         cmdline.push(' ');
         cmdline.push_str(x);
     }
@@ -261,7 +240,7 @@ pub struct KernelRun {
 }
 
 /// The results directory for each kernel.
-fn result_dirs(a: &RunArgs, rig: &str, kernels: &[Kernel]) -> (Option<PathBuf>, Vec<PathBuf>) {
+fn result_dirs(a: &RunOptions, rig: &str, kernels: &[Kernel]) -> (Option<PathBuf>, Vec<PathBuf>) {
     let (_, stamp) = crate::sys::utc_now();
     if kernels.len() == 1 {
         let d = a.out.clone().unwrap_or_else(|| {
@@ -286,8 +265,8 @@ fn result_dirs(a: &RunArgs, rig: &str, kernels: &[Kernel]) -> (Option<PathBuf>, 
     (Some(base), dirs)
 }
 
-pub fn run_main(a: &RunArgs) -> i32 {
-    let plan = match plan(a) {
+pub fn run_main(a: &RunOptions, g: &GuestOptions) -> i32 {
+    let plan = match plan(a, g) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("xrunrig: {e}");
@@ -307,8 +286,8 @@ pub fn run_main(a: &RunArgs) -> i32 {
         return EXIT_REFUSED;
     }
     let mut kernels = vec![];
-    for k in &a.kernel {
-        match kernel::resolve(k, a.modules.as_deref()) {
+    for k in &g.kernels {
+        match kernel::resolve(k, g.modules.as_deref()) {
             Ok(x) => kernels.push(x),
             Err(e) => {
                 eprintln!("xrunrig: {e}");
@@ -346,6 +325,7 @@ pub fn run_main(a: &RunArgs) -> i32 {
         let ctx = results::Ctx {
             plan: &plan,
             args: a,
+            guest: g,
             qemu: &qemu_bin,
             qemu_version: &qemu_version,
             xrunrig: &xrunrig_bin,
@@ -373,26 +353,43 @@ pub fn run_main(a: &RunArgs) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::RunArgs;
     use clap::Parser;
 
-    fn args(extra: &[&str]) -> RunArgs {
-        #[derive(Parser)]
-        struct W {
-            #[command(flatten)]
-            a: RunArgs,
-        }
-        let mut v = vec![
-            "x",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/rigs/pi-boost-affinity.toml"),
-        ];
+    #[derive(Parser)]
+    struct W {
+        #[command(flatten)]
+        a: RunArgs,
+    }
+
+    /// The command line as a user gives it, through the CLI edge.
+    fn try_opts(v: &[&str]) -> Result<RunOptions, String> {
+        let mut all = vec!["x"];
+        all.extend(v);
+        W::try_parse_from(all)
+            .map(|w| w.a.into_options())
+            .map_err(|e| e.to_string())
+    }
+
+    fn plan_of(v: &[&str]) -> Result<HostPlan, String> {
+        let o = try_opts(v)?;
+        let g = o.guest.clone().expect("a --kernel");
+        plan(&o, &g)
+    }
+
+    fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+        let mut v = vec![concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/rigs/pi-boost-affinity.toml"
+        )];
         v.extend(extra);
-        W::parse_from(v).a
+        v
     }
 
     #[test]
     fn plan_builds_guest_command_and_cpus() {
         let prof = concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/rt-push-ipi.toml");
-        let p = plan(&args(&[
+        let p = plan_of(&args(&[
             "--profile",
             prof,
             "--kernel",
@@ -421,18 +418,13 @@ mod tests {
 
     #[test]
     fn jack_livefx_runs_under_a_jackd_on_the_loopback_card() {
-        #[derive(Parser)]
-        struct W {
-            #[command(flatten)]
-            a: RunArgs,
-        }
         let rig = concat!(env!("CARGO_MANIFEST_DIR"), "/rigs/livefx-loopback.toml");
         let a = |extra: &[&str]| {
-            let mut v = vec!["x", rig, "--kernel", "debian:6.12"];
+            let mut v = vec![rig, "--kernel", "debian:6.12"];
             v.extend(extra);
-            W::parse_from(v).a
+            plan_of(&v)
         };
-        let p = plan(&a(&["--backend", "jack", "--period", "512"])).unwrap();
+        let p = a(&["--backend", "jack", "--period", "512"]).unwrap();
         assert!(p.audio);
         assert_eq!(&p.command[..2], &["/bin/sh".to_string(), "-c".to_string()]);
         let s = &p.command[2];
@@ -447,28 +439,36 @@ mod tests {
             "{s}"
         );
         // Other backends run as they are.
-        let p = plan(&a(&["--backend", "clock"])).unwrap();
+        let p = a(&["--backend", "clock", "--duration", "1.5"]).unwrap();
+        assert!(
+            p.command.join(" ").contains("--duration 1500000000ns"),
+            "{:?}",
+            p.command
+        );
         assert_eq!(p.command[0], "/bin/xrunrig");
     }
 
     #[test]
     fn plan_refuses_bad_input() {
-        let e = plan(&args(&["--kernel", "k", "--cpus", "2"]))
+        let e = plan_of(&args(&["--kernel", "k", "--cpus", "2"]))
             .err()
             .unwrap();
         assert!(e.contains("--cpus 4"), "{e}");
-        let e = plan(&args(&["--kernel", "k", "--variant", "nope"]))
+        let e = plan_of(&args(&["--kernel", "k", "--variant", "nope"]))
             .err()
             .unwrap();
         assert!(e.contains("no variant 'nope'"), "{e}");
-        let e = plan(&args(&["--kernel", "k", "--memory", "lots"]))
-            .err()
-            .unwrap();
-        assert!(e.contains("--memory"), "{e}");
-        let e = plan(&args(&["--kernel", "k", "--accel", "hvf"]))
-            .err()
-            .unwrap();
-        assert!(e.contains("--accel"), "{e}");
-        assert!(valid_memory("512M") && valid_memory("2048") && !valid_memory("G"));
+        // Refused at the edge, before any plan is made.
+        for (flag, bad) in [
+            ("--memory", "lots"),
+            ("--accel", "hvf"),
+            ("--cpus", "65"),
+            ("--trials", "0"),
+            ("--max-time", "10 parsecs"),
+            ("--backend", "pulse"),
+        ] {
+            let e = try_opts(&args(&["--kernel", "k", flag, bad])).unwrap_err();
+            assert!(e.contains(flag) && e.contains(bad), "{flag} {bad}: {e}");
+        }
     }
 }

@@ -3,7 +3,7 @@
 
 use super::qemu::{self, Accel, End, Launch};
 use super::{HostPlan, KernelRun, initramfs, modules};
-use crate::cli::RunArgs;
+use crate::options::{AccelChoice, GuestOptions, RunOptions};
 use crate::output::summary::{Row, Summary};
 use crate::output::table;
 use crate::run::{EXIT_FAILED, EXIT_INTERRUPTED};
@@ -14,7 +14,8 @@ use std::time::Duration;
 
 pub struct Ctx<'a> {
     pub plan: &'a HostPlan,
-    pub args: &'a RunArgs,
+    pub args: &'a RunOptions,
+    pub guest: &'a GuestOptions,
     pub qemu: &'a Path,
     pub qemu_version: &'a str,
     pub xrunrig: &'a Path,
@@ -147,10 +148,10 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
     for n in notes {
         eprintln!("xrunrig: warning: {n}");
     }
-    let (first, why) = match c.args.accel.as_str() {
-        "kvm" => (Accel::Kvm, "--accel kvm".to_string()),
-        "tcg" => (Accel::Tcg, "--accel tcg".to_string()),
-        _ => match qemu::kvm_usable() {
+    let (first, why) = match c.guest.accel {
+        AccelChoice::Kvm => (Accel::Kvm, "--accel kvm".to_string()),
+        AccelChoice::Tcg => (Accel::Tcg, "--accel tcg".to_string()),
+        AccelChoice::Auto => match qemu::kvm_usable() {
             Ok(()) => (Accel::Kvm, "auto: /dev/kvm usable".to_string()),
             Err(e) => (Accel::Tcg, format!("auto: {e}")),
         },
@@ -190,7 +191,7 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
             size as f64 / 1e6
         );
         let mut g = qemu::spawn(&launch(accel))?;
-        let boot_bound = if accel == Accel::Kvm && c.args.accel == "auto" {
+        let boot_bound = if accel == Accel::Kvm && c.guest.accel == AccelChoice::Auto {
             Duration::from_secs(30).min(p.boot_bound)
         } else {
             p.boot_bound
@@ -206,7 +207,7 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
         drop(g);
         // KVM that does not reach the ready marker is retried under TCG.
         if accel == Accel::Kvm
-            && c.args.accel == "auto"
+            && c.guest.accel == AccelChoice::Auto
             && o.ready_s.is_none()
             && o.end != End::Interrupted
         {
@@ -395,7 +396,7 @@ fn livefx_table(sum: &serde_json::Value) -> String {
     out
 }
 
-fn patch_run_json(dir: &Path, a: &RunArgs, guest: serde_json::Value) -> Result<(), String> {
+fn patch_run_json(dir: &Path, a: &RunOptions, guest: serde_json::Value) -> Result<(), String> {
     let p = dir.join("run.json");
     let Ok(text) = std::fs::read_to_string(&p) else {
         // The guest refused before writing run.json; record what we know.

@@ -18,8 +18,8 @@ pub mod writer;
 pub mod xrun;
 
 use crate::audio::{BackendChoice, LoopbackSpec, StreamSpec, select};
-use crate::cli::RunArgs;
 use crate::knobs::profile::AudioSetting;
+use crate::options::AudioOptions;
 use crate::output::summary::TrialRecord;
 use crate::run::{EXIT_FAILED, EXIT_REFUSED, Prepared};
 use config::Config;
@@ -34,18 +34,16 @@ use trial::Params;
 /// over the rig. `cache` keeps auto's probe per (backend, device), so it runs once.
 pub fn resolve(
     cfg: &Config,
-    a: &RunArgs,
+    a: &AudioOptions,
     audio: Option<&AudioSetting>,
-    cache: &mut Vec<((String, Option<String>), select::Selected)>,
+    cache: &mut Vec<((BackendChoice, Option<String>), select::Selected)>,
 ) -> Result<Params, String> {
     let def = AudioSetting::default();
     let au = audio.unwrap_or(&def);
-    let backend = a
-        .backend
-        .clone()
-        .or_else(|| au.backend.clone())
-        .unwrap_or_else(|| cfg.backend.clone());
-    let choice = BackendChoice::parse(&backend)?;
+    let choice = match a.backend {
+        Some(c) => c,
+        None => BackendChoice::parse(au.backend.as_deref().unwrap_or(&cfg.backend))?,
+    };
     let device = a
         .device
         .clone()
@@ -58,7 +56,7 @@ pub fn resolve(
     if period == 0 || rate == 0 || nperiods == 0 {
         return Err("period, rate and nperiods must be at least 1".into());
     }
-    let key = (backend.clone(), device.clone());
+    let key = (choice, device.clone());
     let sel = match cache.iter().find(|(k, _)| *k == key) {
         Some((_, s)) => s.clone(),
         None => {
@@ -69,11 +67,6 @@ pub fn resolve(
     };
     let loopback = a.loopback || cfg.loopback.enabled;
     let inject_factor = a.inject_factor.unwrap_or(cfg.inject_factor);
-    if !(0.0..=100.0).contains(&inject_factor) {
-        return Err(format!(
-            "--inject-factor {inject_factor}: use a multiple of the period between 0 and 100"
-        ));
-    }
     Ok(Params {
         kind: sel.kind,
         why: sel.why,
@@ -128,23 +121,13 @@ pub fn run_main(p: Prepared) -> i32 {
         );
         return EXIT_REFUSED;
     }
-    if let Some(d) = &p.args.duration {
-        match crate::rig::units::parse_duration(d) {
-            Ok(ns) if ns > 0 => cfg.duration_ns = ns,
-            Ok(_) => {
-                eprintln!("xrunrig: --duration must be more than 0");
-                return EXIT_REFUSED;
-            }
-            Err(e) => {
-                eprintln!("xrunrig: --duration: {e}");
-                return EXIT_REFUSED;
-            }
-        }
+    if let Some(ns) = p.audio.duration_ns {
+        cfg.duration_ns = ns;
     }
     let mut cache = Vec::new();
     let mut params = Vec::new();
     for s in &p.settings {
-        match resolve(&cfg, &p.args, s.audio.as_ref(), &mut cache) {
+        match resolve(&cfg, &p.audio, s.audio.as_ref(), &mut cache) {
             Ok(x) => params.push(x),
             Err(e) => {
                 eprintln!("xrunrig: setting '{}': {e}", s.name);

@@ -1,0 +1,114 @@
+//! Run options as the core sees them: typed and checked. The command line (`cli.rs`)
+//! turns into these at its edge, so nothing below it parses a flag's text again, and a
+//! bad value is refused before a results directory exists or a knob is touched.
+
+use crate::audio::BackendChoice;
+use std::path::PathBuf;
+
+/// `xrunrig run`, decided.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub rig: PathBuf,
+    pub profile: Option<PathBuf>,
+    /// Trials per setting and variant; None: the rig's. Never 0.
+    pub trials: Option<u32>,
+    pub out: Option<PathBuf>,
+    /// Only these variants / settings; empty: all.
+    pub variants: Vec<String>,
+    pub settings: Vec<String>,
+    pub settings_as_is: bool,
+    /// Hard bound on the whole run; None: estimate × 2 + 60 s.
+    pub max_time_ns: Option<u64>,
+    pub audio: AudioOptions,
+    /// Set when the run goes into guest kernels (`--kernel`).
+    pub guest: Option<GuestOptions>,
+}
+
+/// Command-line overrides of an audio rig's settings; None: the profile's or the rig's.
+#[derive(Debug, Clone, Default)]
+pub struct AudioOptions {
+    pub backend: Option<BackendChoice>,
+    pub device: Option<String>,
+    pub period: Option<u32>,
+    pub rate: Option<u32>,
+    /// Each audio trial's length; never 0.
+    pub duration_ns: Option<u64>,
+    pub inject_every: Option<u64>,
+    pub inject_factor: Option<f64>,
+    pub loopback: bool,
+}
+
+/// Where the QEMU guest acceleration comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AccelChoice {
+    /// KVM when /dev/kvm works, else TCG (and TCG again when KVM does not boot).
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+/// The JACK driver a guest's jackd runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GuestJack {
+    /// The snd-aloop card: a real ALSA driver.
+    Alsa,
+    /// jackd's dummy driver: a timer, no card.
+    Dummy,
+}
+
+/// `--kernel` and the guest machine.
+#[derive(Debug, Clone)]
+pub struct GuestOptions {
+    /// At least one: paths, .debs, package names or debian:X.
+    pub kernels: Vec<String>,
+    pub cpus: Option<u32>,
+    /// QEMU's -m, checked: e.g. 1G, 512M.
+    pub memory: Option<String>,
+    pub modules: Option<PathBuf>,
+    pub accel: AccelChoice,
+    pub append: Option<String>,
+    pub jack: GuestJack,
+}
+
+/// A duration given on the command line: a bare number is seconds (as cyclictest's
+/// `-D 10`); otherwise a number and a unit (ns, us, ms, s, min, h).
+pub fn parse_cli_duration(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    if let Ok(secs) = t.parse::<f64>() {
+        return crate::rig::units::parse_duration(&format!("{secs} s"));
+    }
+    crate::rig::units::parse_duration(t)
+}
+
+/// Nanoseconds written so `parse_cli_duration` reads them back exactly (for the command a
+/// guest runs).
+pub fn duration_arg(ns: u64) -> String {
+    format!("{ns}ns")
+}
+
+/// A QEMU memory size: digits with an optional M or G.
+pub fn valid_memory(m: &str) -> bool {
+    let digits = m.trim_end_matches(['M', 'G', 'm', 'g']);
+    !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()) && m.len() - digits.len() <= 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_durations_take_bare_seconds_and_units() {
+        assert_eq!(parse_cli_duration("10"), Ok(10_000_000_000));
+        assert_eq!(parse_cli_duration("1.5"), Ok(1_500_000_000));
+        assert_eq!(parse_cli_duration("250 ms"), Ok(250_000_000));
+        assert_eq!(parse_cli_duration(&duration_arg(1_234_567)), Ok(1_234_567));
+        assert!(parse_cli_duration("ten").is_err());
+        assert!(parse_cli_duration("10 parsecs").is_err());
+    }
+
+    #[test]
+    fn memory_sizes() {
+        assert!(valid_memory("512M") && valid_memory("2048") && valid_memory("1G"));
+        assert!(!valid_memory("G") && !valid_memory("lots") && !valid_memory("1GG"));
+    }
+}
