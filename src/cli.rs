@@ -144,7 +144,7 @@ impl RunArgs {
     /// The edge: from here on the run sees typed options only.
     pub fn into_options(self) -> RunOptions {
         RunOptions {
-            guest: (!self.kernel.is_empty()).then(|| GuestOptions {
+            guest: (!self.kernel.is_empty()).then_some(GuestOptions {
                 kernels: self.kernel,
                 cpus: self.cpus,
                 memory: self.memory,
