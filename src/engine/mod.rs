@@ -1,5 +1,7 @@
-//! The engine: RT threads, PI mutexes, futex events, trials and the watchdog.
+//! The engine: RT threads, PI mutexes, futex events, migrate-disabled runs, trials and
+//! the watchdog.
 
+pub mod migrate_disable;
 pub mod pimutex;
 pub mod sync;
 pub mod thread;

@@ -135,7 +135,7 @@ fn exec(
             Op::RunMigrateDisabled(ns) => {
                 let target = thread_cpu_ns() + ns;
                 while thread_cpu_ns() < target {
-                    crate::instruments::migrate_disable::burst();
+                    super::migrate_disable::burst();
                     if sh.abort.is_set() {
                         return Err(ThreadEnd::Aborted);
                     }
@@ -238,7 +238,7 @@ fn thread_main(sh: &Shared, idx: usize, sched: &Sched, ops: &[Op]) -> ThreadEnd 
     let setup = apply_current(sched).and_then(|_| {
         // Filters go on this thread only, before the start: installing them allocates.
         if uses_md(ops) {
-            crate::instruments::migrate_disable::install_on_current_thread()
+            super::migrate_disable::install_on_current_thread()
         } else {
             Ok(())
         }

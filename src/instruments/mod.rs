@@ -8,7 +8,6 @@ pub mod config;
 pub mod evidence;
 pub mod intervals;
 pub mod ipi;
-pub mod migrate_disable;
 pub mod parse;
 pub mod trace;
 pub mod tracefs;

@@ -56,7 +56,7 @@ pub struct ThreadDef {
     pub cpus: Option<Spanned<CpuSpec>>,
     pub instances: Option<Spanned<u32>>,
     /// Do this thread's `run` steps as syscalls under long seccomp filters, so the
-    /// thread is migrate-disabled while it runs (crate::instruments::migrate_disable).
+    /// thread is migrate-disabled while it runs (crate::engine::migrate_disable).
     pub migrate_disable: Option<Spanned<bool>>,
     #[serde(default)]
     pub steps: Vec<Spanned<StepDef>>,
