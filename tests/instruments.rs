@@ -364,7 +364,8 @@ fn hrtick_repick_as_is_counts_come_from_the_kept_trace() {
 
 #[test]
 fn seccomp_looping_thread_is_migrate_disabled_while_it_runs() {
-    use xrunrig::instruments::{migrate_disable, trace, tracefs};
+    use xrunrig::engine::migrate_disable;
+    use xrunrig::instruments::{trace, tracefs};
     if !root() || xrunrig::sys::online_cpus().len() < 2 {
         eprintln!("skipped: needs root (tracefs) and two CPUs");
         return;
