@@ -107,6 +107,10 @@ impl BackendChoice {
             )),
         }
     }
+    /// The name `--backend` takes (what `parse` reads back).
+    pub fn name(self) -> &'static str {
+        self.fixed().map_or("auto", BackendKind::name)
+    }
     /// The backend asked for by name; None for auto.
     pub fn fixed(self) -> Option<BackendKind> {
         match self {
@@ -122,6 +126,12 @@ impl std::str::FromStr for BackendChoice {
     type Err = String;
     fn from_str(s: &str) -> Result<BackendChoice, String> {
         BackendChoice::parse(s)
+    }
+}
+
+impl std::fmt::Display for BackendChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -160,6 +170,7 @@ mod tests {
         for c in BackendChoice::value_variants() {
             let name = c.to_possible_value().unwrap().get_name().to_string();
             assert_eq!(BackendChoice::parse(&name), Ok(*c));
+            assert_eq!(c.to_string(), name);
             if let Some(k) = c.fixed() {
                 assert_eq!(k.name(), name);
                 assert_eq!(k.backend().name(), name);

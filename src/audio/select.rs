@@ -115,6 +115,14 @@ mod tests {
         assert_eq!(s.why, "auto: no jack; no card; so the built-in clock");
     }
 
+    /// choose() relies on the last of the order always answering.
+    #[test]
+    fn auto_ends_with_a_fallback_that_always_answers() {
+        let last = AUTO_ORDER[AUTO_ORDER.len() - 1];
+        assert_eq!(last, BackendKind::Clock);
+        assert!(last.backend().probe(&ProbeSpec::default()).is_ok());
+    }
+
     #[test]
     fn fixed_choice_does_not_probe() {
         struct Panics;
