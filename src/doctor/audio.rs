@@ -279,39 +279,26 @@ fn irq_thread(
     }
 }
 
-/// jackd's settings from its command line: server options before `-d`, driver after.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Jackd {
-    pub name: Option<String>,
-    pub rate: Option<String>,
-    pub period: Option<String>,
-    pub prio: Option<String>,
-    /// False with `-r` / `--no-realtime` before the driver.
-    pub realtime: bool,
-}
+/// jackd's settings from its command line: the JACK backend reads it, as its launcher
+/// writes it.
+pub use crate::audio::jack::server::{Jackd, jackd_args};
 
-pub fn jackd_args(cmdline: &[String]) -> Jackd {
-    let mut j = Jackd {
-        realtime: true,
-        ..Default::default()
-    };
-    let mut driver = false;
-    let mut it = cmdline.iter().skip(1);
-    while let Some(a) = it.next() {
-        match (driver, a.as_str()) {
-            (false, "-d") | (false, "--driver") => {
-                driver = true;
-                it.next();
-            }
-            (false, "-n") | (false, "--name") => j.name = it.next().cloned(),
-            (false, "-P") | (false, "--realtime-priority") => j.prio = it.next().cloned(),
-            (false, "-r") | (false, "--no-realtime") => j.realtime = false,
-            (true, "-r") | (true, "--rate") => j.rate = it.next().cloned(),
-            (true, "-p") | (true, "--period") => j.period = it.next().cloned(),
-            _ => {}
-        }
+/// A server to suggest: realtime, on the first card, at a common rate and period.
+fn example_jackd() -> Vec<String> {
+    use crate::audio::jack::server::{Command, Driver};
+    Command {
+        name: None,
+        priority: Some(70),
+        driver: Driver::Alsa {
+            device: Some("hw:0".into()),
+            playback: None,
+            capture: None,
+        },
+        rate: Some(48000),
+        period: Some(128),
+        nperiods: None,
     }
-    j
+    .args()
 }
 
 fn jack_procs(ctx: &Ctx) -> Vec<&Proc> {
@@ -406,7 +393,7 @@ fn jack(src: &dyn Source, ctx: &Ctx, mode: Mode) -> Check {
         }
         Err(e) if e.contains("not recorded") => c.na(e),
         Err(e) => {
-            let want = std::env::var("JACK_DEFAULT_SERVER").unwrap_or_else(|_| "default".into());
+            let want = crate::audio::jack::server_name(&None);
             if servers.iter().any(|s| s.0 == want) {
                 c.fail(
                     format!("{running} runs, but {e}"),
@@ -418,9 +405,10 @@ fn jack(src: &dyn Source, ctx: &Ctx, mode: Mode) -> Check {
                     format!("select one with JACK_DEFAULT_SERVER={}", other.0),
                 )
             } else {
-                c.na(e).with_fix(
-                    "to use JACK, start a server, e.g. jackd -R -P 70 -d alsa -d hw:0 -r 48000 -p 128",
-                )
+                c.na(e).with_fix(format!(
+                    "to use JACK, start a server, e.g. {}",
+                    example_jackd().join(" ")
+                ))
             }
         }
     }

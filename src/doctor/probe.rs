@@ -2,6 +2,8 @@
 //! of this process (or a client connection) and leaves nothing behind.
 
 use super::source::JackAnswer;
+use crate::audio::jack::Jack;
+use crate::audio::{Backend, ProbeSpec};
 use crate::engine::pimutex::{LockError, PiMutex};
 use crate::rig::Protocol;
 use std::time::Duration;
@@ -125,35 +127,18 @@ pub fn kernel_log() -> Result<String, String> {
 }
 
 /// Connects to the default JACK server (`JACK_DEFAULT_SERVER` or "default") without
-/// starting one. A client that hangs is left to the process exit after `limit`.
+/// starting one, through the JACK backend's own probe. A client that hangs is left to
+/// the process exit after `limit`.
 pub fn jack(limit: Duration) -> Result<JackAnswer, String> {
-    let server = std::env::var("JACK_DEFAULT_SERVER").unwrap_or_else(|_| "default".into());
-    // Without libjack the jack crate's first call panics inside jack-sys: ask first.
-    if let Err(e) = jack::jack_sys::library() {
-        return Err(format!(
-            "no JACK client library ({e}): JACK is not installed"
-        ));
-    }
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name("xr-doctor-jack".into())
-        .spawn(move || {
-            jack::set_logger(jack::LoggerType::None);
-            let r = jack::Client::new("xrunrig-doctor", jack::ClientOptions::NO_START_SERVER)
-                .map(|(c, _)| (c.sample_rate(), c.buffer_size()));
-            let _ = tx.send(r.map_err(|e| e.to_string()));
-        })
-        .map_err(|e| format!("cannot start a probe thread: {e}"))?;
-    match rx.recv_timeout(limit) {
-        Ok(Ok((rate, period))) => Ok(JackAnswer {
-            server,
-            rate,
-            period,
-        }),
-        Ok(Err(e)) => Err(format!("no JACK server '{server}' answered ({e})")),
-        Err(_) => Err(format!(
-            "JACK server '{server}' did not answer within {} s",
-            limit.as_secs()
-        )),
-    }
+    let spec = ProbeSpec {
+        device: None,
+        limit: Some(limit),
+        client: Some("xrunrig-doctor"),
+    };
+    let a = Jack.probe(&spec)?;
+    Ok(JackAnswer {
+        server: a.device,
+        rate: a.rate.unwrap_or(0),
+        period: a.period.unwrap_or(0),
+    })
 }

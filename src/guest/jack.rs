@@ -2,9 +2,14 @@
 //! no running server, so the guest command starts jackd on the snd-aloop card, waits
 //! for it, runs the rig against it and stops it. Playback substream 0 of Loopback
 //! device 0 comes back as capture on device 1, so `system:playback_N` is heard on
-//! `system:capture_N` (what the loopback check wires up).
+//! `system:capture_N` (what the loopback check wires up). The guest's /init is a shell
+//! script, so this is a `/bin/sh` line; the jackd and jack_wait command lines, and the
+//! server priority rule, are the JACK backend's (`audio::jack::server`).
 
 use super::initramfs::shell_line;
+use crate::audio::jack::server::{
+    self, Command, Driver, NO_RESERVATION_ENV, SERVER_ENV, server_priority,
+};
 pub use crate::cli::GuestJack;
 
 /// Server name used when `--device` names none.
@@ -27,20 +32,27 @@ pub struct Server {
 
 impl Server {
     pub fn jackd_args(&self) -> Vec<String> {
-        let prio = (self.callback_priority + 5).clamp(10, 95).to_string();
-        let (rate, period) = (self.rate.to_string(), self.period.to_string());
-        let mut a = vec!["jackd", "-n", &self.name, "-R", "-P", &prio];
-        match self.driver {
-            GuestJack::Alsa => a.extend(["-d", "alsa", "-P", PLAYBACK, "-C", CAPTURE]),
+        let driver = match self.driver {
+            GuestJack::Alsa => Driver::Alsa {
+                device: None,
+                playback: Some(PLAYBACK.into()),
+                capture: Some(CAPTURE.into()),
+            },
             // Two ports each way, so the loopback check's system:playback_1 exists.
-            GuestJack::Dummy => a.extend(["-d", "dummy", "-P", "2", "-C", "2"]),
+            GuestJack::Dummy => Driver::Dummy {
+                playback_ports: Some(2),
+                capture_ports: Some(2),
+            },
+        };
+        Command {
+            name: Some(self.name.clone()),
+            priority: Some(server_priority(self.callback_priority)),
+            driver,
+            rate: Some(self.rate),
+            period: Some(self.period),
+            nperiods: Some(self.nperiods),
         }
-        a.extend(["-r", &rate, "-p", &period]);
-        let n = self.nperiods.to_string();
-        if self.driver == GuestJack::Alsa {
-            a.extend(["-n", &n]);
-        }
-        a.iter().map(|s| s.to_string()).collect()
+        .args()
     }
 
     /// `/bin/sh -c SCRIPT` running `command` against this server: its exit code is
@@ -50,16 +62,17 @@ impl Server {
     pub fn wrap(&self, command: &[String]) -> Vec<String> {
         let name = shell_line(std::slice::from_ref(&self.name));
         let script = format!(
-            "JACK_NO_AUDIO_RESERVATION=1 {jackd} >/tmp/jackd.log 2>&1 &\n\
+            "{NO_RESERVATION_ENV}=1 {jackd} >/tmp/jackd.log 2>&1 &\n\
              j=$!\n\
-             if jack_wait -w -t {WAIT_S} -s {name} >/dev/null 2>&1; then\n\
-             JACK_DEFAULT_SERVER={name} {cmd}; rc=$?\n\
+             if {wait} >/dev/null 2>&1; then\n\
+             {SERVER_ENV}={name} {cmd}; rc=$?\n\
              else\n\
              echo \"xrunrig-guest: jackd did not come up within {WAIT_S} s:\" >&2; cat /tmp/jackd.log >&2; rc=1\n\
              fi\n\
              kill $j 2>/dev/null; wait $j\n\
              exit $rc\n",
             jackd = shell_line(&self.jackd_args()),
+            wait = shell_line(&server::wait_args(&self.name, WAIT_S)),
             cmd = shell_line(command),
         );
         vec!["/bin/sh".into(), "-c".into(), script]

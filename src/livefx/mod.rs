@@ -137,11 +137,10 @@ pub fn run_main(p: Prepared) -> i32 {
     }
     // A backend asked for by name must answer before anything is changed.
     for (s, x) in p.settings.iter().zip(&params) {
-        let probe = match x.kind {
-            crate::audio::BackendKind::Jack => crate::audio::jack::probe(&x.spec.device),
-            crate::audio::BackendKind::Alsa => crate::audio::alsa::probe(&x.spec.device),
-            crate::audio::BackendKind::Clock => Ok(String::new()),
-        };
+        let probe = x
+            .kind
+            .backend()
+            .probe(&crate::audio::ProbeSpec::device(&x.spec.device));
         if let Err(e) = probe {
             let hint = match x.kind {
                 crate::audio::BackendKind::Jack => {

@@ -1,11 +1,12 @@
-//! JACK through the `jack` crate (default features kept: with `dynamic_loading` off,
-//! `cycle_times()` always errs). The user's running server, or one named by `--device`
-//! (as `JACK_DEFAULT_SERVER`). Works with PipeWire's JACK too. The process thread is
-//! JACK's (FIFO at the server's priority − 5); xrun notifications arrive on JACK's
-//! non-RT notification thread with `jack_get_xrun_delayed_usecs`, and are correlated
-//! to cycles by time afterwards. A server that dies sets `Notes::server_gone`.
+//! A JACK client stream (the `jack` crate's default features are kept: with
+//! `dynamic_loading` off, `cycle_times()` always errs). The process thread is JACK's
+//! (FIFO at the server's priority − 5); xrun notifications arrive on JACK's non-RT
+//! notification thread with `jack_get_xrun_delayed_usecs`, and are correlated to
+//! cycles by time afterwards. A server that dies sets `Notes::server_gone`.
 
-use super::{Cycle, Notes, Process, Stream, StreamInfo, StreamSpec, XrunNote};
+use super::probe::{library, select_server, server_name};
+use crate::audio::stream::cpus_or_all;
+use crate::audio::{Cycle, Notes, Process, Stream, StreamInfo, StreamSpec, XrunNote};
 use crate::sys::now_ns;
 use jack::{AudioIn, AudioOut, Client, ClientOptions, ClientStatus, Control, Port, ProcessScope};
 use std::sync::Arc;
@@ -140,39 +141,6 @@ impl Stream for JackStream {
     }
 }
 
-/// Points this process at a named server (the way jack_* tools take `-s NAME`).
-fn select_server(device: &Option<String>) {
-    if let Some(name) = device {
-        // SAFETY: called while the process has no other thread reading the environment
-        // concurrently (before any JACK client exists; libjack reads it at open).
-        unsafe { std::env::set_var("JACK_DEFAULT_SERVER", name) };
-    }
-}
-
-/// Connects to the server without starting one; Ok(description) if it answers.
-pub fn probe(device: &Option<String>) -> Result<String, String> {
-    select_server(device);
-    match Client::new("xrunrig-probe", ClientOptions::NO_START_SERVER) {
-        Ok((c, _)) => Ok(format!(
-            "JACK server '{}' answered ({} Hz, period {})",
-            server_name(device),
-            c.sample_rate(),
-            c.buffer_size()
-        )),
-        Err(e) => Err(format!(
-            "no JACK server '{}' answered ({e})",
-            server_name(device)
-        )),
-    }
-}
-
-fn server_name(device: &Option<String>) -> String {
-    device
-        .clone()
-        .or_else(|| std::env::var("JACK_DEFAULT_SERVER").ok())
-        .unwrap_or_else(|| "default".into())
-}
-
 /// CLOCK_MONOTONIC minus JACK's time base, from the tightest of a few paired readings.
 fn clock_offset(c: &Client) -> i64 {
     (0..16)
@@ -186,12 +154,13 @@ fn clock_offset(c: &Client) -> i64 {
         .map_or(0, |(_, o)| o)
 }
 
-pub fn open(
+pub(super) fn open(
     spec: &StreamSpec,
     process: Box<dyn Process>,
     notes: Arc<Notes>,
 ) -> Result<Box<dyn Stream>, String> {
     select_server(&spec.device);
+    library()?;
     let (client, _) = Client::new(CLIENT_NAME, ClientOptions::NO_START_SERVER).map_err(|e| {
         format!(
             "cannot connect to JACK server '{}': {e}. Start one (e.g. `jackd -R -d alsa` or \
@@ -229,11 +198,7 @@ pub fn open(
     let in_name = input.name().unwrap_or_default();
     let out_name = output.name().unwrap_or_default();
     let offset_ns = clock_offset(&client);
-    let cpus = if spec.cpus.is_empty() {
-        crate::sys::online_cpus()
-    } else {
-        spec.cpus.clone()
-    };
+    let cpus = cpus_or_all(spec);
     let ending = Arc::new(AtomicBool::new(false));
     let proc_ = Proc {
         inner: process,

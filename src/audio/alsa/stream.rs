@@ -1,94 +1,15 @@
-//! ALSA through cpal 0.18.2 (pinned: cpal's xrun reporting has changed across releases).
 //! An output stream with a fixed period; cpal reports an underrun as an error of kind
 //! `Xrun` on its worker thread and recovers by itself: we count it, never treat it as
 //! fatal. Cycle times are estimated from the first callback and the frames played,
-//! re-anchored after each xrun. The loopback check needs capture too: use JACK on the
-//! card for that (this backend plays only).
+//! re-anchored after each xrun.
 
-use super::{Cycle, Notes, Process, Stream, StreamInfo, StreamSpec};
+use super::device;
+use crate::audio::stream::cpus_or_all;
+use crate::audio::{Cycle, Notes, Process, Stream, StreamInfo, StreamSpec};
 use crate::sys::now_ns;
-use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
+use cpal::traits::{DeviceTrait, StreamTrait};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-
-fn host() -> Result<cpal::Host, String> {
-    cpal::host_from_id(cpal::HostId::Alsa).map_err(|e| format!("ALSA host unavailable: {e}"))
-}
-
-/// The named device (e.g. `hw:1`, `default`) or ALSA's default.
-fn device(name: &Option<String>) -> Result<cpal::Device, String> {
-    let h = host()?;
-    match name {
-        None => h
-            .default_output_device()
-            .ok_or_else(|| "ALSA has no default output device".to_string()),
-        Some(n) => {
-            let id: cpal::DeviceId = format!("alsa:{n}")
-                .parse()
-                .map_err(|e| format!("ALSA device name '{n}': {e}"))?;
-            h.device_by_id(&id).ok_or_else(|| {
-                format!("no ALSA device '{n}' (see `aplay -L` for names such as hw:CARD=...,DEV=0)")
-            })
-        }
-    }
-}
-
-/// cpal lists ALSA's "default" even with no card: only opening a configuration tells.
-pub fn probe(name: &Option<String>) -> Result<String, String> {
-    // alsa-lib prints its own errors to stderr while it looks for a card; the reason
-    // we give is enough, so they are hidden during the probe.
-    let _quiet = QuietStderr::new();
-    let d = device(name)?;
-    let cfg = d.default_output_config().map_err(|e| {
-        format!(
-            "ALSA device '{}' did not open ({e})",
-            name.as_deref().unwrap_or("default")
-        )
-    })?;
-    Ok(format!(
-        "ALSA device '{}' opened ({} Hz, {} channels)",
-        name.as_deref().unwrap_or("default"),
-        cfg.sample_rate(),
-        cfg.channels()
-    ))
-}
-
-/// Points fd 2 at /dev/null until dropped.
-struct QuietStderr(Option<i32>);
-
-impl QuietStderr {
-    fn new() -> QuietStderr {
-        // SAFETY: plain fd calls; the saved fd is restored and closed in drop.
-        unsafe {
-            let saved = libc::dup(2);
-            let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
-            if saved < 0 || null < 0 {
-                if saved >= 0 {
-                    libc::close(saved);
-                }
-                if null >= 0 {
-                    libc::close(null);
-                }
-                return QuietStderr(None);
-            }
-            libc::dup2(null, 2);
-            libc::close(null);
-            QuietStderr(Some(saved))
-        }
-    }
-}
-
-impl Drop for QuietStderr {
-    fn drop(&mut self) {
-        if let Some(fd) = self.0 {
-            // SAFETY: fd is the saved stderr from new().
-            unsafe {
-                libc::dup2(fd, 2);
-                libc::close(fd);
-            }
-        }
-    }
-}
 
 struct AlsaStream {
     stream: Option<cpal::Stream>,
@@ -115,7 +36,7 @@ impl Stream for AlsaStream {
     }
 }
 
-pub fn open(
+pub(super) fn open(
     spec: &StreamSpec,
     mut process: Box<dyn Process>,
     notes: Arc<Notes>,
@@ -134,11 +55,7 @@ pub fn open(
     let stopping = Arc::new(AtomicBool::new(false));
     let ended = Arc::new(AtomicBool::new(false));
     let (rate, frames_nominal) = (spec.rate, spec.period);
-    let cpus = if spec.cpus.is_empty() {
-        crate::sys::online_cpus()
-    } else {
-        spec.cpus.clone()
-    };
+    let cpus = cpus_or_all(spec);
     let sched = crate::engine::thread::Sched::fifo(spec.priority, cpus);
     let (xr, st, en) = (xruns.clone(), stopping.clone(), ended.clone());
     // Preallocated: the callback never allocates.
@@ -227,23 +144,4 @@ pub fn open(
         stopping,
         ended,
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// With no card, cpal still names a default device; the probe must say it did not open.
-    #[test]
-    fn probe_without_a_card_says_so() {
-        if std::path::Path::new("/dev/snd").exists() {
-            eprintln!("skipped: this machine has sound devices");
-            return;
-        }
-        let e = probe(&None).unwrap_err();
-        assert!(
-            e.contains("did not open") || e.contains("no default"),
-            "{e}"
-        );
-    }
 }

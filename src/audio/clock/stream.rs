@@ -1,92 +1,17 @@
-//! The built-in clock backend: one FIFO thread waking on absolute `clock_nanosleep`
-//! periods, the embedded default where no sound device exists. A callback that runs past
-//! the next period's start makes it skip the periods it missed, as a device underruns:
-//! those skipped periods are its xruns. With loopback, a delay line stands in for the
-//! cable: the output comes back as input `clock_latency` frames later, and skipped
-//! periods come back as silence.
+//! The clock stream: one FIFO thread waking on absolute `clock_nanosleep` periods. A
+//! callback that runs past the next period's start makes it skip the periods it
+//! missed, as a device underruns: those skipped periods are its xruns. With loopback,
+//! the delay line stands in for the cable, and skipped periods come back as silence.
 
-use super::{Cycle, Notes, Process, Stream, StreamInfo, StreamSpec};
+use super::delay::DelayLine;
+use super::timing::{next_period, period_start, sleep_until};
+use crate::audio::stream::cpus_or_all;
+use crate::audio::{Cycle, Notes, Process, Stream, StreamInfo, StreamSpec};
 use crate::engine::thread::{Sched, apply_current};
 use crate::sys::now_ns;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-
-/// Start of period `k` after `t0`, without accumulating rounding error.
-pub fn period_start(t0: u64, k: u64, frames: u32, rate: u32) -> u64 {
-    t0 + (k as u128 * frames as u128 * 1_000_000_000 / rate as u128) as u64
-}
-
-/// Sleeps until CLOCK_MONOTONIC reaches `t_ns` (absolute, so lateness does not drift).
-pub fn sleep_until(t_ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (t_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (t_ns % 1_000_000_000) as libc::c_long,
-    };
-    loop {
-        // SAFETY: ts is a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
-        let r = unsafe {
-            libc::clock_nanosleep(
-                libc::CLOCK_MONOTONIC,
-                libc::TIMER_ABSTIME,
-                &ts,
-                std::ptr::null_mut(),
-            )
-        };
-        if r != libc::EINTR {
-            return;
-        }
-    }
-}
-
-/// The first period after `end` that has not started yet, given the period that
-/// should have come next; returns it and how many periods were skipped.
-pub fn next_period(t0: u64, next: u64, end: u64, frames: u32, rate: u32) -> (u64, u64) {
-    if end <= period_start(t0, next, frames, rate) {
-        return (next, 0);
-    }
-    let elapsed = (end - t0) as u128 * rate as u128 / (frames as u128 * 1_000_000_000);
-    let k = (elapsed as u64 + 1).max(next + 1);
-    (k, k - next)
-}
-
-/// A delay line of `len` frames: what goes out comes back `len` frames later.
-pub struct DelayLine {
-    ring: Vec<f32>,
-    pos: usize,
-}
-
-impl DelayLine {
-    pub fn new(len: usize) -> DelayLine {
-        DelayLine {
-            ring: vec![0.0; len.max(1)],
-            pos: 0,
-        }
-    }
-    /// Fills `input` with what was written `len` frames ago.
-    pub fn read(&self, input: &mut [f32]) {
-        let n = self.ring.len();
-        for (i, x) in input.iter_mut().enumerate() {
-            *x = self.ring[(self.pos + i) % n];
-        }
-    }
-    /// Stores `output` (same length as the last read) and advances.
-    pub fn write(&mut self, output: &[f32]) {
-        let n = self.ring.len();
-        for (i, x) in output.iter().enumerate() {
-            self.ring[(self.pos + i) % n] = *x;
-        }
-        self.pos = (self.pos + output.len()) % n;
-    }
-    /// Periods the device skipped: silence went out.
-    pub fn skip(&mut self, frames: usize) {
-        let n = self.ring.len();
-        for i in 0..frames {
-            self.ring[(self.pos + i) % n] = 0.0;
-        }
-        self.pos = (self.pos + frames) % n;
-    }
-}
 
 struct ClockStream {
     info: StreamInfo,
@@ -107,7 +32,7 @@ impl Stream for ClockStream {
     }
 }
 
-pub fn open(
+pub(super) fn open(
     spec: &StreamSpec,
     mut process: Box<dyn Process>,
     _notes: Arc<Notes>,
@@ -128,14 +53,7 @@ pub fn open(
         .map(|l| l.clock_latency.max(spec.period) as usize);
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = std::sync::mpsc::channel::<Result<(), String>>();
-    // Unpinned means any online CPU: the thread would otherwise inherit the control
-    // thread's pin.
-    let cpus = if spec.cpus.is_empty() {
-        crate::sys::online_cpus()
-    } else {
-        spec.cpus.clone()
-    };
-    let sched = Sched::fifo(spec.priority, cpus);
+    let sched = Sched::fifo(spec.priority, cpus_or_all(spec));
     let (frames, rate) = (spec.period, spec.rate);
     let stop2 = stop.clone();
     let handle = std::thread::Builder::new()
@@ -225,41 +143,6 @@ pub fn open(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn periods_do_not_drift() {
-        // 256 frames at 48 kHz is 5333333.33 ns: 3 periods must be 16 ms exactly.
-        assert_eq!(period_start(0, 3, 256, 48000), 16_000_000);
-        assert_eq!(period_start(10, 1, 48, 48000), 1_000_010);
-    }
-
-    #[test]
-    fn overrun_skips_the_missed_periods() {
-        // Period 1 ms. Ending before period 1 starts: no skip.
-        assert_eq!(next_period(0, 1, 900_000, 48, 48000), (1, 0));
-        // Ending at 1.5 ms: period 1 was missed; next is 2, one skipped.
-        assert_eq!(next_period(0, 1, 1_500_000, 48, 48000), (2, 1));
-        // Ending at 3.2 ms when 1 was next: 1, 2, 3 missed; next is 4.
-        assert_eq!(next_period(0, 1, 3_200_000, 48, 48000), (4, 3));
-    }
-
-    #[test]
-    fn delay_line_delays_by_its_length() {
-        let mut d = DelayLine::new(6);
-        let mut got = Vec::new();
-        for block in 0..4 {
-            let mut inp = [0.0f32; 3];
-            d.read(&mut inp);
-            got.extend_from_slice(&inp);
-            let out: Vec<f32> = (0..3).map(|i| (block * 3 + i + 1) as f32).collect();
-            d.write(&out);
-        }
-        assert_eq!(got, vec![0., 0., 0., 0., 0., 0., 1., 2., 3., 4., 5., 6.]);
-        d.skip(3);
-        let mut inp = [0.0f32; 3];
-        d.read(&mut inp);
-        assert_eq!(inp, [10., 11., 12.]);
-    }
 
     struct Count {
         n: Arc<std::sync::atomic::AtomicU64>,

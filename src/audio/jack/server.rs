@@ -1,0 +1,208 @@
+//! What xrunrig knows about a jackd server process: the command line that starts one
+//! (the guest's launcher builds it), the same command line read back from a running
+//! server (the doctor), the command that waits for it to answer, and how its priority
+//! relates to its clients'. jackd's options come in two parts: the server's before
+//! `-d DRIVER`, the driver's after it (so `-r` is "no realtime" before and "rate" after).
+
+/// The environment variable libjack and the jack_* tools read for the server name.
+pub const SERVER_ENV: &str = "JACK_DEFAULT_SERVER";
+/// The server name when none is given.
+pub const DEFAULT_SERVER: &str = "default";
+/// Set in jackd's environment: no D-Bus device reservation (there may be no session
+/// bus, and reserving one card for both playback and capture can fail).
+pub const NO_RESERVATION_ENV: &str = "JACK_NO_AUDIO_RESERVATION";
+
+/// A client's process thread runs at the server's priority − 5 (jackd2), so a client
+/// that wants `callback` gets a server at `callback` + 5, within jackd's 10..=95.
+pub fn server_priority(callback: i32) -> i32 {
+    (callback + 5).clamp(10, 95)
+}
+
+/// The driver part of a jackd command line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Driver {
+    /// A sound card: one device for both directions (`-d hw:0`) or one each (`-P`, `-C`).
+    Alsa {
+        device: Option<String>,
+        playback: Option<String>,
+        capture: Option<String>,
+    },
+    /// A timer, no card, with this many ports each way.
+    Dummy {
+        playback_ports: Option<u32>,
+        capture_ports: Option<u32>,
+    },
+}
+
+/// A jackd command line to start a server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Command {
+    pub name: Option<String>,
+    /// `-R -P PRIO` (realtime at this priority); None: realtime at jackd's default.
+    pub priority: Option<i32>,
+    pub driver: Driver,
+    pub rate: Option<u32>,
+    pub period: Option<u32>,
+    /// Periods per buffer (`-n`); only the ALSA driver has it.
+    pub nperiods: Option<u32>,
+}
+
+impl Command {
+    pub fn args(&self) -> Vec<String> {
+        let mut a: Vec<String> = vec!["jackd".into()];
+        let opt = |a: &mut Vec<String>, flag: &str, v: Option<String>| {
+            if let Some(v) = v {
+                a.extend([flag.to_string(), v]);
+            }
+        };
+        opt(&mut a, "-n", self.name.clone());
+        a.push("-R".into());
+        opt(&mut a, "-P", self.priority.map(|p| p.to_string()));
+        a.push("-d".into());
+        match &self.driver {
+            Driver::Alsa {
+                device,
+                playback,
+                capture,
+            } => {
+                a.push("alsa".into());
+                opt(&mut a, "-d", device.clone());
+                opt(&mut a, "-P", playback.clone());
+                opt(&mut a, "-C", capture.clone());
+            }
+            Driver::Dummy {
+                playback_ports,
+                capture_ports,
+            } => {
+                a.push("dummy".into());
+                opt(&mut a, "-P", playback_ports.map(|n| n.to_string()));
+                opt(&mut a, "-C", capture_ports.map(|n| n.to_string()));
+            }
+        }
+        opt(&mut a, "-r", self.rate.map(|r| r.to_string()));
+        opt(&mut a, "-p", self.period.map(|p| p.to_string()));
+        if matches!(self.driver, Driver::Alsa { .. }) {
+            opt(&mut a, "-n", self.nperiods.map(|n| n.to_string()));
+        }
+        a
+    }
+}
+
+/// `jack_wait` until server `name` answers, giving up after `secs`; exits 0 once it does.
+pub fn wait_args(name: &str, secs: u32) -> Vec<String> {
+    ["jack_wait", "-w", "-t", &secs.to_string(), "-s", name]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// jackd's settings read back from its command line, as written there.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Jackd {
+    pub name: Option<String>,
+    pub rate: Option<String>,
+    pub period: Option<String>,
+    pub prio: Option<String>,
+    /// False with `-r` / `--no-realtime` before the driver.
+    pub realtime: bool,
+}
+
+/// Reads a jackd command line (argv, program first).
+pub fn jackd_args(cmdline: &[String]) -> Jackd {
+    let mut j = Jackd {
+        realtime: true,
+        ..Default::default()
+    };
+    let mut driver = false;
+    let mut it = cmdline.iter().skip(1);
+    while let Some(a) = it.next() {
+        match (driver, a.as_str()) {
+            (false, "-d") | (false, "--driver") => {
+                driver = true;
+                it.next();
+            }
+            (false, "-n") | (false, "--name") => j.name = it.next().cloned(),
+            (false, "-P") | (false, "--realtime-priority") => j.prio = it.next().cloned(),
+            (false, "-r") | (false, "--no-realtime") => j.realtime = false,
+            (true, "-r") | (true, "--rate") => j.rate = it.next().cloned(),
+            (true, "-p") | (true, "--period") => j.period = it.next().cloned(),
+            _ => {}
+        }
+    }
+    j
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alsa() -> Command {
+        Command {
+            name: Some("xrunrig".into()),
+            priority: Some(server_priority(70)),
+            driver: Driver::Alsa {
+                device: None,
+                playback: Some("hw:Loopback,0".into()),
+                capture: Some("hw:Loopback,1".into()),
+            },
+            rate: Some(48000),
+            period: Some(128),
+            nperiods: Some(2),
+        }
+    }
+
+    #[test]
+    fn command_lines_put_server_options_before_the_driver() {
+        assert_eq!(
+            alsa().args().join(" "),
+            "jackd -n xrunrig -R -P 75 -d alsa -P hw:Loopback,0 -C hw:Loopback,1 \
+             -r 48000 -p 128 -n 2"
+        );
+        let d = Command {
+            name: None,
+            priority: Some(70),
+            driver: Driver::Dummy {
+                playback_ports: None,
+                capture_ports: None,
+            },
+            nperiods: Some(2),
+            ..alsa()
+        };
+        // The dummy driver has no -n.
+        assert_eq!(
+            d.args().join(" "),
+            "jackd -R -P 70 -d dummy -r 48000 -p 128"
+        );
+    }
+
+    /// What the launcher writes, the doctor reads back.
+    #[test]
+    fn a_built_command_line_reads_back() {
+        let j = jackd_args(&alsa().args());
+        assert_eq!(
+            j,
+            Jackd {
+                name: Some("xrunrig".into()),
+                rate: Some("48000".into()),
+                period: Some("128".into()),
+                prio: Some("75".into()),
+                realtime: true,
+            }
+        );
+    }
+
+    #[test]
+    fn priorities_stay_in_jackd_range() {
+        assert_eq!(server_priority(70), 75);
+        assert_eq!(server_priority(1), 10);
+        assert_eq!(server_priority(99), 95);
+    }
+
+    #[test]
+    fn wait_names_the_server() {
+        assert_eq!(
+            wait_args("xrunrig", 20).join(" "),
+            "jack_wait -w -t 20 -s xrunrig"
+        );
+    }
+}
