@@ -89,6 +89,7 @@ impl BackendKind {
 /// A `--backend` value: auto, or one backend by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum BackendChoice {
+    /// JACK if a server answers, else ALSA, else the clock.
     Auto,
     Jack,
     Alsa,

@@ -24,26 +24,6 @@ pub use notes::{Notes, XrunNote};
 pub use process::{Cycle, Process};
 pub use stream::{LoopbackSpec, Stream, StreamInfo, StreamSpec};
 
-/// `--backend`'s values, for clap's help and completions.
-impl clap::ValueEnum for BackendChoice {
-    fn value_variants<'a>() -> &'a [Self] {
-        &[
-            BackendChoice::Auto,
-            BackendChoice::Fixed(BackendKind::Jack),
-            BackendChoice::Fixed(BackendKind::Alsa),
-            BackendChoice::Fixed(BackendKind::Clock),
-        ]
-    }
-
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(match self {
-            BackendChoice::Auto => clap::builder::PossibleValue::new("auto")
-                .help("JACK if a server answers, else ALSA, else the clock"),
-            BackendChoice::Fixed(k) => clap::builder::PossibleValue::new(k.name()),
-        })
-    }
-}
-
 /// Opens a stream on `kind` that drives `process`.
 pub fn open(
     kind: BackendKind,

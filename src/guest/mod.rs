@@ -17,7 +17,7 @@ pub mod modules;
 pub mod qemu;
 mod results;
 
-use crate::audio::{BackendChoice, BackendKind};
+use crate::audio::BackendChoice;
 use crate::options::{GuestOptions, RunOptions, duration_arg};
 use crate::output::summary::Row;
 use crate::rig::{self, Kind};
@@ -141,12 +141,7 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
     };
     opt("trials", a.trials.map(|t| t.to_string()));
     opt("max-time", a.max_time_ns.map(duration_arg));
-    opt(
-        "backend",
-        au.backend
-            .and_then(|b| clap::ValueEnum::to_possible_value(&b))
-            .map(|v| v.get_name().to_string()),
-    );
+    opt("backend", au.backend.map(|b| b.name().to_string()));
     opt("device", au.device.clone());
     opt("period", au.period.map(|x| x.to_string()));
     opt("rate", au.rate.map(|x| x.to_string()));
@@ -169,7 +164,7 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
     if rig.kind == Kind::Livefx {
         let cfg = crate::livefx::config::parse(&rig).map_err(|e| e.to_string())?;
         let jack = match au.backend {
-            Some(b) => b == BackendChoice::Fixed(BackendKind::Jack),
+            Some(b) => b == BackendChoice::Jack,
             None => cfg.backend == "jack",
         };
         if jack {
