@@ -185,8 +185,7 @@ pub fn plan(a: &RunArgs) -> Result<HostPlan, String> {
         command.push("--loopback".into());
     }
     // A guest has no running JACK server: start one on the snd-aloop card.
-    if rig.kind == Kind::Livefx {
-        let cfg = crate::livefx::config::parse(&rig).map_err(|e| e.to_string())?;
+    if let Some(cfg) = &rig.livefx {
         if a.backend.as_deref().unwrap_or(&cfg.backend) == "jack" {
             let server = jack::Server {
                 name: a.device.clone().unwrap_or_else(|| jack::SERVER.into()),
