@@ -59,6 +59,7 @@ pub fn check(a: &CheckArgs, online: &[usize]) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// An empty list: not pinned, any online CPU.
 fn cpus_or_any(cpus: &[usize]) -> String {
     if cpus.is_empty() {
         "any".into()
@@ -70,7 +71,7 @@ fn cpus_or_any(cpus: &[usize]) -> String {
 /// One line per thread of the audio process: where it may run.
 fn livefx_threads(c: &livefx::Config) -> Vec<String> {
     let mut out = vec![format!(
-        "  callback: FIFO {} (clock backend), CPUs {}",
+        "  callback: FIFO {}, CPUs {}",
         c.callback_priority,
         cpus_or_any(&c.callback_cpus)
     )];
@@ -216,7 +217,7 @@ mod tests {
         let rig = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("rigs/livefx-push-ipi.toml");
         let out = check(&args(&rig), &[0, 1]).unwrap().join("\n");
         for want in [
-            "  callback: FIFO 70 (clock backend), CPUs {0}",
+            "  callback: FIFO 70, CPUs {0}",
             "  worker live.0: FIFO 60, CPUs {0}",
             "  worker live.1: FIFO 60, CPUs {2}",
             "  worker render: FIFO 10, CPUs {1,3}, not waited for",

@@ -185,18 +185,18 @@ pub fn plan(a: &RunArgs) -> Result<HostPlan, String> {
         command.push("--loopback".into());
     }
     // A guest has no running JACK server: start one on the snd-aloop card.
-    if let Some(cfg) = &rig.livefx {
-        if a.backend.as_deref().unwrap_or(&cfg.backend) == "jack" {
-            let server = jack::Server {
-                name: a.device.clone().unwrap_or_else(|| jack::SERVER.into()),
-                rate: a.rate.unwrap_or(cfg.rate),
-                period: a.period.unwrap_or(cfg.period),
-                nperiods: cfg.nperiods,
-                callback_priority: cfg.callback_priority,
-                driver: a.guest_jack,
-            };
-            command = server.wrap(&command);
-        }
+    if let Some(cfg) = &rig.livefx
+        && a.backend.as_deref().unwrap_or(&cfg.backend) == "jack"
+    {
+        let server = jack::Server {
+            name: a.device.clone().unwrap_or_else(|| jack::SERVER.into()),
+            rate: a.rate.unwrap_or(cfg.rate),
+            period: a.period.unwrap_or(cfg.period),
+            nperiods: cfg.nperiods,
+            callback_priority: cfg.callback_priority,
+            driver: a.guest_jack,
+        };
+        command = server.wrap(&command);
     }
 
     // The guest's own bound (its watchdog) is estimate × 2 + 60 s; the host allows

@@ -61,7 +61,11 @@ metrics.p99 = { of = "interval_p99" }
         );
         let e = parse("[instruments]\nipi = { intervall = \"5 s\" }\n", &["a"]).unwrap_err();
         assert!(e.starts_with("t.toml:2:") && e.contains("intervall"), "{e}");
-        let e = parse("[instruments]\nipi = { interval = \"5 parsecs\" }\n", &["a"]).unwrap_err();
+        let e = parse(
+            "[instruments]\nipi = { interval = \"5 parsecs\" }\n",
+            &["a"],
+        )
+        .unwrap_err();
         assert!(e.starts_with("t.toml:2:"), "{e}");
     }
 }

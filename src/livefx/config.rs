@@ -71,14 +71,10 @@ plugins = [ { run = "100 us", jitter = "20 us", lock = "bus" }, { run = "50 us" 
         assert!(s.starts_with("t.toml:17:"), "{s}");
         assert!(s.contains("lock 'mixer' is not defined"), "{s}");
         let bad = RIG.replace("priority = 60", "priority = 0");
-        let s = parse(&bad)
-            .unwrap_err()
-            .to_string();
+        let s = parse(&bad).unwrap_err().to_string();
         assert!(s.contains("t.toml:15:") && s.contains("1..=99"), "{s}");
         let bad = RIG.replace("period = 128", "perod = 128");
-        let s = parse(&bad)
-            .unwrap_err()
-            .to_string();
+        let s = parse(&bad).unwrap_err().to_string();
         assert!(s.contains("perod"), "{s}");
     }
 
@@ -118,9 +114,7 @@ plugins = [ { run = "100 us", jitter = "20 us", lock = "bus" }, { run = "50 us" 
             .to_string();
         assert!(s.contains("'hog.off' is not a mark"), "{s}");
         let bad = rig.replace("pin = \"mask\"", "pin = \"set\"");
-        let s = parse(&bad)
-            .unwrap_err()
-            .to_string();
+        let s = parse(&bad).unwrap_err().to_string();
         assert!(s.contains("use \"each\""), "{s}");
     }
 }

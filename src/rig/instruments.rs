@@ -143,7 +143,12 @@ pub(super) fn compile(
     threads: &[String],
     problems: &mut Vec<Problem>,
 ) -> Config {
-    let mut err = |off: usize, msg: String| problems.push(Problem { span: off..off, msg });
+    let mut err = |off: usize, msg: String| {
+        problems.push(Problem {
+            span: off..off,
+            msg,
+        })
+    };
     let known_thread = |t: &str| {
         threads.is_empty()
             || threads
@@ -311,4 +316,3 @@ pub(super) fn compile(
     });
     Config { cpu, ipi, trace }
 }
-

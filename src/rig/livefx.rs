@@ -386,7 +386,11 @@ pub(super) fn compile(
     if workers.len() > 254 {
         ck.err(at.clone(), "at most 254 worker instances");
     }
-    problems.extend(ck.problems.into_iter().map(|(span, msg)| Problem { span, msg }));
+    problems.extend(
+        ck.problems
+            .into_iter()
+            .map(|(span, msg)| Problem { span, msg }),
+    );
     Config {
         duration_ns,
         backend,
@@ -418,4 +422,3 @@ impl Config {
         v
     }
 }
-

@@ -2,8 +2,8 @@
 
 use super::model::*;
 use super::plan::*;
-use super::{instruments, livefx};
 use super::units::{Bound, parse_duration, unit_scale};
+use super::{instruments, livefx};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use toml::Spanned;
@@ -739,15 +739,19 @@ fn compile_tables(
     first: &Plan,
     ck: &mut Checker,
 ) -> (Option<livefx::Config>, Option<instruments::Config>) {
-    let livefx = rig.livefx.as_ref().filter(|_| kind == Kind::Livefx).map(|l| {
-        let locks: Vec<String> = first.locks.iter().map(|l| l.name.clone()).collect();
-        let marks: Vec<String> = first
-            .marks
-            .iter()
-            .map(|m| format!("{}.{}", m.base, m.mark))
-            .collect();
-        livefx::compile(l, &locks, &marks, &mut ck.problems)
-    });
+    let livefx = rig
+        .livefx
+        .as_ref()
+        .filter(|_| kind == Kind::Livefx)
+        .map(|l| {
+            let locks: Vec<String> = first.locks.iter().map(|l| l.name.clone()).collect();
+            let marks: Vec<String> = first
+                .marks
+                .iter()
+                .map(|m| format!("{}.{}", m.base, m.mark))
+                .collect();
+            livefx::compile(l, &locks, &marks, &mut ck.problems)
+        });
     let instruments = rig.instruments.as_ref().map(|i| {
         let threads: Vec<String> = seen.iter().cloned().collect();
         instruments::compile(i.get_ref(), &threads, &mut ck.problems)
