@@ -99,10 +99,8 @@ pub fn prepare(args: &RunOptions) -> Result<Prepared, String> {
             eprintln!("  {l}");
         }
     }
+    // Checks [livefx] and [instruments] too: a bad rig is refused before anything runs.
     let rig = rig::load(&args.rig).map_err(|e| e.to_string())?;
-    if rig.kind == Kind::Livefx {
-        crate::livefx::config::parse(&rig).map_err(|e| e.to_string())?;
-    }
     let profile = match &args.profile {
         Some(p) => knobs::profile::load(p)?,
         None => Profile::as_is(),
@@ -194,9 +192,7 @@ pub fn sweep(
         .iter()
         .flat_map(|&v| p.rig.variants[v].plan.cpus_used())
         .collect();
-    if p.rig.kind == Kind::Livefx
-        && let Ok(c) = crate::livefx::config::parse(&p.rig)
-    {
+    if let Some(c) = &p.rig.livefx {
         used.extend(c.cpus_used());
     }
     let control_cpu = free_cpu(&used);
@@ -400,15 +396,11 @@ fn run_trials(p: Prepared) -> i32 {
     if let Some(n) = &p.settings_note {
         eprintln!("xrunrig: {n}");
     }
-    let mut inst = match Instruments::from_rig(rig.instruments.as_ref(), &rig.text, &p.dir)
-        .and_then(|mut i| i.before_run().map(|_| i))
-    {
-        Ok(i) => i,
-        Err(e) => {
-            eprintln!("xrunrig: {e}");
-            return EXIT_REFUSED;
-        }
-    };
+    let mut inst = Instruments::from_rig(rig, &p.dir);
+    if let Err(e) = inst.before_run() {
+        eprintln!("xrunrig: {e}");
+        return EXIT_REFUSED;
+    }
     let mut one = |s: &Setting, v: usize, t: u32, stop: &AtomicBool| {
         let var = &rig.variants[v];
         let r = run_trial_with(&var.plan, rig.trial_timeout_ns, stop, &mut |tids| {

@@ -91,7 +91,7 @@ fn run(kind: BackendKind, device: Option<String>, period: u32) -> (trial::Outcom
     ENTERED.store(0, Ordering::SeqCst);
     let root_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let rig = xrunrig::rig::load(&root_dir.join("rigs/livefx.toml")).expect("rig");
-    let mut cfg = config::parse(&rig).expect("livefx table");
+    let mut cfg = rig.livefx.expect("livefx table");
     cfg.duration_ns = 3_000_000_000;
     // The render-ahead kind of livefx-push-ipi.toml too: a worker on a CPU mask that
     // the callback does not wait for, contending for the bus (the path that publishes

@@ -216,12 +216,9 @@ fn rss(args: &[String]) -> i32 {
             return 2;
         }
     };
-    let mut cfg = match xrunrig::livefx::config::parse(&rig) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("livefx-bench: {e}");
-            return 2;
-        }
+    let Some(mut cfg) = rig.livefx else {
+        eprintln!("livefx-bench: {rig_path} is not a livefx rig");
+        return 2;
     };
     cfg.duration_ns = minutes * 60_000_000_000;
     if let Err(e) = xrunrig::sys::mlockall() {

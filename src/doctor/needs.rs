@@ -187,14 +187,8 @@ pub fn evaluate(
 
     // livefx: an audio backend.
     if rig.kind == Kind::Livefx {
-        let backend = rig
-            .livefx
-            .as_ref()
-            .and_then(|(t, _)| t.get("backend"))
-            .and_then(|b| b.as_str())
-            .unwrap_or("auto")
-            .to_string();
-        match backend.as_str() {
+        let backend = rig.livefx.as_ref().map_or("auto", |c| c.backend.as_str());
+        match backend {
             "clock" => {}
             "jack" => out.push(from_check(
                 checks,
@@ -236,9 +230,7 @@ pub fn evaluate(
     }
 
     // Instruments: tracing (the IPI counters alone need only /proc/interrupts).
-    if let Some((t, _)) = &rig.instruments
-        && t.keys().any(|k| k != "ipi" && k != "interrupts")
-    {
+    if rig.instruments.as_ref().is_some_and(|i| i.needs_trace()) {
         out.push(from_check(
             checks,
             "tracing.tracefs",

@@ -501,10 +501,8 @@ fn rig_needs_decide_the_exit_code() {
         "{n:?}"
     );
     let mut tr = rig("pi-inversion.toml");
-    tr.instruments = Some((
-        toml::from_str("trace = { events = [\"sched_switch\"] }").unwrap(),
-        0,
-    ));
+    tr.instruments = rig("hrtick-repick.toml").instruments;
+    assert!(tr.instruments.as_ref().is_some_and(|i| i.trace.is_some()));
     let n = needs::evaluate(&tr, None, &collect(&guest, QUICK), &guest);
     assert!(n.iter().any(|x| x.check == "tracing.tracefs" && !x.met));
     let n = needs::evaluate(&tr, None, &collect(&host, QUICK), &host);

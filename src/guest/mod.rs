@@ -161,23 +161,20 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
         command.push("--loopback".into());
     }
     // A guest has no running JACK server: start one on the snd-aloop card.
-    if rig.kind == Kind::Livefx {
-        let cfg = crate::livefx::config::parse(&rig).map_err(|e| e.to_string())?;
-        let jack = match au.backend {
-            Some(b) => b == BackendChoice::Jack,
-            None => cfg.backend == "jack",
+    if let Some(cfg) = &rig.livefx
+        && au
+            .backend
+            .map_or(cfg.backend == "jack", |b| b == BackendChoice::Jack)
+    {
+        let server = jack::Server {
+            name: au.device.clone().unwrap_or_else(|| jack::SERVER.into()),
+            rate: au.rate.unwrap_or(cfg.rate),
+            period: au.period.unwrap_or(cfg.period),
+            nperiods: cfg.nperiods,
+            callback_priority: cfg.callback_priority,
+            driver: g.jack,
         };
-        if jack {
-            let server = jack::Server {
-                name: au.device.clone().unwrap_or_else(|| jack::SERVER.into()),
-                rate: au.rate.unwrap_or(cfg.rate),
-                period: au.period.unwrap_or(cfg.period),
-                nperiods: cfg.nperiods,
-                callback_priority: cfg.callback_priority,
-                driver: g.jack,
-            };
-            command = server.wrap(&command);
-        }
+        command = server.wrap(&command);
     }
 
     // The guest's own bound (its watchdog) is estimate × 2 + 60 s; the host allows

@@ -73,44 +73,26 @@ fn matches(spec: &str, name: &str) -> bool {
 }
 
 impl Instruments {
-    /// Parses the rig's `[instruments]` table (`offset`: its byte offset in `rig_text`,
-    /// for error positions). `dir` is the results directory for raw captures.
-    pub fn from_rig(
-        table: Option<&(toml::Table, usize)>,
-        rig_text: &str,
-        dir: &Path,
-    ) -> Result<Instruments, String> {
-        if table.is_none() {
-            return Ok(Instruments::default());
-        }
-        let threads: Vec<String> = crate::rig::parse(Path::new("rig.toml"), rig_text)
-            .map(|r| {
-                let mut v: Vec<String> = r
-                    .variants
-                    .iter()
-                    .flat_map(|v| v.plan.threads.iter().map(|t| t.base.clone()))
-                    .collect();
-                v.sort();
-                v.dedup();
-                v
-            })
-            .unwrap_or_default();
-        let cfg =
-            config::parse(rig_text, &threads).map_err(|e| format!("rig [instruments]:\n{e}"))?;
+    /// The instruments the rig's `[instruments]` table asks for (checked when the rig
+    /// was loaded). `dir` is the results directory for raw captures.
+    pub fn from_rig(rig: &crate::rig::Rig, dir: &Path) -> Instruments {
+        let Some(cfg) = &rig.instruments else {
+            return Instruments::default();
+        };
         let ipi_cpus = match &cfg.ipi {
             Some(i) if !i.cpus.is_empty() => i.cpus.clone(),
             _ => crate::sys::online_cpus(),
         };
-        Ok(Instruments {
-            cfg,
+        Instruments {
+            cfg: cfg.clone(),
             dir: dir.to_path_buf(),
             ipi_cpus,
             ..Default::default()
-        })
+        }
     }
 
     fn needs_trace(&self) -> bool {
-        self.cfg.trace.is_some() || self.cfg.ipi.as_ref().is_some_and(|i| i.senders)
+        self.cfg.needs_trace()
     }
 
     /// The metrics these instruments add, for summary rows: name, unit, description.

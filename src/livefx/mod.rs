@@ -3,7 +3,7 @@
 //! plugins share PI locks; every cycle's lateness, duration, deadline and worker wake-up
 //! is measured, with xruns and (optionally) a loopback check, across a profile's settings.
 //!
-//! `config` parses `[livefx]`, `rt` is the callback and workers, `writer` drains their
+//! `config` is the `[livefx]` table (parsed with the rig), `rt` is the callback and workers, `writer` drains their
 //! records, `trial` runs one audio trial, `xrun` ties JACK's notifications to cycles,
 //! `loopback` is the signal check, `report` the rows, histograms and table.
 
@@ -98,12 +98,10 @@ pub fn resolve(
 use analysis::report::safe as file_part;
 
 pub fn run_main(p: Prepared) -> i32 {
-    let mut cfg = match config::parse(&p.rig) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("xrunrig: {e}");
-            return EXIT_REFUSED;
-        }
+    // A clone: the CLI's overrides (--duration) change it for this run only.
+    let Some(mut cfg) = p.rig.livefx.clone() else {
+        eprintln!("xrunrig: rig '{}' has no [livefx] table", p.rig.name);
+        return EXIT_REFUSED;
     };
     let online = crate::sys::online_cpus();
     let missing: Vec<usize> = cfg
@@ -157,19 +155,11 @@ pub fn run_main(p: Prepared) -> i32 {
             return EXIT_REFUSED;
         }
     }
-    let mut inst = match crate::instruments::Instruments::from_rig(
-        p.rig.instruments.as_ref(),
-        &p.rig.text,
-        &p.dir,
-    )
-    .and_then(|mut i| i.before_run().map(|_| i))
-    {
-        Ok(i) => i,
-        Err(e) => {
-            eprintln!("xrunrig: {e}");
-            return EXIT_REFUSED;
-        }
-    };
+    let mut inst = crate::instruments::Instruments::from_rig(&p.rig, &p.dir);
+    if let Err(e) = inst.before_run() {
+        eprintln!("xrunrig: {e}");
+        return EXIT_REFUSED;
+    }
     let cycles_dir = p.dir.join("cycles");
     if let Err(e) = std::fs::create_dir_all(&cycles_dir) {
         eprintln!("xrunrig: cannot create {}: {e}", cycles_dir.display());

@@ -1,6 +1,9 @@
-//! Rig files: workloads as data. `load` parses and validates one, naming file, line and
-//! column for every problem found.
+//! Rig files: workloads as data. `load` parses and validates one, `[livefx]` and
+//! `[instruments]` included, naming file, line and column for every problem found; the
+//! rest of the program uses the typed `Rig` and never reads the rig text again.
 
+pub mod instruments;
+pub mod livefx;
 pub mod model;
 pub mod plan;
 pub mod units;
@@ -64,7 +67,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Rig, RigError> {
         positioned(&file, text, vec![(span, msg)])
     })?;
     let mut ck = validate::Checker::new(&parsed);
-    match validate::compile(&parsed, &mut ck, path, text) {
+    match validate::compile(&mut ck, path, text) {
         Some(r) => Ok(r),
         None => Err(positioned(
             &file,

@@ -26,11 +26,10 @@ pub struct RigFile {
     pub metrics: BTreeMap<String, Spanned<MetricDef>>,
     #[serde(default)]
     pub variants: Vec<Spanned<VariantDef>>,
-    /// The audio process of a `kind = "livefx"` rig; parsed by `crate::livefx`.
-    pub livefx: Option<Spanned<toml::Table>>,
-    /// Instruments sampled during each trial (IPI counters, trace); parsed by
-    /// `crate::instruments`.
-    pub instruments: Option<Spanned<toml::Table>>,
+    /// The audio process of a `kind = "livefx"` rig (`super::livefx`).
+    pub livefx: Option<Spanned<super::livefx::LivefxDef>>,
+    /// Instruments sampled during each trial: IPI counters, trace (`super::instruments`).
+    pub instruments: Option<Spanned<super::instruments::InstrumentsDef>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -152,10 +152,10 @@ pub struct Rig {
     pub trial_gap_ns: u64,
     pub metrics: Vec<Metric>,
     pub variants: Vec<Variant>,
-    /// The raw `[livefx]` table and its byte offset in the file, for the livefx parser.
-    pub livefx: Option<(toml::Table, usize)>,
-    /// The raw `[instruments]` table and its byte offset, for `crate::instruments`.
-    pub instruments: Option<(toml::Table, usize)>,
+    /// The checked `[livefx]` table: present exactly when `kind` is `Livefx`.
+    pub livefx: Option<super::livefx::Config>,
+    /// The checked `[instruments]` table, when the rig has one.
+    pub instruments: Option<super::instruments::Config>,
 }
 
 impl Rig {

@@ -186,6 +186,40 @@ fn every_problem_is_reported_not_just_the_first() {
     assert!(errs(&text).len() >= 2);
 }
 
+/// `[livefx]` and `[instruments]` are checked in the same pass as the rest of the file:
+/// their problems come with the others, positioned, and a good rig carries them typed.
+#[test]
+fn livefx_and_instruments_are_checked_with_the_rest() {
+    let text = format!(
+        "{}[instruments.trace]\nthreads = [\"zz\"]\n",
+        GOOD.replace("priority = 10", "priority = 0")
+    );
+    let e = errs(&text);
+    assert!(
+        e.iter().any(|p| p.0 == 9 && p.2.contains("1..=99")),
+        "{e:?}"
+    );
+    assert!(
+        e.iter()
+            .any(|p| (p.0, p.1) == (30, 12) && p.2.contains("no thread 'zz'")),
+        "{e:?}"
+    );
+    let lf = "kind = \"livefx\"\n[livefx]\nperiod = 0\n[[livefx.workers]]\nname = \"w\"\n\
+              priority = 10\nplugins = [ { run = \"1 ms\", lock = \"nope\" } ]\n";
+    assert_eq!(one_err(lf, "period must be at least 1"), (3, 10));
+    assert_eq!(one_err(lf, "lock 'nope' is not defined"), (7, 36));
+    let r = parse(
+        Path::new("lf.toml"),
+        &lf.replace("period = 0", "period = 64")
+            .replace(", lock = \"nope\"", ""),
+    )
+    .unwrap();
+    let c = r.livefx.unwrap();
+    assert_eq!((c.period, c.workers[0].priority), (64, 10));
+    assert!(r.instruments.is_none());
+    assert!(parse(Path::new("ok.toml"), GOOD).unwrap().livefx.is_none());
+}
+
 #[test]
 fn cpus_missing_on_this_machine_name_the_line() {
     let text = GOOD.replace("cpus = [0]", "cpus = [0, 4000]");

@@ -3,6 +3,7 @@
 use super::model::*;
 use super::plan::*;
 use super::units::{Bound, parse_duration, unit_scale};
+use super::{instruments, livefx};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use toml::Spanned;
@@ -368,12 +369,7 @@ fn migrate_disabled_runs(ops: &mut [Op]) {
 }
 
 /// Checks the whole file and builds one plan per variant.
-pub fn compile(
-    file: &RigFile,
-    ck: &mut Checker,
-    path: &std::path::Path,
-    text: &str,
-) -> Option<Rig> {
+pub fn compile(ck: &mut Checker, path: &std::path::Path, text: &str) -> Option<Rig> {
     let rig = ck.rig;
     let name = rig
         .name
@@ -713,6 +709,8 @@ pub fn compile(
         );
     }
 
+    let (livefx, instruments) = compile_tables(rig, kind, &seen, &variants[0].plan, ck);
+
     if !ck.problems.is_empty() {
         return None;
     }
@@ -727,13 +725,36 @@ pub fn compile(
         trial_gap_ns,
         metrics,
         variants,
-        instruments: file
-            .instruments
-            .as_ref()
-            .map(|l| (l.get_ref().clone(), l.span().start)),
-        livefx: file
-            .livefx
-            .as_ref()
-            .map(|l| (l.get_ref().clone(), l.span().start)),
+        instruments,
+        livefx,
     })
+}
+
+/// `[livefx]` (of a livefx rig) and `[instruments]`, checked against the threads
+/// (`seen`), locks and marks (`first`, the first variant's plan) of the rest of the file.
+fn compile_tables(
+    rig: &RigFile,
+    kind: Kind,
+    seen: &BTreeSet<String>,
+    first: &Plan,
+    ck: &mut Checker,
+) -> (Option<livefx::Config>, Option<instruments::Config>) {
+    let livefx = rig
+        .livefx
+        .as_ref()
+        .filter(|_| kind == Kind::Livefx)
+        .map(|l| {
+            let locks: Vec<String> = first.locks.iter().map(|l| l.name.clone()).collect();
+            let marks: Vec<String> = first
+                .marks
+                .iter()
+                .map(|m| format!("{}.{}", m.base, m.mark))
+                .collect();
+            livefx::compile(l, &locks, &marks, &mut ck.problems)
+        });
+    let instruments = rig.instruments.as_ref().map(|i| {
+        let threads: Vec<String> = seen.iter().cloned().collect();
+        instruments::compile(i.get_ref(), &threads, &mut ck.problems)
+    });
+    (livefx, instruments)
 }
