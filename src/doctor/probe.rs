@@ -1,12 +1,19 @@
 //! Live probes: facts that are not in a file. Each acts only on a short-lived thread
 //! of this process (or a client connection) and leaves nothing behind.
 
-use super::source::JackAnswer;
 use crate::audio::jack::Jack;
 use crate::audio::{Backend, ProbeSpec};
 use crate::engine::pimutex::{LockError, PiMutex};
 use crate::rig::Protocol;
 use std::time::Duration;
+
+/// A JACK server's answer to a client that connected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JackAnswer {
+    pub server: String,
+    pub rate: u32,
+    pub period: u32,
+}
 
 fn errno_text(e: i32) -> String {
     let name = match e {

@@ -3,17 +3,10 @@
 //! tested on inputs from machines we are not on. Paths are always absolute machine
 //! paths ("/proc/cmdline"); a recorded source maps them under its root.
 
+pub use super::probe::JackAnswer;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
-
-/// A JACK server's answer to a client that connected.
-#[derive(Debug, Clone, PartialEq)]
-pub struct JackAnswer {
-    pub server: String,
-    pub rate: u32,
-    pub period: u32,
-}
 
 /// What the checks may read or try. Everything is read-only: the probes that act
 /// (SCHED_FIFO, PI futex) do so on a short-lived thread of this process only.
