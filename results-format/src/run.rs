@@ -381,7 +381,7 @@ pub struct TracingInfo {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct MetricInfo {
     #[serde(default)]
-    pub description: Option<String>,
+    pub description: String,
     #[serde(default)]
     pub name: String,
     #[serde(default)]

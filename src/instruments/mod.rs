@@ -14,6 +14,7 @@ pub mod trace;
 pub mod tracefs;
 
 use config::{Config, IPI_EVENTS, Of};
+use results::run::{self, InstrumentsSection};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -64,9 +65,6 @@ pub fn recover() -> Result<Vec<String>, String> {
 pub fn emergency_restore() {
     tracefs::emergency_restore()
 }
-
-/// Setting and variant names in file names: the one rule the report reads them by.
-use analysis::report::safe as file_part;
 
 /// Does thread instance `name` (`worker`, `worker.2`) match `spec` (base or instance)?
 fn matches(spec: &str, name: &str) -> bool {
@@ -187,7 +185,7 @@ impl Instruments {
         trial: u32,
         tids: &[(String, i32)],
     ) {
-        let stem = format!("{}__{}__{}", file_part(setting), file_part(variant), trial);
+        let stem = results::trial_stem(setting, variant, trial);
         let mut ctx = TrialCtx {
             stem: stem.clone(),
             tids: tids.to_vec(),
@@ -549,19 +547,20 @@ impl Instruments {
         }
     }
 
-    /// After the last trial: restore state; returns what goes into run.json under "instruments".
-    pub fn after_run(&mut self) -> serde_json::Value {
+    /// After the last trial: restore state; returns what goes into run.json under
+    /// "instruments" (None when the rig has none).
+    pub fn after_run(&mut self) -> Option<InstrumentsSection> {
         if self.cfg == Config::default() {
-            return serde_json::Value::Null;
+            return None;
         }
         self.capture = None;
         self.sampler = None;
-        let mut session = json!(null);
+        let mut tracing = None;
         if let Some(mut s) = self.session.take() {
-            session = json!({
-                "tracefs": s.root.display().to_string(),
-                "mounted_by_us": s.mounted_by_us,
-                "instance": s.instance.display().to_string(),
+            tracing = Some(run::TracingInfo {
+                tracefs: s.root.display().to_string(),
+                mounted_by_us: s.mounted_by_us,
+                instance: s.instance.display().to_string(),
             });
             match s.end() {
                 Ok(l) => self.restored.extend(l),
@@ -571,23 +570,31 @@ impl Instruments {
                 }
             }
         }
-        json!({
-            "ipi": self.cfg.ipi.as_ref().map(|i| json!({
-                "interval_ns": i.interval_ns,
-                "counters": i.counters,
-                "cpus": self.ipi_cpus,
-                "senders": i.senders,
-            })),
-            "trace": self.cfg.trace.as_ref().map(|t| json!({
-                "events": t.events,
-                "buffer_kb": t.buffer_kb,
-                "lost_events": self.lost_events,
-            })),
-            "tracing": session,
-            "restored": self.restored,
-            "problems": self.problems,
-            "files": self.files,
-            "metrics": self.metric_defs().iter().map(|m| json!({"name": m.name, "unit": m.unit, "description": m.description})).collect::<Vec<_>>(),
+        Some(InstrumentsSection {
+            ipi: self.cfg.ipi.as_ref().map(|i| run::IpiInfo {
+                interval_ns: i.interval_ns,
+                counters: i.counters.clone(),
+                cpus: self.ipi_cpus.clone(),
+                senders: i.senders,
+            }),
+            trace: self.cfg.trace.as_ref().map(|t| run::TraceInfo {
+                events: t.events.clone(),
+                buffer_kb: t.buffer_kb,
+                lost_events: self.lost_events,
+            }),
+            tracing,
+            restored: self.restored.clone(),
+            problems: self.problems.clone(),
+            files: self.files.clone(),
+            metrics: self
+                .metric_defs()
+                .into_iter()
+                .map(|m| run::MetricInfo {
+                    name: m.name,
+                    unit: m.unit,
+                    description: m.description,
+                })
+                .collect(),
         })
     }
 }
@@ -618,6 +625,6 @@ mod tests {
         assert!(matches("worker.2", "worker.2"));
         assert!(!matches("worker.2", "worker.3"));
         assert!(!matches("work", "worker"));
-        assert_eq!(file_part("NO_RT PUSH/x"), "NO_RT_PUSH_x");
+        assert_eq!(results::file_part("NO_RT PUSH/x"), "NO_RT_PUSH_x");
     }
 }
