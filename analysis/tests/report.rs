@@ -427,3 +427,16 @@ fn results_of_a_newer_format_are_refused_naming_the_versions() {
         std::fs::remove_dir_all(&dst).unwrap();
     }
 }
+
+#[test]
+fn the_trials_generator_still_gives_the_golden_report() {
+    // synth writes through the results types; the committed fixture was written by hand
+    // as JSON. Both must report the same.
+    let dir = std::env::temp_dir().join(format!("analysis-test-synth-trials-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    analysis::synth::trials::generate(&dir).unwrap();
+    let (txt, _) = write_all(&dir, false).unwrap();
+    let golden = std::fs::read_to_string(fixture("pi-boost-synthetic.report.txt")).unwrap();
+    assert_eq!(txt, golden);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
