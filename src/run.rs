@@ -418,11 +418,9 @@ pub fn run_json(p: &Prepared, sw: &Swept, extra: RunExtra) -> RunDoc {
         error: sw.fatal.clone(),
         // The doctor writes its own JSON (also `xrunrig doctor --json`); run.json keeps
         // it as the results format's doctor section.
-        doctor: serde_json::from_value::<Option<DoctorSection>>(
-            crate::doctor::findings_for_run(),
-        )
-        .ok()
-        .flatten(),
+        doctor: serde_json::from_value::<Option<DoctorSection>>(crate::doctor::findings_for_run())
+            .ok()
+            .flatten(),
         instruments: extra.instruments,
         livefx: extra.livefx,
         guest: None,
@@ -560,12 +558,7 @@ pub fn finish(p: &Prepared, sw: &Swept, extra: RunExtra) -> i32 {
 }
 
 /// As `finish`, with the metrics to summarise (the rig's and its instruments').
-pub fn finish_with(
-    p: &Prepared,
-    sw: &Swept,
-    extra: RunExtra,
-    metrics: &[rig::Metric],
-) -> i32 {
+pub fn finish_with(p: &Prepared, sw: &Swept, extra: RunExtra, metrics: &[rig::Metric]) -> i32 {
     let rig = &p.rig;
     let settings: Vec<String> = p.settings.iter().map(|s| s.name.clone()).collect();
     let variants: Vec<String> = p

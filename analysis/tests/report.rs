@@ -423,7 +423,10 @@ fn results_of_a_newer_format_are_refused_naming_the_versions() {
                 && e.contains("reads formats 0..=1: update xrunrig"),
             "{file}: {e}"
         );
-        assert!(!dst.join("report.txt").exists(), "{file}: a report was written");
+        assert!(
+            !dst.join("report.txt").exists(),
+            "{file}: a report was written"
+        );
         std::fs::remove_dir_all(&dst).unwrap();
     }
 }
@@ -432,7 +435,8 @@ fn results_of_a_newer_format_are_refused_naming_the_versions() {
 fn the_trials_generator_still_gives_the_golden_report() {
     // synth writes through the results types; the committed fixture was written by hand
     // as JSON. Both must report the same.
-    let dir = std::env::temp_dir().join(format!("analysis-test-synth-trials-{}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("analysis-test-synth-trials-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     analysis::synth::trials::generate(&dir).unwrap();
     let (txt, _) = write_all(&dir, false).unwrap();

@@ -68,7 +68,10 @@ pub fn text_or_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error
 
 /// `true` only for a JSON true; anything else (absent, null, a string) is false.
 pub fn flag<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    Ok(matches!(Option::<Value>::deserialize(d)?, Some(Value::Bool(true))))
+    Ok(matches!(
+        Option::<Value>::deserialize(d)?,
+        Some(Value::Bool(true))
+    ))
 }
 
 /// `[lo, hi]`; a single number reads as `[x, x]`; the pair is put in order.

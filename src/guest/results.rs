@@ -5,9 +5,9 @@ use super::qemu::{self, Accel, End, Launch};
 use super::{HostPlan, KernelRun, initramfs, modules};
 use crate::cli::RunArgs;
 use crate::output::summary::{Row, Summary};
-use results::run::{GuestSection, RunDoc};
 use crate::output::table;
 use crate::run::{EXIT_FAILED, EXIT_INTERRUPTED};
+use results::run::{GuestSection, RunDoc};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -400,15 +400,17 @@ fn livefx_table(sum: &serde_json::Value) -> String {
 
 fn patch_run_json(dir: &Path, a: &RunArgs, guest: serde_json::Value) -> Result<(), String> {
     let p = dir.join(results::RUN_JSON);
-    let guest: GuestSection = serde_json::from_value(guest)
-        .map_err(|e| format!("the guest section of run.json: {e}"))?;
+    let guest: GuestSection =
+        serde_json::from_value(guest).map_err(|e| format!("the guest section of run.json: {e}"))?;
     let host_command: Vec<String> = std::env::args().collect();
     let Ok(text) = std::fs::read_to_string(&p) else {
         // The guest refused before writing run.json; record what we know.
         let doc = RunDoc {
             format: results::FORMAT_VERSION,
             command: host_command,
-            error: Some("the run inside the guest wrote no run.json (see guest-console.log)".into()),
+            error: Some(
+                "the run inside the guest wrote no run.json (see guest-console.log)".into(),
+            ),
             guest: Some(guest),
             ..Default::default()
         };

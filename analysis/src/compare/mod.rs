@@ -450,8 +450,8 @@ pub fn run(dirs: &[PathBuf], threshold: f64, out: &Path, redact: bool) -> Result
                 {
                     unit = u.clone();
                     if let Some(b) = bound {
-                        bound_v = results::units::bound_limit(b, u)
-                            .map(|v| (v, format!("bound {b}")));
+                        bound_v =
+                            results::units::bound_limit(b, u).map(|v| (v, format!("bound {b}")));
                     }
                     cols.push(Column {
                         label: vec![

@@ -101,9 +101,7 @@ pub fn load(dir: &Path) -> Result<Results, String> {
     let kind_name = head.kind.as_deref().unwrap_or(results::KIND_TRIALS);
     let kind = match kind_name {
         results::KIND_TRIALS => Kind::Trials(trials::load(dir, &summary, &mut warnings)?),
-        results::KIND_LIVEFX => {
-            Kind::Livefx(Box::new(livefx::load(dir, &summary, &mut warnings)?))
-        }
+        results::KIND_LIVEFX => Kind::Livefx(Box::new(livefx::load(dir, &summary, &mut warnings)?)),
         other => {
             return Err(format!(
                 "{}: unknown kind {other:?} (this xrunrig reads \"trials\" and \"livefx\")",

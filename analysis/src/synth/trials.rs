@@ -91,7 +91,10 @@ pub fn generate(dir: &Path) -> Result<(), String> {
                     .is_none()
                     .then(|| "trial timed out after 3 s (synthetic)".into()),
                 duration_ms: x.map_or(3000.0, |w| w + 25.0),
-                metrics: x.map(|w| ("wait".to_string(), vec![w])).into_iter().collect(),
+                metrics: x
+                    .map(|w| ("wait".to_string(), vec![w]))
+                    .into_iter()
+                    .collect(),
                 marks: [("waiter.want".to_string(), vec![20_000_000u64])].into(),
                 evidence: evidence.iter().map(|e| e.to_string()).collect(),
             };
