@@ -14,8 +14,8 @@ use crate::output::summary::{self, TrialRecord};
 use crate::output::{self, table};
 use crate::rig::{self, Kind, Rig};
 use results::run::{
-    Cpus, DoctorSection, InstrumentsSection, KernelInfo, ProfileInfo, RigInfo, RunDoc,
-    SchedFeatures, SettingInfo, VariantInfo,
+    DoctorSection, InstrumentsSection, ProfileInfo, RigInfo, RunDoc, SchedFeatures, SettingInfo,
+    VariantInfo,
 };
 use std::io::Write;
 use std::path::PathBuf;
@@ -349,8 +349,6 @@ pub struct RunExtra {
 
 /// run.json: provenance and the settings actually in force.
 pub fn run_json(p: &Prepared, sw: &Swept, extra: RunExtra) -> RunDoc {
-    let kernel = provenance::kernel();
-    let cpus = provenance::cpus();
     RunDoc {
         format: results::FORMAT_VERSION,
         xrunrig_version: Some(env!("CARGO_PKG_VERSION").into()),
@@ -358,18 +356,8 @@ pub fn run_json(p: &Prepared, sw: &Swept, extra: RunExtra) -> RunDoc {
         started: Some(sw.started.clone()),
         ended: Some(sw.ended.clone()),
         host: Some(provenance::hostname()),
-        kernel: Some(KernelInfo {
-            release: Some(kernel.release),
-            version: Some(kernel.version),
-            machine: Some(kernel.machine),
-            cmdline: Some(kernel.cmdline),
-            preemption: Some(kernel.preemption),
-        }),
-        cpus: Some(Cpus {
-            model: Some(cpus.model),
-            count: Some(cpus.count as u64),
-            online: Some(cpus.online),
-        }),
+        kernel: Some(provenance::kernel()),
+        cpus: Some(provenance::cpus()),
         rig: Some(RigInfo {
             name: Some(p.rig.name.clone()),
             path: Some(p.rig.path.display().to_string()),
