@@ -13,7 +13,10 @@ use crate::output::provenance::{self, sha256_hex};
 use crate::output::summary::{self, TrialRecord};
 use crate::output::{self, table};
 use crate::rig::{self, Kind, Rig};
-use serde_json::json;
+use results::run::{
+    DoctorSection, InstrumentsSection, ProfileInfo, RigInfo, RunDoc, SchedFeatures, SettingInfo,
+    VariantInfo,
+};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -54,8 +57,8 @@ pub struct Swept {
     pub fatal: Option<String>,
     pub started: String,
     pub ended: String,
-    pub features_before: serde_json::Value,
-    pub features_after: serde_json::Value,
+    pub features_before: SchedFeatures,
+    pub features_after: SchedFeatures,
 }
 
 pub fn main(args: &RunOptions) -> i32 {
@@ -74,11 +77,8 @@ pub fn main(args: &RunOptions) -> i32 {
     }
 }
 
-fn features_json() -> serde_json::Value {
-    match knobs::features_snapshot() {
-        Ok(s) => json!(s),
-        Err(e) => json!({ "unreadable": e }),
-    }
+fn features_json() -> SchedFeatures {
+    SchedFeatures::from_result(knobs::features_snapshot())
 }
 
 /// Loads and checks the rig and profile, restores a killed run's leftovers, and checks
@@ -330,55 +330,80 @@ fn progress_line(r: &TrialRecord, trials: u32, metrics: &[rig::Metric]) -> Strin
     s
 }
 
+/// What a rig kind adds to run.json beside what every run has.
+#[derive(Default)]
+pub struct RunExtra {
+    pub instruments: Option<InstrumentsSection>,
+    pub livefx: Option<results::livefx::LivefxSection>,
+}
+
 /// run.json: provenance and the settings actually in force.
-pub fn run_json(p: &Prepared, sw: &Swept, extra: serde_json::Value) -> serde_json::Value {
-    let mut v = json!({
-        "xrunrig_version": env!("CARGO_PKG_VERSION"),
-        "command": std::env::args().collect::<Vec<_>>(),
-        "started": sw.started,
-        "ended": sw.ended,
-        "host": provenance::hostname(),
-        "kernel": provenance::kernel(),
-        "cpus": provenance::cpus(),
-        "rig": {
-            "name": p.rig.name,
-            "path": p.rig.path.display().to_string(),
-            "sha256": sha256_hex(&p.rig.text),
-            "description": p.rig.description,
-            "text": p.rig.text,
-        },
-        "profile": {
-            "name": p.profile.name,
-            "path": p.profile.path.as_ref().map(|x| x.display().to_string()),
-            "sha256": p.profile.path.as_ref().map(|_| sha256_hex(&p.profile.text)),
-        },
-        "trials": p.trials,
-        "variants": p.variants.iter().map(|&i| json!({
-            "name": p.rig.variants[i].name,
-            "description": p.rig.variants[i].description,
-        })).collect::<Vec<_>>(),
-        "settings_applied": p.settings_note.is_none(),
-        "settings_note": p.settings_note,
-        "settings": p.settings.iter().map(|s| json!({
-            "name": s.name,
-            "description": s.description,
-            "requested": s.changes.iter().map(|c| c.describe()).collect::<Vec<_>>(),
-            "in_force": sw.in_force.iter().find(|(n, _)| n == &s.name).map(|(_, f)| {
-                f.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>()
-            }),
-        })).collect::<Vec<_>>(),
-        "knobs_original": sw.restored,
-        "sched_features_before": sw.features_before,
-        "sched_features_after": sw.features_after,
-        "sched_rt_runtime_us": crate::sys::read_trim(std::path::Path::new("/proc/sys/kernel/sched_rt_runtime_us")).ok(),
-        "interrupted": sw.interrupted,
-        "error": sw.fatal,
-        "doctor": crate::doctor::findings_for_run(),
-    });
-    if let (Some(obj), serde_json::Value::Object(e)) = (v.as_object_mut(), extra) {
-        obj.extend(e);
+pub fn run_json(p: &Prepared, sw: &Swept, extra: RunExtra) -> RunDoc {
+    RunDoc {
+        format: results::FORMAT_VERSION,
+        xrunrig_version: Some(env!("CARGO_PKG_VERSION").into()),
+        command: std::env::args().collect(),
+        started: Some(sw.started.clone()),
+        ended: Some(sw.ended.clone()),
+        host: Some(provenance::hostname()),
+        kernel: Some(provenance::kernel()),
+        cpus: Some(provenance::cpus()),
+        rig: Some(RigInfo {
+            name: Some(p.rig.name.clone()),
+            path: Some(p.rig.path.display().to_string()),
+            sha256: Some(sha256_hex(&p.rig.text)),
+            description: Some(p.rig.description.clone()),
+            text: Some(p.rig.text.clone()),
+        }),
+        profile: Some(ProfileInfo {
+            name: Some(p.profile.name.clone()),
+            path: p.profile.path.as_ref().map(|x| x.display().to_string()),
+            sha256: p.profile.path.as_ref().map(|_| sha256_hex(&p.profile.text)),
+        }),
+        trials: Some(p.trials.into()),
+        variants: p
+            .variants
+            .iter()
+            .map(|&i| VariantInfo {
+                name: p.rig.variants[i].name.clone(),
+                description: p.rig.variants[i].description.clone(),
+            })
+            .collect(),
+        settings_applied: Some(p.settings_note.is_none()),
+        settings_note: p.settings_note.clone(),
+        settings: p
+            .settings
+            .iter()
+            .map(|s| SettingInfo {
+                name: Some(s.name.clone()),
+                description: Some(s.description.clone()),
+                requested: Some(s.changes.iter().map(|c| c.describe()).collect()),
+                in_force: sw
+                    .in_force
+                    .iter()
+                    .find(|(n, _)| n == &s.name)
+                    .map(|(_, f)| f.iter().cloned().collect()),
+            })
+            .collect(),
+        knobs_original: sw.restored.clone(),
+        sched_features_before: Some(sw.features_before.clone()),
+        sched_features_after: Some(sw.features_after.clone()),
+        sched_rt_runtime_us: crate::sys::read_trim(std::path::Path::new(
+            "/proc/sys/kernel/sched_rt_runtime_us",
+        ))
+        .ok(),
+        interrupted: sw.interrupted,
+        error: sw.fatal.clone(),
+        // The doctor writes its own JSON (also `xrunrig doctor --json`); run.json keeps
+        // it as the results format's doctor section.
+        doctor: serde_json::from_value::<Option<DoctorSection>>(crate::doctor::findings_for_run())
+            .ok()
+            .flatten(),
+        instruments: extra.instruments,
+        livefx: extra.livefx,
+        guest: None,
+        guest_command: None,
     }
-    v
 }
 
 fn run_trials(p: Prepared) -> i32 {
@@ -407,19 +432,7 @@ fn run_trials(p: Prepared) -> i32 {
             inst.start_trial(&s.name, &var.name, t, tids)
         });
         let found = inst.end_trial();
-        let (status, detail) = match &r.status {
-            TrialStatus::Ok => ("ok", None),
-            TrialStatus::TimedOut(th) => (
-                "timed_out",
-                Some(format!(
-                    "unfinished at the trial timeout: {}",
-                    th.join(", ")
-                )),
-            ),
-            TrialStatus::Aborted => ("aborted", None),
-            TrialStatus::Failed(e) => ("failed", Some(e.clone())),
-            TrialStatus::Stuck(th) => ("stuck", Some(th.join(", "))),
-        };
+        let (status, detail) = record_status(&r.status);
         let mut metrics: std::collections::BTreeMap<String, Vec<f64>> = rig
             .metrics
             .iter()
@@ -443,7 +456,7 @@ fn run_trials(p: Prepared) -> i32 {
             setting: s.name.clone(),
             variant: var.name.clone(),
             trial: t,
-            status: status.into(),
+            status,
             detail,
             duration_ms: r.duration_ns as f64 / 1e6,
             metrics,
@@ -468,7 +481,34 @@ fn run_trials(p: Prepared) -> i32 {
     };
     let mut metrics = rig.metrics.clone();
     metrics.extend(inst.metric_defs());
-    finish_with(&p, &sw, json!({ "instruments": inst_json }), &metrics)
+    finish_with(
+        &p,
+        &sw,
+        RunExtra {
+            instruments: inst_json,
+            livefx: None,
+        },
+        &metrics,
+    )
+}
+
+/// The engine's trial outcome as samples.jsonl records it: the status, and what the
+/// engine knows about it as the detail.
+fn record_status(s: &TrialStatus) -> (results::trials::TrialStatus, Option<String>) {
+    use results::trials::TrialStatus as S;
+    match s {
+        TrialStatus::Ok => (S::Ok, None),
+        TrialStatus::TimedOut(th) => (
+            S::TimedOut,
+            Some(format!(
+                "unfinished at the trial timeout: {}",
+                th.join(", ")
+            )),
+        ),
+        TrialStatus::Aborted => (S::Aborted, None),
+        TrialStatus::Failed(e) => (S::Failed, Some(e.clone())),
+        TrialStatus::Stuck(th) => (S::Stuck, Some(th.join(", "))),
+    }
 }
 
 /// "loop cycles: victim 2000 (1998.0/s), ...": what the threads' loops completed, so a
@@ -487,17 +527,12 @@ fn cycles_line(cycles: &[(String, u64)], duration_ns: u64) -> Option<String> {
 }
 
 /// Writes summary.json and run.json, prints the table; the exit code says how it went.
-pub fn finish(p: &Prepared, sw: &Swept, extra: serde_json::Value) -> i32 {
+pub fn finish(p: &Prepared, sw: &Swept, extra: RunExtra) -> i32 {
     finish_with(p, sw, extra, &p.rig.metrics)
 }
 
 /// As `finish`, with the metrics to summarise (the rig's and its instruments').
-pub fn finish_with(
-    p: &Prepared,
-    sw: &Swept,
-    extra: serde_json::Value,
-    metrics: &[rig::Metric],
-) -> i32 {
+pub fn finish_with(p: &Prepared, sw: &Swept, extra: RunExtra, metrics: &[rig::Metric]) -> i32 {
     let rig = &p.rig;
     let settings: Vec<String> = p.settings.iter().map(|s| s.name.clone()).collect();
     let variants: Vec<String> = p
@@ -506,15 +541,11 @@ pub fn finish_with(
         .map(|&i| rig.variants[i].name.clone())
         .collect();
     let rows = summary::rows(&sw.records, &settings, &variants, metrics);
-    let sum = summary::Summary {
-        rig: rig.name.clone(),
-        kind: "trials".into(),
-        rows,
-    };
+    let sum = summary::Summary::new(&rig.name, rows);
     let mut code = 0;
     for r in [
-        output::write_json(&p.dir.join("summary.json"), &sum),
-        output::write_json(&p.dir.join("run.json"), &run_json(p, sw, extra)),
+        output::write_json(&p.dir.join(results::SUMMARY_JSON), &sum),
+        output::write_json(&p.dir.join(results::RUN_JSON), &run_json(p, sw, extra)),
     ] {
         if let Err(e) = r {
             eprintln!("xrunrig: {e}");

@@ -143,7 +143,7 @@ pub fn trials(t: &TrialsData, ctx: &mut Ctx) -> Result<(), String> {
                     tr.setting.clone(),
                     tr.variant.clone(),
                     tr.trial.to_string(),
-                    tr.status.clone(),
+                    tr.status.to_string(),
                     m.clone(),
                     unit.clone(),
                     v.to_string(),
@@ -164,8 +164,12 @@ pub fn trials(t: &TrialsData, ctx: &mut Ctx) -> Result<(), String> {
             tr.setting.clone(),
             tr.variant.clone(),
             tr.trial.to_string(),
-            tr.status.clone(),
-            tr.duration_ms.map_or(String::new(), |d| d.to_string()),
+            tr.status.to_string(),
+            if tr.duration_ms.is_finite() {
+                tr.duration_ms.to_string()
+            } else {
+                String::new()
+            },
         ];
         for m in &metrics {
             f.push(

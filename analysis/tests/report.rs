@@ -371,3 +371,76 @@ fn bad_input_says_what_to_do() {
     assert!(e.contains("unknown kind"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Results written by xrunrig before the format had a version (format 0): a real
+/// `xrunrig run rigs/pi-inversion.toml --trials 2`, kept verbatim in the results crate.
+fn format0_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../results-format/tests/fixtures/format0-trials")
+}
+
+#[test]
+fn format0_results_still_load_and_report_as_before() {
+    let dst = std::env::temp_dir().join(format!("analysis-test-format0-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dst);
+    copy_dir(&format0_fixture(), &dst);
+    assert_eq!(analysis::report_main(&dst, false), Ok(0));
+    // What xrunrig wrote for this directory before the typed format, byte for byte.
+    let expected = format0_fixture().with_extension("expected");
+    for (got, want) in [
+        ("report.txt", "report.txt"),
+        ("report.json", "report.json"),
+        ("export/trials.csv", "trials.csv"),
+        ("export/samples.csv", "samples.csv"),
+        ("export/histogram_wait.txt", "histogram_wait.txt"),
+    ] {
+        assert_eq!(
+            std::fs::read_to_string(dst.join(got)).unwrap(),
+            std::fs::read_to_string(expected.join(want)).unwrap(),
+            "{got} differs from the format-0 report"
+        );
+    }
+    std::fs::remove_dir_all(&dst).unwrap();
+}
+
+#[test]
+fn results_of_a_newer_format_are_refused_naming_the_versions() {
+    for file in ["run.json", "summary.json"] {
+        let dst = std::env::temp_dir().join(format!(
+            "analysis-test-format99-{file}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dst);
+        copy_dir(&format0_fixture(), &dst);
+        let p = dst.join(file);
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        v["format"] = 99.into();
+        std::fs::write(&p, v.to_string()).unwrap();
+        let e = analysis::report_main(&dst, false).unwrap_err();
+        assert!(
+            e.contains(file)
+                && e.contains("newer xrunrig (format 99)")
+                && e.contains("reads formats 0..=1: update xrunrig"),
+            "{file}: {e}"
+        );
+        assert!(
+            !dst.join("report.txt").exists(),
+            "{file}: a report was written"
+        );
+        std::fs::remove_dir_all(&dst).unwrap();
+    }
+}
+
+#[test]
+fn the_trials_generator_still_gives_the_golden_report() {
+    // synth writes through the results types; the committed fixture was written by hand
+    // as JSON. Both must report the same.
+    let dir =
+        std::env::temp_dir().join(format!("analysis-test-synth-trials-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    analysis::synth::trials::generate(&dir).unwrap();
+    let (txt, _) = write_all(&dir, false).unwrap();
+    let golden = std::fs::read_to_string(fixture("pi-boost-synthetic.report.txt")).unwrap();
+    assert_eq!(txt, golden);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -2,11 +2,98 @@
 //! and `analysis` reads them back through the same types, so a field renamed on one side
 //! cannot silently break the other.
 
+pub mod instruments;
+pub mod lenient;
 pub mod livefx;
 pub mod run;
 pub mod trials;
 pub mod units;
 
+use serde::Deserialize;
+
 /// The results format version written into run.json and summary.json. Results without
 /// a version field were written before the format had one (format 0) and still load.
 pub const FORMAT_VERSION: u32 = 1;
+
+// The files of a results directory.
+pub const RUN_JSON: &str = "run.json";
+pub const SUMMARY_JSON: &str = "summary.json";
+pub const SAMPLES_JSONL: &str = "samples.jsonl";
+pub const EVENTS_JSONL: &str = "events.jsonl";
+pub const HISTOGRAMS_JSON: &str = "histograms.json";
+/// The folder of raw per-cycle records, one file per trial (`cycles_file`).
+pub const CYCLES_DIR: &str = "cycles";
+
+/// summary.json's `kind` for trial rigs and for livefx rigs.
+pub const KIND_TRIALS: &str = "trials";
+pub const KIND_LIVEFX: &str = "livefx";
+
+/// A name safe in a file name: anything but ASCII letters, digits, `-`, `_` and `.`
+/// becomes `_`.
+pub fn file_part(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The stem of one trial's files (`as-is__pi__0`): the raw cycle records, the
+/// instruments' captures.
+pub fn trial_stem(setting: &str, variant: &str, trial: u32) -> String {
+    format!("{}__{}__{}", file_part(setting), file_part(variant), trial)
+}
+
+/// The file of one trial's raw cycle records, inside `CYCLES_DIR`.
+pub fn cycles_file(setting: &str, variant: &str, trial: u32) -> String {
+    format!("{}.bin", trial_stem(setting, variant, trial))
+}
+
+/// Refuses results written in a newer format than this version reads. `file` names the
+/// file for the message.
+pub fn check_format(format: u32, file: &str) -> Result<(), String> {
+    if format > FORMAT_VERSION {
+        return Err(format!(
+            "{file} was written by a newer xrunrig (format {format}); this one reads formats 0..={FORMAT_VERSION}: update xrunrig"
+        ));
+    }
+    Ok(())
+}
+
+/// What every summary.json starts with, read before its rows: the format, the rig and
+/// which kind of rows follow.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct SummaryHead {
+    #[serde(default)]
+    pub format: u32,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub rig: Option<String>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub kind: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names() {
+        assert_eq!(file_part("NO_RT PUSH/x"), "NO_RT_PUSH_x");
+        assert_eq!(cycles_file("as is", "pi", 3), "as_is__pi__3.bin");
+    }
+
+    #[test]
+    fn newer_formats_are_refused_by_name() {
+        assert!(check_format(0, RUN_JSON).is_ok());
+        assert!(check_format(FORMAT_VERSION, RUN_JSON).is_ok());
+        let e = check_format(99, RUN_JSON).unwrap_err();
+        assert_eq!(
+            e,
+            "run.json was written by a newer xrunrig (format 99); this one reads formats 0..=1: update xrunrig"
+        );
+    }
+}

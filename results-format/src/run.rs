@@ -1,1 +1,558 @@
-//! (skeleton; filled by the results redesign)
+//! run.json: what ran, where, under which settings, what the doctor found; the
+//! instruments' and the guest's sections when there were any.
+//!
+//! Fields are declared in alphabetical order, as the untyped `json!` that wrote run.json
+//! before put them, so a run.json reads the same as before. Reading is lenient: a field
+//! absent, null or of the wrong shape reads as absent (results from other versions).
+
+use crate::lenient;
+use crate::livefx::LivefxSection;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RunDoc {
+    #[serde(default, deserialize_with = "lenient::texts")]
+    pub command: Vec<String>,
+    #[serde(default, deserialize_with = "section")]
+    pub cpus: Option<Cpus>,
+    #[serde(default, deserialize_with = "section")]
+    pub doctor: Option<DoctorSection>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub ended: Option<String>,
+    /// Why the run ended early, when it did.
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub error: Option<String>,
+    /// The results format (crate::FORMAT_VERSION); 0 when absent (written before it had one).
+    #[serde(default)]
+    pub format: u32,
+    /// Set when the run was made in a guest kernel (`--kernel`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "section"
+    )]
+    pub guest: Option<GuestSection>,
+    /// The command the guest ran (its run.json's `command`), beside the host's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_command: Option<Value>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub host: Option<String>,
+    #[serde(default, deserialize_with = "section")]
+    pub instruments: Option<InstrumentsSection>,
+    #[serde(default, deserialize_with = "lenient::flag")]
+    pub interrupted: bool,
+    #[serde(default, deserialize_with = "section")]
+    pub kernel: Option<KernelInfo>,
+    /// The knobs' original values, restored at the end ("path = value").
+    #[serde(default, deserialize_with = "lenient::texts")]
+    pub knobs_original: Vec<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "section"
+    )]
+    pub livefx: Option<LivefxSection>,
+    #[serde(default, deserialize_with = "section")]
+    pub profile: Option<ProfileInfo>,
+    #[serde(default, deserialize_with = "section")]
+    pub rig: Option<RigInfo>,
+    #[serde(default, deserialize_with = "section")]
+    pub sched_features_after: Option<SchedFeatures>,
+    #[serde(default, deserialize_with = "section")]
+    pub sched_features_before: Option<SchedFeatures>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub sched_rt_runtime_us: Option<String>,
+    #[serde(default, deserialize_with = "list")]
+    pub settings: Vec<SettingInfo>,
+    /// False when `--settings-as-is` kept the profile's settings from being applied.
+    #[serde(default, deserialize_with = "opt_bool")]
+    pub settings_applied: Option<bool>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub settings_note: Option<String>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub started: Option<String>,
+    /// Trials per setting and variant.
+    #[serde(default, deserialize_with = "lenient::count")]
+    pub trials: Option<u64>,
+    #[serde(default, deserialize_with = "list")]
+    pub variants: Vec<VariantInfo>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub xrunrig_version: Option<String>,
+}
+
+impl RunDoc {
+    /// Reads run.json's text; refuses a newer format by name.
+    pub fn from_json(text: &str) -> Result<RunDoc, String> {
+        let v: Value =
+            serde_json::from_str(text).map_err(|e| format!("run.json is not valid JSON: {e}"))?;
+        RunDoc::from_value(v)
+    }
+
+    pub fn from_value(v: Value) -> Result<RunDoc, String> {
+        // The version first: a newer format may have changed what the rest means.
+        #[derive(Deserialize)]
+        struct Head {
+            #[serde(default)]
+            format: Value,
+        }
+        let head: Head = serde_json::from_value(v.clone())
+            .map_err(|e| format!("run.json is not an object: {e}"))?;
+        if let Some(f) = head.format.as_u64() {
+            crate::check_format(u32::try_from(f).unwrap_or(u32::MAX), crate::RUN_JSON)?;
+        }
+        serde_json::from_value(v).map_err(|e| format!("run.json: {e}"))
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct KernelInfo {
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub cmdline: Option<String>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub machine: Option<String>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub preemption: Option<String>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub release: Option<String>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub version: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Cpus {
+    #[serde(default, deserialize_with = "lenient::count")]
+    pub count: Option<u64>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub model: Option<String>,
+    /// "{0,1}".
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub online: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RigInfo {
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub description: Option<String>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub name: Option<String>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub path: Option<String>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub sha256: Option<String>,
+    /// The rig file as it was run.
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub text: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ProfileInfo {
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub name: Option<String>,
+    /// None for the built-in "as-is" profile.
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub path: Option<String>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub sha256: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct VariantInfo {
+    #[serde(default, deserialize_with = "lenient::text_or_empty")]
+    pub description: String,
+    #[serde(default, deserialize_with = "lenient::text_or_empty")]
+    pub name: String,
+}
+
+/// One setting of the profile as swept.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SettingInfo {
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub description: Option<String>,
+    /// What the knobs read back once applied (None if it never was).
+    #[serde(default, deserialize_with = "in_force")]
+    pub in_force: Option<BTreeMap<String, String>>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub name: Option<String>,
+    /// The changes asked for, described; empty for "the machine as found".
+    #[serde(default, deserialize_with = "opt_texts")]
+    pub requested: Option<Vec<String>>,
+}
+
+/// /sys/kernel/debug/sched/features as read, or why it could not be.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SchedFeatures {
+    Read(String),
+    Unreadable { unreadable: String },
+}
+
+impl SchedFeatures {
+    pub fn from_result(r: Result<String, String>) -> SchedFeatures {
+        match r {
+            Ok(s) => SchedFeatures::Read(s),
+            Err(e) => SchedFeatures::Unreadable { unreadable: e },
+        }
+    }
+}
+
+/// The doctor's findings at the start of the run (`xrunrig doctor`'s checks).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DoctorSection {
+    pub checks: Vec<Finding>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub counts: BTreeMap<String, u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elapsed_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
+}
+
+/// One doctor check. Reading accepts the names other versions used for the same
+/// things (`level` for `status`, `message` for `found`, `hint` for `fix`, ...).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Finding {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub area: Option<String>,
+    /// Free-form data behind the finding (limits, CPU lists), for tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        alias = "hint",
+        alias = "remedy",
+        deserialize_with = "lenient::text"
+    )]
+    pub fix: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        alias = "value",
+        alias = "detail",
+        alias = "message",
+        deserialize_with = "lenient::text"
+    )]
+    pub found: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::text"
+    )]
+    pub id: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        alias = "check",
+        alias = "title",
+        deserialize_with = "lenient::text"
+    )]
+    pub name: Option<String>,
+    /// "pass", "warn", "fail", "n/a".
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        alias = "level",
+        alias = "result",
+        alias = "verdict",
+        alias = "state",
+        deserialize_with = "lenient::text"
+    )]
+    pub status: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::text"
+    )]
+    pub why: Option<String>,
+}
+
+impl Finding {
+    /// The name to show: `name`, else `id`.
+    pub fn label(&self) -> Option<&str> {
+        self.name.as_deref().or(self.id.as_deref())
+    }
+    /// What was found, else why it matters.
+    pub fn text(&self) -> Option<&str> {
+        self.found.as_deref().or(self.why.as_deref())
+    }
+}
+
+/// The doctor section as written (`{"checks": [..], "counts": .., ...}`), or as older
+/// or hand-made results hold it: a bare list of checks, `findings` for `checks`, checks
+/// keyed by name, or lists of checks grouped by area.
+impl<'de> Deserialize<'de> for DoctorSection {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        let mut out = DoctorSection::default();
+        let list = match &v {
+            Value::Object(o) => {
+                out.counts = o
+                    .get("counts")
+                    .and_then(|c| serde_json::from_value(c.clone()).ok())
+                    .unwrap_or_default();
+                out.elapsed_ms = o.get("elapsed_ms").and_then(Value::as_f64);
+                out.version = o.get("version").and_then(Value::as_u64);
+                o.get("checks").or(o.get("findings")).unwrap_or(&v)
+            }
+            _ => &v,
+        };
+        let finding = |name: Option<&str>, c: &Value| -> Option<Finding> {
+            let mut f: Finding = serde_json::from_value(c.clone()).ok()?;
+            f.status.as_ref()?;
+            if f.name.is_none() && f.id.is_none() {
+                f.name = name.map(String::from);
+            }
+            Some(f)
+        };
+        match list {
+            Value::Array(a) => out.checks = a.iter().filter_map(|c| finding(None, c)).collect(),
+            Value::Object(o) => {
+                for (k, c) in o {
+                    if let Some(f) = finding(Some(k), c) {
+                        out.checks.push(f);
+                    } else if let Value::Array(a) = c {
+                        out.checks.extend(a.iter().filter_map(|c| finding(None, c)));
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(out)
+    }
+}
+
+/// What the rig's `[instruments]` asked for and what they left (src/instruments).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct InstrumentsSection {
+    /// Raw captures kept, relative to the results directory.
+    #[serde(default)]
+    pub files: Vec<String>,
+    #[serde(default)]
+    pub ipi: Option<IpiInfo>,
+    /// The metrics the instruments added.
+    #[serde(default)]
+    pub metrics: Vec<MetricInfo>,
+    #[serde(default)]
+    pub problems: Vec<String>,
+    /// Tracing state restored at the end.
+    #[serde(default)]
+    pub restored: Vec<String>,
+    #[serde(default)]
+    pub trace: Option<TraceInfo>,
+    #[serde(default)]
+    pub tracing: Option<TracingInfo>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct IpiInfo {
+    #[serde(default)]
+    pub counters: Vec<String>,
+    #[serde(default)]
+    pub cpus: Vec<usize>,
+    #[serde(default)]
+    pub interval_ns: u64,
+    #[serde(default)]
+    pub senders: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TraceInfo {
+    #[serde(default)]
+    pub buffer_kb: u32,
+    #[serde(default)]
+    pub events: Vec<String>,
+    #[serde(default)]
+    pub lost_events: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TracingInfo {
+    #[serde(default)]
+    pub instance: String,
+    #[serde(default)]
+    pub mounted_by_us: bool,
+    #[serde(default)]
+    pub tracefs: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct MetricInfo {
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub unit: String,
+}
+
+/// A run in a guest kernel under QEMU (`xrunrig run --kernel`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct GuestSection {
+    /// "kvm" or "tcg".
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub accel: Option<String>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub accel_note: Option<String>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub boot: Option<String>,
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub boot_s: Option<f64>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub cmdline: Option<String>,
+    #[serde(default, deserialize_with = "lenient::texts")]
+    pub command: Vec<String>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub console_log: Option<String>,
+    #[serde(default, deserialize_with = "lenient::count")]
+    pub cpus: Option<u64>,
+    /// Under TCG: the CPUs are emulated, so timings are not of real hardware.
+    #[serde(default, deserialize_with = "lenient::flag")]
+    pub emulated: bool,
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub guest_uptime_at_start_s: Option<f64>,
+    /// The host QEMU ran on.
+    #[serde(default, deserialize_with = "section")]
+    pub host: Option<GuestHost>,
+    /// Older results' name for `kernel_image`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::text"
+    )]
+    pub image: Option<String>,
+    /// The kernel as asked for ("debian:6.12").
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub kernel: Option<String>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub kernel_image: Option<String>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub kernel_package: Option<String>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub kernel_release: Option<String>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub memory: Option<String>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub note: Option<String>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub qemu: Option<String>,
+    /// Older results' name for `kernel_release`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::text"
+    )]
+    pub release: Option<String>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub results_channel: Option<String>,
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub wall_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct GuestHost {
+    #[serde(default, deserialize_with = "section")]
+    pub cpus: Option<Cpus>,
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub hostname: Option<String>,
+    #[serde(default, deserialize_with = "section")]
+    pub kernel: Option<KernelInfo>,
+}
+
+/// A section of the wrong shape reads as absent rather than failing the whole file.
+fn section<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
+    Ok(Option::<Value>::deserialize(d)?
+        .filter(|v| !v.is_null())
+        .and_then(|v| serde_json::from_value(v).ok()))
+}
+
+/// A list whose elements of the wrong shape are dropped.
+fn list<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Vec<T>, D::Error> {
+    Ok(match Option::<Value>::deserialize(d)? {
+        Some(Value::Array(a)) => a
+            .into_iter()
+            .filter_map(|v| serde_json::from_value(v).ok())
+            .collect(),
+        _ => vec![],
+    })
+}
+
+fn opt_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    Ok(Option::<Value>::deserialize(d)?.and_then(|v| v.as_bool()))
+}
+
+fn opt_texts<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    Ok(match Option::<Value>::deserialize(d)? {
+        Some(Value::Array(a)) => Some(
+            a.into_iter()
+                .filter_map(|x| match x {
+                    Value::String(s) => Some(s),
+                    _ => None,
+                })
+                .collect(),
+        ),
+        _ => None,
+    })
+}
+
+/// `{knob: value}`; values that are not strings are kept as their JSON text.
+fn in_force<'de, D: Deserializer<'de>>(d: D) -> Result<Option<BTreeMap<String, String>>, D::Error> {
+    Ok(match Option::<Value>::deserialize(d)? {
+        Some(Value::Object(o)) => Some(
+            o.into_iter()
+                .map(|(k, v)| {
+                    let v = match v {
+                        Value::String(s) => s,
+                        other => other.to_string(),
+                    };
+                    (k, v)
+                })
+                .collect(),
+        ),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newer_format_is_refused_naming_both_versions() {
+        let e = RunDoc::from_json(r#"{"format": 99, "host": "h"}"#).unwrap_err();
+        assert!(e.contains("format 99"), "{e}");
+        assert!(e.contains("0..=1") && e.contains("update xrunrig"), "{e}");
+        assert_eq!(RunDoc::from_json("{}").unwrap().format, 0);
+    }
+
+    #[test]
+    fn doctor_shapes() {
+        let d: DoctorSection = serde_json::from_str(
+            r#"{"checks":{"x":{"level":"WARN","message":"m"}},"counts":{"warn":1}}"#,
+        )
+        .unwrap();
+        assert_eq!(d.checks.len(), 1);
+        assert_eq!(d.checks[0].label(), Some("x"));
+        assert_eq!(d.checks[0].status.as_deref(), Some("WARN"));
+        assert_eq!(d.checks[0].text(), Some("m"));
+        let d: DoctorSection =
+            serde_json::from_str(r#"{"kernel":[{"name":"hz","status":"pass"}],"n":3}"#).unwrap();
+        assert_eq!(d.checks.len(), 1);
+    }
+
+    #[test]
+    fn sched_features_either_text_or_why_not() {
+        let v = serde_json::to_value(SchedFeatures::from_result(Err("no".into()))).unwrap();
+        assert_eq!(v, serde_json::json!({"unreadable": "no"}));
+        let r: RunDoc =
+            serde_json::from_str(r#"{"sched_features_before":"A B","kernel":"bad shape"}"#)
+                .unwrap();
+        assert_eq!(
+            r.sched_features_before,
+            Some(SchedFeatures::Read("A B".into()))
+        );
+        assert!(r.kernel.is_none());
+    }
+}

@@ -1,1 +1,251 @@
-//! (skeleton; filled by the results redesign)
+//! Trial rigs' results: one record per trial (samples.jsonl) and per setting, variant
+//! and metric one summary row (summary.json). Reading is lenient where results from
+//! other versions may differ: absent or null fields take the defaults below.
+
+use crate::lenient;
+use serde::{Deserialize, Deserializer, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// How a trial ended, as samples.jsonl names it.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum TrialStatus {
+    Ok,
+    /// Threads were still running at the trial timeout.
+    TimedOut,
+    /// Stopped by the user or the run's hard bound.
+    Aborted,
+    /// The trial could not run (a thread could not be started, the backend failed).
+    Failed,
+    /// Threads did not stop even after being demoted; the run ends.
+    Stuck,
+    /// A status this version does not know (or none written).
+    #[default]
+    #[serde(other)]
+    Unknown,
+}
+
+impl TrialStatus {
+    /// The name written to disk.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrialStatus::Ok => "ok",
+            TrialStatus::TimedOut => "timed_out",
+            TrialStatus::Aborted => "aborted",
+            TrialStatus::Failed => "failed",
+            TrialStatus::Stuck => "stuck",
+            TrialStatus::Unknown => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for TrialStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// From the on-disk name (the livefx trial reports its status by that name).
+impl From<&str> for TrialStatus {
+    fn from(s: &str) -> Self {
+        match s {
+            "ok" => TrialStatus::Ok,
+            "timed_out" => TrialStatus::TimedOut,
+            "aborted" => TrialStatus::Aborted,
+            "failed" => TrialStatus::Failed,
+            "stuck" => TrialStatus::Stuck,
+            _ => TrialStatus::Unknown,
+        }
+    }
+}
+
+/// Compares with the on-disk name: `status == "stuck"`.
+impl PartialEq<&str> for TrialStatus {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// One trial as recorded in samples.jsonl.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TrialRecord {
+    #[serde(default = "dash", deserialize_with = "setting_name")]
+    pub setting: String,
+    #[serde(default = "default_variant", deserialize_with = "variant_name")]
+    pub variant: String,
+    #[serde(default, deserialize_with = "lenient::count_u32")]
+    pub trial: u32,
+    #[serde(default, deserialize_with = "status")]
+    pub status: TrialStatus,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::text"
+    )]
+    pub detail: Option<String>,
+    /// NaN when a record read back has none.
+    #[serde(default = "nan", deserialize_with = "lenient::number_or_nan")]
+    pub duration_ms: f64,
+    /// Metric values in the metric's unit.
+    #[serde(default, deserialize_with = "lenient::number_lists")]
+    pub metrics: BTreeMap<String, Vec<f64>>,
+    /// Mark times in ns since the trial's start, by `thread.mark`.
+    #[serde(default, deserialize_with = "lenient::count_lists")]
+    pub marks: BTreeMap<String, Vec<u64>>,
+    /// Per-trial evidence lines (e.g. the trace's mechanism summary); may be empty.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "lenient::texts"
+    )]
+    pub evidence: Vec<String>,
+}
+
+/// One row of summary.json and of the printed table.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Row {
+    #[serde(default = "dash", deserialize_with = "setting_name")]
+    pub setting: String,
+    #[serde(default = "default_variant", deserialize_with = "variant_name")]
+    pub variant: String,
+    #[serde(default = "default_metric", deserialize_with = "metric_name")]
+    pub metric: String,
+    #[serde(default, deserialize_with = "lenient::text_or_empty")]
+    pub unit: String,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::text"
+    )]
+    pub bound: Option<String>,
+    /// Trials run for this setting and variant.
+    #[serde(default, deserialize_with = "lenient::count_or_zero")]
+    pub n: usize,
+    /// Values meeting the bound (None without a bound). Missing values never do.
+    #[serde(default, deserialize_with = "lenient::count_usize")]
+    pub within_bound: Option<usize>,
+    /// Trials that produced no value (timed out before the mark was taken).
+    #[serde(default, deserialize_with = "lenient::count_or_zero")]
+    pub missing: usize,
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub median: Option<f64>,
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub min: Option<f64>,
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub max: Option<f64>,
+    #[serde(default, deserialize_with = "lenient::numbers")]
+    pub values: Vec<f64>,
+}
+
+/// summary.json of a trial rig.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    /// The results format (crate::FORMAT_VERSION); 0 when absent.
+    #[serde(default)]
+    pub format: u32,
+    #[serde(default)]
+    pub rig: String,
+    /// "trials".
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub rows: Vec<Row>,
+}
+
+impl Summary {
+    pub fn new(rig: &str, rows: Vec<Row>) -> Summary {
+        Summary {
+            format: crate::FORMAT_VERSION,
+            rig: rig.to_string(),
+            kind: crate::KIND_TRIALS.into(),
+            rows,
+        }
+    }
+}
+
+fn dash() -> String {
+    "-".into()
+}
+fn default_variant() -> String {
+    "default".into()
+}
+fn default_metric() -> String {
+    "value".into()
+}
+fn nan() -> f64 {
+    f64::NAN
+}
+
+fn setting_name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(lenient::text(d)?.unwrap_or_else(dash))
+}
+fn variant_name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(lenient::text(d)?.unwrap_or_else(default_variant))
+}
+fn metric_name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(lenient::text(d)?.unwrap_or_else(default_metric))
+}
+fn status<'de, D: Deserializer<'de>>(d: D) -> Result<TrialStatus, D::Error> {
+    Ok(lenient::text(d)?
+        .as_deref()
+        .map_or(TrialStatus::Unknown, TrialStatus::from))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_keep_their_names_on_disk() {
+        for s in [
+            TrialStatus::Ok,
+            TrialStatus::TimedOut,
+            TrialStatus::Aborted,
+            TrialStatus::Failed,
+            TrialStatus::Stuck,
+        ] {
+            let j = serde_json::to_string(&s).unwrap();
+            assert_eq!(j, format!("\"{}\"", s.as_str()));
+            assert_eq!(serde_json::from_str::<TrialStatus>(&j).unwrap(), s);
+            assert_eq!(TrialStatus::from(s.as_str()), s);
+        }
+        assert_eq!(TrialStatus::from("weird"), TrialStatus::Unknown);
+        assert!(TrialStatus::TimedOut == "timed_out");
+    }
+
+    #[test]
+    fn records_round_trip_and_read_leniently() {
+        let line = r#"{"setting":"as-is","variant":"none","trial":1,"status":"timed_out","detail":"unfinished","duration_ms":400.3,"metrics":{"wait":[380.1]},"marks":{"waiter.got":[400190776]}}"#;
+        let r: TrialRecord = serde_json::from_str(line).unwrap();
+        assert_eq!(r.status, TrialStatus::TimedOut);
+        assert_eq!(r.marks["waiter.got"], vec![400190776]);
+        assert_eq!(serde_json::to_string(&r).unwrap(), line);
+        let r: TrialRecord =
+            serde_json::from_str(r#"{"setting":null,"trial":2.0,"metrics":{"w":[1,"x",2]},"marks":{"a":[-1]},"evidence":["e",3]}"#)
+                .unwrap();
+        assert_eq!((r.setting.as_str(), r.variant.as_str()), ("-", "default"));
+        assert_eq!((r.trial, r.status), (2, TrialStatus::Unknown));
+        assert!(r.duration_ms.is_nan());
+        assert_eq!(r.metrics["w"], vec![1.0, 2.0]);
+        assert!(r.marks.is_empty());
+        assert_eq!(r.evidence, vec!["e"]);
+    }
+
+    #[test]
+    fn rows_read_leniently_and_write_as_before() {
+        let r: Row = serde_json::from_str(
+            r#"{"metric":"wait","n":"3","within_bound":2.0,"median":null,"values":[1,null,2]}"#,
+        )
+        .unwrap();
+        assert_eq!((r.setting.as_str(), r.variant.as_str()), ("-", "default"));
+        assert_eq!((r.n, r.within_bound, r.missing), (3, Some(2), 0));
+        assert_eq!((r.median, r.bound.as_deref()), (None, None));
+        assert_eq!(r.values, vec![1.0, 2.0]);
+        let j = serde_json::to_string(&r).unwrap();
+        assert!(!j.contains("\"bound\""), "{j}");
+        assert!(j.contains("\"within_bound\":2"), "{j}");
+    }
+}

@@ -7,6 +7,7 @@ use crate::options::{AccelChoice, GuestOptions, RunOptions};
 use crate::output::summary::{Row, Summary};
 use crate::output::table;
 use crate::run::{EXIT_FAILED, EXIT_INTERRUPTED};
+use results::run::{GuestSection, RunDoc};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -324,11 +325,13 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
         },
     });
     patch_run_json(&run.dir, c.args, guest)?;
-    let sum_path = run.dir.join("summary.json");
+    let sum_path = run.dir.join(results::SUMMARY_JSON);
     let sum_text = std::fs::read_to_string(&sum_path).ok();
+    // Trial rows only: reading is lenient, so a livefx summary would read as one.
     let summary: Option<Summary> = sum_text
         .as_deref()
-        .and_then(|t| serde_json::from_str(t).ok());
+        .and_then(|t| serde_json::from_str::<Summary>(t).ok())
+        .filter(|s| s.kind == results::KIND_TRIALS);
     let livefx = sum_text
         .as_deref()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
@@ -397,42 +400,35 @@ fn livefx_table(sum: &serde_json::Value) -> String {
 }
 
 fn patch_run_json(dir: &Path, a: &RunOptions, guest: serde_json::Value) -> Result<(), String> {
-    let p = dir.join("run.json");
+    let p = dir.join(results::RUN_JSON);
+    let guest: GuestSection =
+        serde_json::from_value(guest).map_err(|e| format!("the guest section of run.json: {e}"))?;
+    let host_command: Vec<String> = std::env::args().collect();
     let Ok(text) = std::fs::read_to_string(&p) else {
         // The guest refused before writing run.json; record what we know.
-        return crate::output::write_json(
-            &p,
-            &json!({
-                "command": std::env::args().collect::<Vec<_>>(),
-                "error": "the run inside the guest wrote no run.json (see guest-console.log)",
-                "guest": guest,
-            }),
-        );
+        let doc = RunDoc {
+            format: results::FORMAT_VERSION,
+            command: host_command,
+            error: Some(
+                "the run inside the guest wrote no run.json (see guest-console.log)".into(),
+            ),
+            guest: Some(guest),
+            ..Default::default()
+        };
+        return crate::output::write_json(&p, &doc);
     };
-    let mut v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| format!("the guest's run.json is not JSON: {e}"))?;
-    if let Some(o) = v.as_object_mut() {
-        o.insert(
-            "guest_command".into(),
-            o.get("command").cloned().unwrap_or_default(),
-        );
-        o.insert(
-            "command".into(),
-            json!(std::env::args().collect::<Vec<_>>()),
-        );
-        o.insert("host".into(), json!(crate::output::provenance::hostname()));
-        if let Some(r) = o.get_mut("rig").and_then(|r| r.as_object_mut()) {
-            r.insert("path".into(), json!(a.rig.display().to_string()));
-        }
-        if let (Some(pr), Some(path)) = (
-            o.get_mut("profile").and_then(|r| r.as_object_mut()),
-            &a.profile,
-        ) {
-            pr.insert("path".into(), json!(path.display().to_string()));
-        }
-        o.insert("guest".into(), guest);
+    let mut doc = RunDoc::from_json(&text).map_err(|e| format!("the guest's {e}"))?;
+    doc.guest_command = Some(serde_json::to_value(&doc.command).unwrap_or_default());
+    doc.command = host_command;
+    doc.host = Some(crate::output::provenance::hostname());
+    if let Some(r) = doc.rig.as_mut() {
+        r.path = Some(a.rig.display().to_string());
     }
-    crate::output::write_json(&p, &v)
+    if let (Some(pr), Some(path)) = (doc.profile.as_mut(), &a.profile) {
+        pr.path = Some(path.display().to_string());
+    }
+    doc.guest = Some(guest);
+    crate::output::write_json(&p, &doc)
 }
 
 /// The table across kernels (a kernel column before the usual ones) and

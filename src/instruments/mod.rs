@@ -13,7 +13,8 @@ pub mod trace;
 pub mod tracefs;
 
 use config::{Config, IPI_EVENTS, Of};
-use serde_json::json;
+use results::instruments as files;
+use results::run::{self, InstrumentsSection};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -63,9 +64,6 @@ pub fn recover() -> Result<Vec<String>, String> {
 pub fn emergency_restore() {
     tracefs::emergency_restore()
 }
-
-/// Setting and variant names in file names: the one rule the report reads them by.
-use analysis::report::safe as file_part;
 
 /// Does thread instance `name` (`worker`, `worker.2`) match `spec` (base or instance)?
 fn matches(spec: &str, name: &str) -> bool {
@@ -168,7 +166,7 @@ impl Instruments {
         trial: u32,
         tids: &[(String, i32)],
     ) {
-        let stem = format!("{}__{}__{}", file_part(setting), file_part(variant), trial);
+        let stem = results::trial_stem(setting, variant, trial);
         let mut ctx = TrialCtx {
             stem: stem.clone(),
             tids: tids.to_vec(),
@@ -200,7 +198,7 @@ impl Instruments {
                 .map(|(_, t)| *t)
                 .collect();
             ctx.traced = ids.clone();
-            let out = self.dir.join("trace").join(format!("{stem}.txt"));
+            let out = self.dir.join(files::TRACE_DIR).join(format!("{stem}.txt"));
             match trace::Capture::start(&s.instance, &events, &unfiltered, &ids, out, self.cfg.cpu)
             {
                 Ok(c) => self.capture = Some(c),
@@ -310,7 +308,7 @@ impl Instruments {
             _ => 0.0,
         };
         let mut parts = Vec::new();
-        let mut raw = serde_json::Map::new();
+        let mut raw = BTreeMap::new();
         // RT push IPIs by target CPU, from the ipi trace events (senders = true).
         let mut push: BTreeMap<u32, u64> = BTreeMap::new();
         let mut by_cb: BTreeMap<(String, u32), u64> = BTreeMap::new();
@@ -369,7 +367,7 @@ impl Instruments {
                     "{r} {mean:.1}{}",
                     cov.map_or(String::new(), |v| format!(" ±{v:.1}%"))
                 ));
-                raw.insert(format!("{r}_cpu{c}"), json!(d));
+                raw.insert(format!("{r}_cpu{c}"), d);
             }
             if push_known && n > 0 {
                 let p = *push.get(&(c as u32)).unwrap_or(&0) as f64 / n as f64;
@@ -399,13 +397,16 @@ impl Instruments {
                 top.join(", ")
             ));
         }
-        let path = self.dir.join("ipi").join(format!("{}.json", ctx.stem));
-        let doc = json!({
-            "interval_ns": cfg.interval_ns,
-            "times_ns": snaps.iter().map(|s| s.t_ns - snaps[0].t_ns).collect::<Vec<_>>(),
-            "deltas": raw,
-        });
-        if std::fs::create_dir_all(self.dir.join("ipi")).is_ok()
+        let path = self
+            .dir
+            .join(files::IPI_DIR)
+            .join(format!("{}.json", ctx.stem));
+        let doc = files::IpiCapture {
+            interval_ns: cfg.interval_ns,
+            times_ns: snaps.iter().map(|s| s.t_ns - snaps[0].t_ns).collect(),
+            deltas: raw,
+        };
+        if std::fs::create_dir_all(self.dir.join(files::IPI_DIR)).is_ok()
             && crate::output::write_json(&path, &doc).is_ok()
         {
             self.files.push(rel(&self.dir, &path));
@@ -492,57 +493,78 @@ impl Instruments {
             ));
         }
         // The derived intervals, so reports need not parse the raw text again.
-        let per_thread: serde_json::Map<String, serde_json::Value> = ctx
-            .tids
-            .iter()
-            .map(|(n, t)| {
-                let v: Vec<serde_json::Value> = d
-                    .intervals
-                    .get(t)
-                    .into_iter()
-                    .flatten()
-                    .map(|i| {
-                        json!([
-                            (i.start_ns as i64 - ctx.t0_ns as i64) as f64 / 1e6,
-                            i.len_ns() as f64 / 1e6,
-                            i.cpu,
-                            i.end_state
-                        ])
-                    })
-                    .collect();
-                (n.clone(), json!(v))
-            })
-            .collect();
-        let doc = json!({
-            "columns": ["start_ms", "length_ms", "cpu", "end_state"],
-            "intervals": per_thread,
-            "migrations": d.migrations.iter().map(|m| json!({"tid": m.tid, "t_ms": (m.ts_ns as i64 - ctx.t0_ns as i64) as f64 / 1e6, "orig_cpu": m.orig_cpu, "dest_cpu": m.dest_cpu, "hardirq": m.hardirq})).collect::<Vec<_>>(),
-            "boosts": d.boosts.iter().map(|b| json!({"tid": b.tid, "t_ms": (b.ts_ns as i64 - ctx.t0_ns as i64) as f64 / 1e6, "oldprio": b.oldprio, "newprio": b.newprio})).collect::<Vec<_>>(),
-            "tids": ctx.tids.iter().map(|(n, t)| json!([n, t])).collect::<Vec<_>>(),
-        });
+        let ms = |ts_ns: u64| (ts_ns as i64 - ctx.t0_ns as i64) as f64 / 1e6;
+        let doc = files::DerivedTrace {
+            columns: files::INTERVAL_COLUMNS.map(String::from).to_vec(),
+            intervals: ctx
+                .tids
+                .iter()
+                .map(|(n, t)| {
+                    let v = d
+                        .intervals
+                        .get(t)
+                        .into_iter()
+                        .flatten()
+                        .map(|i| {
+                            files::TraceInterval(
+                                ms(i.start_ns),
+                                i.len_ns() as f64 / 1e6,
+                                i.cpu,
+                                i.end_state.clone(),
+                            )
+                        })
+                        .collect();
+                    (n.clone(), v)
+                })
+                .collect(),
+            migrations: d
+                .migrations
+                .iter()
+                .map(|m| files::TraceMigration {
+                    tid: m.tid,
+                    t_ms: ms(m.ts_ns),
+                    orig_cpu: m.orig_cpu,
+                    dest_cpu: m.dest_cpu,
+                    hardirq: m.hardirq,
+                })
+                .collect(),
+            boosts: d
+                .boosts
+                .iter()
+                .map(|b| files::TraceBoost {
+                    tid: b.tid,
+                    t_ms: ms(b.ts_ns),
+                    oldprio: b.oldprio,
+                    newprio: b.newprio,
+                })
+                .collect(),
+            tids: ctx.tids.clone(),
+        };
         let path = self
             .dir
-            .join("trace")
+            .join(files::TRACE_DIR)
             .join(format!("{}.derived.json", ctx.stem));
         // Compact: it is as long as the trace, and guest results travel over a serial line.
-        if std::fs::write(&path, doc.to_string() + "\n").is_ok() {
+        let text = serde_json::to_string(&doc).unwrap_or_default();
+        if std::fs::write(&path, text + "\n").is_ok() {
             self.files.push(rel(&self.dir, &path));
         }
     }
 
-    /// After the last trial: restore state; returns what goes into run.json under "instruments".
-    pub fn after_run(&mut self) -> serde_json::Value {
+    /// After the last trial: restore state; returns what goes into run.json under
+    /// "instruments" (None when the rig has none).
+    pub fn after_run(&mut self) -> Option<InstrumentsSection> {
         if self.cfg == Config::default() {
-            return serde_json::Value::Null;
+            return None;
         }
         self.capture = None;
         self.sampler = None;
-        let mut session = json!(null);
+        let mut tracing = None;
         if let Some(mut s) = self.session.take() {
-            session = json!({
-                "tracefs": s.root.display().to_string(),
-                "mounted_by_us": s.mounted_by_us,
-                "instance": s.instance.display().to_string(),
+            tracing = Some(run::TracingInfo {
+                tracefs: s.root.display().to_string(),
+                mounted_by_us: s.mounted_by_us,
+                instance: s.instance.display().to_string(),
             });
             match s.end() {
                 Ok(l) => self.restored.extend(l),
@@ -552,23 +574,31 @@ impl Instruments {
                 }
             }
         }
-        json!({
-            "ipi": self.cfg.ipi.as_ref().map(|i| json!({
-                "interval_ns": i.interval_ns,
-                "counters": i.counters,
-                "cpus": self.ipi_cpus,
-                "senders": i.senders,
-            })),
-            "trace": self.cfg.trace.as_ref().map(|t| json!({
-                "events": t.events,
-                "buffer_kb": t.buffer_kb,
-                "lost_events": self.lost_events,
-            })),
-            "tracing": session,
-            "restored": self.restored,
-            "problems": self.problems,
-            "files": self.files,
-            "metrics": self.metric_defs().iter().map(|m| json!({"name": m.name, "unit": m.unit, "description": m.description})).collect::<Vec<_>>(),
+        Some(InstrumentsSection {
+            ipi: self.cfg.ipi.as_ref().map(|i| run::IpiInfo {
+                interval_ns: i.interval_ns,
+                counters: i.counters.clone(),
+                cpus: self.ipi_cpus.clone(),
+                senders: i.senders,
+            }),
+            trace: self.cfg.trace.as_ref().map(|t| run::TraceInfo {
+                events: t.events.clone(),
+                buffer_kb: t.buffer_kb,
+                lost_events: self.lost_events,
+            }),
+            tracing,
+            restored: self.restored.clone(),
+            problems: self.problems.clone(),
+            files: self.files.clone(),
+            metrics: self
+                .metric_defs()
+                .into_iter()
+                .map(|m| run::MetricInfo {
+                    name: m.name,
+                    unit: m.unit,
+                    description: m.description,
+                })
+                .collect(),
         })
     }
 }
@@ -599,6 +629,6 @@ mod tests {
         assert!(matches("worker.2", "worker.2"));
         assert!(!matches("worker.2", "worker.3"));
         assert!(!matches("work", "worker"));
-        assert_eq!(file_part("NO_RT PUSH/x"), "NO_RT_PUSH_x");
+        assert_eq!(results::file_part("NO_RT PUSH/x"), "NO_RT_PUSH_x");
     }
 }

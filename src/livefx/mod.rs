@@ -447,7 +447,7 @@ pub fn run_main(p: Prepared) -> i32 {
         "trials": trial_rows,
     });
     let hists: Vec<_> = groups.iter().flat_map(report::hist_json).collect();
-    let extra = json!({ "instruments": inst_json, "livefx": {
+    let livefx_json = json!({
         "duration_s": cfg.duration_ns as f64 / 1e9,
         "backends": p.settings.iter().zip(&params).map(|(s, x)| json!({
             "setting": s.name, "backend": x.kind.name(), "why": x.why,
@@ -466,7 +466,12 @@ pub fn run_main(p: Prepared) -> i32 {
                 "lock": pl.lock.and_then(|l| p.rig.variants.first().map(|v| v.plan.locks[l].name.clone())),
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
-    }});
+    });
+    // Typed by results::livefx::LivefxSection (its fields are the livefx results' part).
+    let extra = crate::run::RunExtra {
+        instruments: inst_json,
+        livefx: serde_json::from_value(livefx_json).ok(),
+    };
     let mut code = 0;
     for r in [
         crate::output::write_json(&p.dir.join("summary.json"), &summary),

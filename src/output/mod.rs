@@ -20,7 +20,7 @@ pub fn results_dir(rig: &str, out: Option<&Path>) -> PathBuf {
 
 /// Creates the directory; refuses one that already holds results, so nothing is lost.
 pub fn create_results_dir(dir: &Path) -> Result<(), String> {
-    if dir.join("summary.json").exists() || dir.join("run.json").exists() {
+    if dir.join(results::SUMMARY_JSON).exists() || dir.join(results::RUN_JSON).exists() {
         return Err(format!(
             "{} already holds results; choose another --out (nothing was overwritten)",
             dir.display()

@@ -1,7 +1,7 @@
 //! run.json: what ran, where, under which settings — everything a kernel developer
 //! asks before reading a number.
 
-use serde::Serialize;
+use results::run::{Cpus, KernelInfo};
 use sha2::{Digest, Sha256};
 
 pub fn sha256_hex(text: &str) -> String {
@@ -9,39 +9,27 @@ pub fn sha256_hex(text: &str) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct Kernel {
-    pub release: String,
-    pub version: String,
-    pub machine: String,
-    pub cmdline: String,
-    pub preemption: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Cpus {
-    pub model: String,
-    pub count: usize,
-    pub online: String,
-}
-
-pub fn kernel() -> Kernel {
+/// This machine's kernel, as run.json records it.
+pub fn kernel() -> KernelInfo {
     let (_, _, release, version, machine) = crate::sys::uname();
-    Kernel {
-        release,
-        version,
-        machine,
-        cmdline: crate::sys::read_trim(std::path::Path::new("/proc/cmdline")).unwrap_or_default(),
-        preemption: crate::sys::preemption_model(),
+    KernelInfo {
+        release: Some(release),
+        version: Some(version),
+        machine: Some(machine),
+        cmdline: Some(
+            crate::sys::read_trim(std::path::Path::new("/proc/cmdline")).unwrap_or_default(),
+        ),
+        preemption: Some(crate::sys::preemption_model()),
     }
 }
 
+/// This machine's online CPUs, as run.json records them.
 pub fn cpus() -> Cpus {
     let online = crate::sys::online_cpus();
     Cpus {
-        model: crate::sys::cpu_model(),
-        count: online.len(),
-        online: crate::sys::format_cpu_set(&online),
+        model: Some(crate::sys::cpu_model()),
+        count: Some(online.len() as u64),
+        online: Some(crate::sys::format_cpu_set(&online)),
     }
 }
 

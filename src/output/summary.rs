@@ -3,56 +3,9 @@
 
 use crate::rig::units::unit_scale;
 use crate::rig::{Metric, Plan};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
-/// One trial as recorded in samples.jsonl.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TrialRecord {
-    pub setting: String,
-    pub variant: String,
-    pub trial: u32,
-    /// "ok", "timed_out", "aborted" or "failed".
-    pub status: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-    pub duration_ms: f64,
-    /// Metric values in the metric's unit.
-    pub metrics: BTreeMap<String, Vec<f64>>,
-    /// Mark times in ns since the trial's start, by `thread.mark`.
-    pub marks: BTreeMap<String, Vec<u64>>,
-    /// Per-trial evidence lines (e.g. the trace's mechanism summary); may be empty.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub evidence: Vec<String>,
-}
-
-/// One row of summary.json and of the printed table.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Row {
-    pub setting: String,
-    pub variant: String,
-    pub metric: String,
-    pub unit: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bound: Option<String>,
-    /// Trials run for this setting and variant.
-    pub n: usize,
-    /// Values meeting the bound (None without a bound). Missing values never do.
-    pub within_bound: Option<usize>,
-    /// Trials that produced no value (timed out before the mark was taken).
-    pub missing: usize,
-    pub median: Option<f64>,
-    pub min: Option<f64>,
-    pub max: Option<f64>,
-    pub values: Vec<f64>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Summary {
-    pub rig: String,
-    pub kind: String,
-    pub rows: Vec<Row>,
-}
+/// The records and rows are the results format's types; this module computes them.
+pub use results::trials::{Row, Summary, TrialRecord, TrialStatus};
 
 /// Values of `metric` in one trial: pairs the n-th `from` mark with the n-th `to` mark,
 /// per thread instance.
@@ -159,6 +112,7 @@ pub fn rows(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
     use std::path::Path;
 
     #[test]
@@ -187,7 +141,7 @@ bound = "< 100 ms"
             setting: "s".into(),
             variant: "default".into(),
             trial: 0,
-            status: "ok".into(),
+            status: TrialStatus::Ok,
             detail: None,
             duration_ms: 0.0,
             metrics: v

@@ -5,7 +5,6 @@
 
 use crate::doc::{self, Block, Doc};
 use crate::hist::LogHist;
-use crate::load::json::str_at;
 use crate::load::{self, Kind, Results};
 use crate::plot::cdf::{Figure, Panel, PanelKind, Series, hist_ccdf};
 use crate::plot::strip::{Column, Strip};
@@ -151,7 +150,10 @@ fn p_of(base: &Sample, cand: &Sample) -> Option<f64> {
 
 /// "kernel 6.12.57" or the directory's name, for legends.
 fn short_dir(r: &Results) -> String {
-    str_at(&r.run, &["kernel", "release"])
+    r.run
+        .kernel
+        .as_ref()
+        .and_then(|k| k.release.as_ref())
         .map(|k| format!("kernel {k}"))
         .unwrap_or_else(|| {
             r.dir
@@ -167,8 +169,13 @@ pub struct Outcome {
 }
 
 fn describe_dir(label: &str, r: &Results, red: &Redactor) -> String {
-    let k = str_at(&r.run, &["kernel", "release"]).unwrap_or_else(|| "kernel ?".into());
-    let when = str_at(&r.run, &["started"]).unwrap_or_default();
+    let k = r
+        .run
+        .kernel
+        .as_ref()
+        .and_then(|k| k.release.clone())
+        .unwrap_or_else(|| "kernel ?".into());
+    let when = r.run.started.clone().unwrap_or_default();
     red.apply(&format!(
         "{label} = {} (rig {}, kernel {k}{})",
         r.dir.display(),
@@ -192,12 +199,10 @@ pub fn run(dirs: &[PathBuf], threshold: f64, out: &Path, redact: bool) -> Result
         .map(|d| load::load(d))
         .collect::<Result<_, _>>()?;
     let red = if redact {
-        let mut hosts = Vec::new();
-        for r in &results {
-            if let Some(h) = str_at(&r.run, &["host"]) {
-                hosts.push(h);
-            }
-        }
+        let hosts: Vec<String> = results
+            .iter()
+            .flat_map(|r| crate::report::run_hosts(&r.run))
+            .collect();
         Redactor::for_this_machine(&hosts)
     } else {
         Redactor::none()
@@ -445,8 +450,8 @@ pub fn run(dirs: &[PathBuf], threshold: f64, out: &Path, redact: bool) -> Result
                 {
                     unit = u.clone();
                     if let Some(b) = bound {
-                        bound_v = crate::report::trials::parse_bound(b, u)
-                            .map(|v| (v, format!("bound {b}")));
+                        bound_v =
+                            results::units::bound_limit(b, u).map(|v| (v, format!("bound {b}")));
                     }
                     cols.push(Column {
                         label: vec![

@@ -7,7 +7,8 @@ pub mod json;
 pub mod livefx;
 pub mod trials;
 
-use serde_json::Value;
+use results::SummaryHead;
+use results::run::RunDoc;
 use std::path::{Path, PathBuf};
 
 pub use livefx::LivefxData;
@@ -21,8 +22,10 @@ pub enum Kind {
 pub struct Results {
     pub dir: PathBuf,
     pub rig: String,
-    /// run.json as written; Null when the file is missing.
-    pub run: Value,
+    /// run.json as written; empty (every field absent) when the file is missing.
+    pub run: RunDoc,
+    /// False when run.json was missing or unreadable.
+    pub has_run: bool,
     pub kind: Kind,
     /// Problems found while reading (bad lines, truncated files), said in the report.
     pub warnings: Vec<String>,
@@ -60,7 +63,7 @@ impl Results {
 }
 
 pub fn load(dir: &Path) -> Result<Results, String> {
-    let summary_path = dir.join("summary.json");
+    let summary_path = dir.join(results::SUMMARY_JSON);
     if !dir.is_dir() {
         return Err(format!(
             "{} is not a directory; give the results directory that `xrunrig run` wrote",
@@ -70,21 +73,35 @@ pub fn load(dir: &Path) -> Result<Results, String> {
     let summary = json::read_value(&summary_path).map_err(|e| {
         format!("{e}; a results directory holds summary.json, run.json and samples (run `xrunrig run` first)")
     })?;
-    let run = match json::read_value(&dir.join("run.json")) {
-        Ok(v) => v,
-        Err(_) => Value::Null,
-    };
+    let head: SummaryHead = serde_json::from_value(summary.clone())
+        .map_err(|e| format!("{}: {e}", summary_path.display()))?;
+    results::check_format(head.format, &summary_path.display().to_string())?;
     let mut warnings = Vec::new();
-    if run.is_null() {
+    let run = match std::fs::read_to_string(dir.join(results::RUN_JSON)) {
+        Ok(text) => match RunDoc::from_json(&text) {
+            Ok(r) => Some(r),
+            // A newer format is refused, not read as if it were this one.
+            Err(e) if e.contains("newer xrunrig") => {
+                return Err(format!("{}: {e}", dir.display()));
+            }
+            Err(_) => None,
+        },
+        Err(_) => None,
+    };
+    if run.is_none() {
         warnings.push("run.json is missing or unreadable: kernel and settings unknown".into());
     }
-    let rig = json::str_at(&summary, &["rig"])
-        .or_else(|| json::str_at(&run, &["rig", "name"]))
+    let has_run = run.is_some();
+    let run = run.unwrap_or_default();
+    let rig = head
+        .rig
+        .clone()
+        .or_else(|| run.rig.as_ref().and_then(|r| r.name.clone()))
         .unwrap_or_else(|| "unknown rig".into());
-    let kind_name = json::str_at(&summary, &["kind"]).unwrap_or_else(|| "trials".into());
-    let kind = match kind_name.as_str() {
-        "trials" => Kind::Trials(trials::load(dir, &summary, &mut warnings)?),
-        "livefx" => Kind::Livefx(Box::new(livefx::load(dir, &summary, &mut warnings)?)),
+    let kind_name = head.kind.as_deref().unwrap_or(results::KIND_TRIALS);
+    let kind = match kind_name {
+        results::KIND_TRIALS => Kind::Trials(trials::load(dir, &summary, &mut warnings)?),
+        results::KIND_LIVEFX => Kind::Livefx(Box::new(livefx::load(dir, &summary, &mut warnings)?)),
         other => {
             return Err(format!(
                 "{}: unknown kind {other:?} (this xrunrig reads \"trials\" and \"livefx\")",
@@ -96,6 +113,7 @@ pub fn load(dir: &Path) -> Result<Results, String> {
         dir: dir.to_path_buf(),
         rig,
         run,
+        has_run,
         kind,
         warnings,
     })

@@ -1,39 +1,16 @@
-//! Trial rigs: summary rows and samples.jsonl, read line by line (marks are skipped).
+//! Trial rigs: summary rows and samples.jsonl (results::trials), read line by line.
 
-use super::json::{f64_at, str_at, str_or, u64_at};
+use results::trials::{Row, TrialRecord};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::path::Path;
 
-/// One row of summary.json.
-#[derive(Debug, Clone, Default)]
-pub struct TRow {
-    pub setting: String,
-    pub variant: String,
-    pub metric: String,
-    pub unit: String,
-    pub bound: Option<String>,
-    pub n: usize,
-    pub within_bound: Option<usize>,
-    pub missing: usize,
-    pub median: Option<f64>,
-    pub min: Option<f64>,
-    pub max: Option<f64>,
-    pub values: Vec<f64>,
-}
+/// One row of summary.json: the results format's row.
+pub type TRow = Row;
 
-/// One trial of samples.jsonl, without its marks.
-#[derive(Debug, Clone, Default)]
-pub struct TrialLine {
-    pub setting: String,
-    pub variant: String,
-    pub trial: u32,
-    pub status: String,
-    pub detail: Option<String>,
-    pub duration_ms: Option<f64>,
-    pub metrics: BTreeMap<String, Vec<f64>>,
-}
+/// One trial of samples.jsonl.
+pub type TrialLine = TrialRecord;
 
 #[derive(Debug, Clone)]
 pub struct Evidence {
@@ -89,45 +66,43 @@ impl TrialsData {
         let mut m = BTreeMap::new();
         for t in &self.trials {
             if t.setting == setting && t.variant == variant {
-                *m.entry(t.status.clone()).or_insert(0) += 1;
+                *m.entry(t.status.to_string()).or_insert(0) += 1;
             }
         }
         m
     }
 }
 
-pub fn parse_row(v: &Value) -> TRow {
-    TRow {
-        setting: str_or(v, "setting", "-"),
-        variant: str_or(v, "variant", "default"),
-        metric: str_or(v, "metric", "value"),
-        unit: str_or(v, "unit", ""),
-        bound: str_at(v, &["bound"]),
-        n: u64_at(v, &["n"]).unwrap_or(0) as usize,
-        within_bound: u64_at(v, &["within_bound"]).map(|x| x as usize),
-        missing: u64_at(v, &["missing"]).unwrap_or(0) as usize,
-        median: f64_at(v, &["median"]),
-        min: f64_at(v, &["min"]),
-        max: f64_at(v, &["max"]),
-        values: v
-            .get("values")
-            .and_then(|x| x.as_array())
-            .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
-            .unwrap_or_default(),
-    }
+#[derive(serde::Deserialize, Default)]
+struct TrialsSummary {
+    #[serde(default, deserialize_with = "rows")]
+    rows: Vec<Row>,
+}
+
+/// Rows that are not objects are skipped; the rest read leniently (results::trials).
+fn rows<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Row>, D::Error> {
+    use serde::Deserialize;
+    Ok(match Option::<Value>::deserialize(d)? {
+        Some(Value::Array(a)) => a
+            .into_iter()
+            .map(|v| serde_json::from_value(v).unwrap_or_else(|_| empty_row()))
+            .collect(),
+        _ => vec![],
+    })
+}
+
+/// A row with every field absent, as a summary row of the wrong shape reads.
+fn empty_row() -> Row {
+    serde_json::from_str("{}").expect("every Row field has a default")
 }
 
 pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<TrialsData, String> {
-    let rows: Vec<TRow> = summary
-        .get("rows")
-        .and_then(|r| r.as_array())
-        .map(|a| a.iter().map(parse_row).collect())
-        .unwrap_or_default();
+    let rows = TrialsSummary::deserialize_lenient(summary).rows;
     let mut data = TrialsData {
         rows,
         ..Default::default()
     };
-    let path = dir.join("samples.jsonl");
+    let path = dir.join(results::SAMPLES_JSONL);
     let f = match std::fs::File::open(&path) {
         Ok(f) => f,
         Err(e) => {
@@ -143,8 +118,8 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<T
         if line.trim().is_empty() {
             continue;
         }
-        let v: Value = match serde_json::from_str(&line) {
-            Ok(v) => v,
+        let t: TrialRecord = match serde_json::from_str(&line) {
+            Ok(t) => t,
             Err(_) => {
                 bad += 1;
                 if bad == 1 {
@@ -153,38 +128,13 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<T
                 continue;
             }
         };
-        let t = TrialLine {
-            setting: str_or(&v, "setting", "-"),
-            variant: str_or(&v, "variant", "default"),
-            trial: u64_at(&v, &["trial"]).unwrap_or(i as u64) as u32,
-            status: str_or(&v, "status", "unknown"),
-            detail: str_at(&v, &["detail"]),
-            duration_ms: f64_at(&v, &["duration_ms"]),
-            metrics: v
-                .get("metrics")
-                .and_then(|m| m.as_object())
-                .map(|o| {
-                    o.iter()
-                        .map(|(k, a)| {
-                            let vals = a
-                                .as_array()
-                                .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
-                                .unwrap_or_default();
-                            (k.clone(), vals)
-                        })
-                        .collect()
-                })
-                .unwrap_or_default(),
-        };
-        if let Some(ev) = v.get("evidence").and_then(|e| e.as_array()) {
-            for l in ev.iter().filter_map(|x| x.as_str()) {
-                data.evidence.push(Evidence {
-                    setting: t.setting.clone(),
-                    variant: t.variant.clone(),
-                    trial: t.trial,
-                    line: l.to_string(),
-                });
-            }
+        for l in &t.evidence {
+            data.evidence.push(Evidence {
+                setting: t.setting.clone(),
+                variant: t.variant.clone(),
+                trial: t.trial,
+                line: l.clone(),
+            });
         }
         data.trials.push(t);
     }
@@ -201,6 +151,12 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<T
         ));
     }
     Ok(data)
+}
+
+impl TrialsSummary {
+    fn deserialize_lenient(v: &Value) -> TrialsSummary {
+        serde_json::from_value(v.clone()).unwrap_or_default()
+    }
 }
 
 /// Rows for metrics that samples.jsonl holds but summary.json does not (instrument

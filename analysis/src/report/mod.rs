@@ -36,30 +36,25 @@ impl Ctx {
     }
 }
 
-/// A name safe in a file name.
-pub fn safe(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
+/// A name safe in a file name: the results format's rule, so plots and exports are
+/// named as the engine names a trial's files.
+pub use results::file_part as safe;
 
 pub fn redactor_for(res: &Results, redact: bool) -> Redactor {
     if !redact {
         return Redactor::none();
     }
-    let mut hosts = Vec::new();
-    for p in [&["host"][..], &["guest", "host"][..]] {
-        if let Some(h) = load::json::str_at(&res.run, p) {
-            hosts.push(h);
-        }
-    }
-    Redactor::for_this_machine(&hosts)
+    Redactor::for_this_machine(&run_hosts(&res.run))
+}
+
+/// The host names run.json gives: where it ran, and where QEMU ran for a guest run.
+pub fn run_hosts(run: &results::run::RunDoc) -> Vec<String> {
+    let guest_host = run
+        .guest
+        .as_ref()
+        .and_then(|g| g.host.as_ref())
+        .and_then(|h| h.hostname.clone());
+    run.host.iter().cloned().chain(guest_host).collect()
 }
 
 pub struct Built {
@@ -100,7 +95,8 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
                 format!(
                     "{} run{}",
                     trials_run,
-                    load::json::u64_at(&res.run, &["trials"])
+                    res.run
+                        .trials
                         .map_or(String::new(), |n| format!(", {n} per setting and variant"))
                 ),
             )];
@@ -204,7 +200,7 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
         "What ran",
         vec![common::what_ran(&res.run, &res.rig, kind, extra_sections.0)],
     );
-    doc.section("Kernel", common::kernel(&res.run));
+    doc.section("Kernel", common::kernel(&res.run, res.has_run));
     doc.section("Settings in force", common::settings(&res.run));
     doc.section("Results", table.clone());
     for (t, b) in extra_sections.1 {
@@ -227,8 +223,11 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
 
 /// run.json's livefx worker layout in one line: "fx.0 FIFO 60 on CPU 0: 150 us, 60 us
 /// under bus, 40 us under state; ...".
-fn workers(run: &serde_json::Value) -> Option<String> {
-    let ws = load::json::at(run, &["livefx", "workers"])?.as_array()?;
+// The livefx section is results::livefx::LivefxSection, typed with the livefx results;
+// until this reads its fields it walks the section's JSON.
+fn workers(run: &results::run::RunDoc) -> Option<String> {
+    let lf = serde_json::to_value(run.livefx.as_ref()?).ok()?;
+    let ws = load::json::at(&lf, &["workers"])?.as_array()?;
     let mut out = Vec::new();
     for w in ws {
         let name = load::json::str_at(w, &["name"]).unwrap_or_else(|| "worker".into());
@@ -308,7 +307,7 @@ pub fn write_all(dir: &Path, redact: bool) -> Result<(String, Vec<String>), Stri
     ctx.write("report.html", &html)?;
     let json = serde_json::json!({
         "rig": res.rig,
-        "kind": match res.kind { Kind::Trials(_) => "trials", Kind::Livefx(_) => "livefx" },
+        "kind": match res.kind { Kind::Trials(_) => results::KIND_TRIALS, Kind::Livefx(_) => results::KIND_LIVEFX },
         "conclusion": b.conclusion,
         "verdict": b.verdict,
         "warnings": res.warnings,

@@ -9,6 +9,7 @@ use crate::load::trials::{TRow, TrialsData};
 use crate::plot::cdf::{Figure, Panel, PanelKind, Series, ecdf_with_missing, value_steps};
 use crate::plot::strip::{Column, Strip};
 use crate::stats::{fmt_p, mann_whitney, min_p, sorted, sureness};
+use results::units::bound_limit;
 
 pub fn table(t: &TrialsData) -> Block {
     let metrics = t.metrics();
@@ -381,7 +382,7 @@ pub fn plots(t: &TrialsData, ctx: &mut Ctx) -> Result<Vec<Block>, String> {
     let r = ctx.red.clone();
     for (metric, unit, bound) in t.metrics() {
         let rows: Vec<&TRow> = t.rows.iter().filter(|x| x.metric == metric).collect();
-        let bound_v = bound.as_deref().and_then(|b| parse_bound(b, &unit));
+        let bound_v = bound.as_deref().and_then(|b| bound_limit(b, &unit));
         // Every trial as a point.
         let strip = Strip {
             title: r.apply(&format!("{}: {metric} in every trial", t_rig(ctx))),
@@ -453,7 +454,7 @@ pub fn plots(t: &TrialsData, ctx: &mut Ctx) -> Result<Vec<Block>, String> {
             let sv = sorted(&all);
             let log_x = sv.first().is_some_and(|a| *a > 0.0)
                 && sv.last().is_some_and(|b| *b / sv[0] > 30.0);
-            let bound_v = bound.as_deref().and_then(|b| parse_bound(b, &unit));
+            let bound_v = bound.as_deref().and_then(|b| bound_limit(b, &unit));
             let vl: Vec<(f64, String)> = bound_v
                 .map(|b| (b, format!("bound {}", bound.clone().unwrap_or_default())))
                 .into_iter()
@@ -513,25 +514,6 @@ fn t_rig(ctx: &Ctx) -> String {
     ctx.rig.clone()
 }
 
-/// "< 100 ms" in the metric's unit -> 100.0.
-pub fn parse_bound(b: &str, unit: &str) -> Option<f64> {
-    let s = b.trim().trim_start_matches(['<', '>', '=']).trim();
-    let mut it = s.split_whitespace();
-    let v: f64 = it.next()?.parse().ok()?;
-    let u = it.next().unwrap_or(unit);
-    let scale = |u: &str| match u {
-        "ns" => Some(1e-9),
-        "us" | "µs" => Some(1e-6),
-        "ms" => Some(1e-3),
-        "s" => Some(1.0),
-        _ => None,
-    };
-    match (scale(u), scale(unit)) {
-        (Some(a), Some(b)) => Some(v * a / b),
-        _ => Some(v),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -589,12 +571,5 @@ mod tests {
         let b = row("B", "v", &[300.0, 400.0], 0);
         let (text, _) = contrast(&b, &a, "B", "under A");
         assert!(text.contains("too few trials to tell"), "{text}");
-    }
-
-    #[test]
-    fn bounds_convert_units() {
-        assert_eq!(parse_bound("< 100 ms", "ms"), Some(100.0));
-        assert_eq!(parse_bound("< 1 s", "ms"), Some(1000.0));
-        assert_eq!(parse_bound("<= 500 us", "ms"), Some(0.5));
     }
 }

@@ -5,6 +5,10 @@
 pub mod livefx;
 pub mod trials;
 
+use results::run::{
+    Cpus, KernelInfo, ProfileInfo, RigInfo, RunDoc, SchedFeatures, SettingInfo, VariantInfo,
+};
+
 /// xorshift64*: small, fast and deterministic.
 pub struct Rng(u64);
 
@@ -39,7 +43,8 @@ pub(crate) fn write(path: &std::path::Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// run.json of a synthetic run: every field a report reads, marked synthetic.
+/// run.json of a synthetic run: every field a report reads, marked synthetic, and one
+/// field no version knows (readers must ignore it).
 pub fn run_json(
     rig: &str,
     kind: &str,
@@ -47,36 +52,65 @@ pub fn run_json(
     variants: &[(&str, &str)],
     trials: u32,
 ) -> serde_json::Value {
-    serde_json::json!({
-        "xrunrig_version": "synthetic",
-        "command": ["analysis-synth", rig, kind],
-        "started": "2026-01-01T00:00:00Z",
-        "ended": "2026-01-01T00:10:00Z",
-        "host": "synthetic-host",
-        "kernel": {
-            "release": "0.0.0-synthetic",
-            "version": "#1 SMP PREEMPT_DYNAMIC synthetic",
-            "machine": "x86_64",
-            "cmdline": "synthetic=1",
-            "preemption": "PREEMPT_DYNAMIC (synthetic)"
-        },
-        "cpus": {"model": "synthetic CPU", "count": 4, "online": "{0-3}"},
-        "rig": {"name": rig, "path": null, "sha256": "0000000000000000", "description": LABEL, "text": ""},
-        "profile": {"name": "rt-push-ipi", "path": null, "sha256": null},
-        "trials": trials,
-        "variants": variants.iter().map(|(n, d)| serde_json::json!({"name": n, "description": d})).collect::<Vec<_>>(),
-        "settings_applied": true,
-        "settings_note": LABEL,
-        "settings": settings.iter().map(|(n, d, feat)| serde_json::json!({
-            "name": n, "description": d, "requested": [feat], "in_force": {"sched_features": feat}
-        })).collect::<Vec<_>>(),
-        "knobs_original": [],
-        "sched_features_before": {"unreadable": "synthetic"},
-        "sched_features_after": {"unreadable": "synthetic"},
-        "interrupted": false,
-        "error": null,
-        "doctor": null,
-        "instruments": null,
-        "some_future_field": {"reports": "must ignore this"}
-    })
+    let run = RunDoc {
+        format: results::FORMAT_VERSION,
+        xrunrig_version: Some("synthetic".into()),
+        command: vec!["analysis-synth".into(), rig.into(), kind.into()],
+        started: Some("2026-01-01T00:00:00Z".into()),
+        ended: Some("2026-01-01T00:10:00Z".into()),
+        host: Some("synthetic-host".into()),
+        kernel: Some(KernelInfo {
+            release: Some("0.0.0-synthetic".into()),
+            version: Some("#1 SMP PREEMPT_DYNAMIC synthetic".into()),
+            machine: Some("x86_64".into()),
+            cmdline: Some("synthetic=1".into()),
+            preemption: Some("PREEMPT_DYNAMIC (synthetic)".into()),
+        }),
+        cpus: Some(Cpus {
+            model: Some("synthetic CPU".into()),
+            count: Some(4),
+            online: Some("{0-3}".into()),
+        }),
+        rig: Some(RigInfo {
+            name: Some(rig.into()),
+            path: None,
+            sha256: Some("0000000000000000".into()),
+            description: Some(LABEL.into()),
+            text: Some(String::new()),
+        }),
+        profile: Some(ProfileInfo {
+            name: Some("rt-push-ipi".into()),
+            path: None,
+            sha256: None,
+        }),
+        trials: Some(trials.into()),
+        variants: variants
+            .iter()
+            .map(|(n, d)| VariantInfo {
+                name: n.to_string(),
+                description: d.to_string(),
+            })
+            .collect(),
+        settings_applied: Some(true),
+        settings_note: Some(LABEL.into()),
+        settings: settings
+            .iter()
+            .map(|(n, d, feat)| SettingInfo {
+                name: Some(n.to_string()),
+                description: Some(d.to_string()),
+                requested: Some(vec![feat.to_string()]),
+                in_force: Some([("sched_features".to_string(), feat.to_string())].into()),
+            })
+            .collect(),
+        sched_features_before: Some(SchedFeatures::Unreadable {
+            unreadable: "synthetic".into(),
+        }),
+        sched_features_after: Some(SchedFeatures::Unreadable {
+            unreadable: "synthetic".into(),
+        }),
+        ..Default::default()
+    };
+    let mut v = serde_json::to_value(&run).expect("run.json serialises");
+    v["some_future_field"] = serde_json::json!({"reports": "must ignore this"});
+    v
 }

@@ -3,6 +3,7 @@
 //! and the no-boost control at ~1500 ms under both. SYNTHETIC, not a measurement.
 
 use super::{LABEL, run_json, write};
+use results::trials::{Row, Summary, TrialRecord, TrialStatus};
 use std::path::Path;
 
 /// (setting, variant, waits in ms; None = the trial timed out without a value).
@@ -51,48 +52,62 @@ pub fn generate(dir: &Path) -> Result<(), String> {
         let got: Vec<f64> = vals.iter().flatten().copied().collect();
         let mut sorted = got.clone();
         sorted.sort_by(|a, b| a.total_cmp(b));
-        rows.push(serde_json::json!({
-            "setting": s, "variant": v, "metric": "wait", "unit": "ms", "bound": "< 100 ms",
-            "n": vals.len(),
-            "within_bound": got.iter().filter(|x| **x < 100.0).count(),
-            "missing": vals.len() - got.len(),
-            "median": crate::stats::median(&sorted),
-            "min": sorted.first(), "max": sorted.last(),
-            "values": got,
-        }));
+        rows.push(Row {
+            setting: s.into(),
+            variant: v.into(),
+            metric: "wait".into(),
+            unit: "ms".into(),
+            bound: Some("< 100 ms".into()),
+            n: vals.len(),
+            within_bound: Some(got.iter().filter(|x| **x < 100.0).count()),
+            missing: vals.len() - got.len(),
+            median: crate::stats::median(&sorted),
+            min: sorted.first().copied(),
+            max: sorted.last().copied(),
+            values: got.clone(),
+        });
         for (i, x) in vals.iter().enumerate() {
-            let mut rec = serde_json::json!({
-                "setting": s, "variant": v, "trial": i, "status": if x.is_some() { "ok" } else { "timed_out" },
-                "duration_ms": x.map_or(3000.0, |w| w + 25.0),
-                "metrics": match x { Some(w) => serde_json::json!({"wait": [w]}), None => serde_json::json!({}) },
-                "marks": {"waiter.want": [20_000_000u64]},
-            });
-            if x.is_none() {
-                rec["detail"] = "trial timed out after 3 s (synthetic)".into();
-            }
-            if v == "pi" && i == 0 {
-                rec["evidence"] = if s == "RT_PUSH_IPI" {
-                    serde_json::json!([
-                        "sched_pi_setprio: owner 89 -> 9 at +20.001 ms (boost)",
-                        "sched_migrate_task: owner cpu1 -> cpu3 at +20.610 ms, in hardirq (push IPI)"
-                    ])
+            let evidence: &[&str] = match (v, i, s) {
+                ("pi", 0, "RT_PUSH_IPI") => &[
+                    "sched_pi_setprio: owner 89 -> 9 at +20.001 ms (boost)",
+                    "sched_migrate_task: owner cpu1 -> cpu3 at +20.610 ms, in hardirq (push IPI)",
+                ],
+                ("pi", 0, _) => &[
+                    "sched_pi_setprio: owner 89 -> 9 at +20.001 ms (boost)",
+                    "owner never migrated; ran on cpu1 after the hog left at +1520.1 ms",
+                ],
+                _ => &[],
+            };
+            let rec = TrialRecord {
+                setting: s.into(),
+                variant: v.into(),
+                trial: i as u32,
+                status: if x.is_some() {
+                    TrialStatus::Ok
                 } else {
-                    serde_json::json!([
-                        "sched_pi_setprio: owner 89 -> 9 at +20.001 ms (boost)",
-                        "owner never migrated; ran on cpu1 after the hog left at +1520.1 ms"
-                    ])
-                };
-            }
+                    TrialStatus::TimedOut
+                },
+                detail: x
+                    .is_none()
+                    .then(|| "trial timed out after 3 s (synthetic)".into()),
+                duration_ms: x.map_or(3000.0, |w| w + 25.0),
+                metrics: x
+                    .map(|w| ("wait".to_string(), vec![w]))
+                    .into_iter()
+                    .collect(),
+                marks: [("waiter.want".to_string(), vec![20_000_000u64])].into(),
+                evidence: evidence.iter().map(|e| e.to_string()).collect(),
+            };
             lines += &serde_json::to_string(&rec).map_err(|e| e.to_string())?;
             lines.push('\n');
         }
     }
-    let summary = serde_json::json!({"rig": "pi-boost-synthetic", "kind": "trials", "rows": rows});
+    let summary = Summary::new("pi-boost-synthetic", rows);
     write(
-        &dir.join("summary.json"),
+        &dir.join(results::SUMMARY_JSON),
         &(serde_json::to_string_pretty(&summary).unwrap() + "\n"),
     )?;
-    write(&dir.join("samples.jsonl"), &lines)?;
+    write(&dir.join(results::SAMPLES_JSONL), &lines)?;
     let run = run_json(
         "pi-boost-synthetic",
         "trials",
@@ -117,7 +132,7 @@ pub fn generate(dir: &Path) -> Result<(), String> {
         8,
     );
     write(
-        &dir.join("run.json"),
+        &dir.join(results::RUN_JSON),
         &(serde_json::to_string_pretty(&run).unwrap() + "\n"),
     )?;
     write(
