@@ -18,10 +18,10 @@ pub mod qemu;
 mod results;
 
 use crate::audio::BackendChoice;
+use crate::exit::{EXIT_FAILED, EXIT_INTERRUPTED, EXIT_REFUSED};
 use crate::options::{GuestOptions, RunOptions, duration_arg};
 use crate::output::summary::Row;
 use crate::rig::{self, Kind};
-use crate::run::{EXIT_FAILED, EXIT_INTERRUPTED, EXIT_REFUSED};
 use kernel::Kernel;
 use qemu::Accel;
 use std::path::{Path, PathBuf};

@@ -3,10 +3,10 @@
 
 use super::qemu::{self, Accel, End, Launch};
 use super::{HostPlan, KernelRun, initramfs, modules};
+use crate::exit::{EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::options::{AccelChoice, GuestOptions, RunOptions};
 use crate::output::summary::{Row, Summary};
 use crate::output::table;
-use crate::run::{EXIT_FAILED, EXIT_INTERRUPTED};
 use results::run::{GuestSection, RunDoc};
 use serde_json::json;
 use std::path::{Path, PathBuf};

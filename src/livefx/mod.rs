@@ -18,10 +18,11 @@ pub mod writer;
 pub mod xrun;
 
 use crate::audio::{BackendChoice, LoopbackSpec, StreamSpec, select};
+use crate::exit::{EXIT_FAILED, EXIT_REFUSED};
 use crate::knobs::profile::AudioSetting;
 use crate::options::AudioOptions;
 use crate::output::summary::TrialRecord;
-use crate::run::{EXIT_FAILED, EXIT_REFUSED, Prepared};
+use crate::sweep::Prepared;
 use config::Config;
 use report::Group;
 use serde_json::json;
@@ -425,7 +426,7 @@ pub fn run_main(p: Prepared) -> i32 {
             rec.evidence = found.evidence;
             rec
         };
-        crate::run::sweep(&p, estimate, &mut one)
+        crate::sweep::sweep(&p, estimate, &mut one)
     };
     let inst_json = inst.after_run();
     if let Err(e) = events.flush() {
@@ -468,7 +469,7 @@ pub fn run_main(p: Prepared) -> i32 {
         })).collect::<Vec<_>>(),
     });
     // Typed by results::livefx::LivefxSection (its fields are the livefx results' part).
-    let extra = crate::run::RunExtra {
+    let extra = crate::sweep::RunExtra {
         instruments: inst_json,
         livefx: serde_json::from_value(livefx_json).ok(),
     };
@@ -478,7 +479,7 @@ pub fn run_main(p: Prepared) -> i32 {
         crate::output::write_json(&p.dir.join("histograms.json"), &hists),
         crate::output::write_json(
             &p.dir.join("run.json"),
-            &crate::run::run_json(&p, &sw, extra),
+            &crate::sweep::run_json(&p, &sw, extra),
         ),
     ] {
         if let Err(e) = r {
@@ -504,7 +505,7 @@ pub fn run_main(p: Prepared) -> i32 {
         );
         return EXIT_FAILED;
     }
-    if let Some(c) = crate::run::sweep_exit(&sw) {
+    if let Some(c) = crate::sweep::sweep_exit(&sw) {
         return c;
     }
     if let Some(d) = any_failed {

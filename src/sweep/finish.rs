@@ -1,0 +1,138 @@
+//! After the rounds: run.json (provenance, the settings in force), summary.json, the
+//! printed table, and the exit code.
+
+use super::{Prepared, Swept};
+use crate::exit::*;
+use crate::output::provenance::{self, sha256_hex};
+use crate::output::summary::{self};
+use crate::output::{self, table};
+use crate::rig::{self};
+use results::run::{
+    DoctorSection, InstrumentsSection, ProfileInfo, RigInfo, RunDoc, SettingInfo, VariantInfo,
+};
+
+/// What a rig kind adds to run.json beside what every run has.
+#[derive(Default)]
+pub struct RunExtra {
+    pub instruments: Option<InstrumentsSection>,
+    pub livefx: Option<results::livefx::LivefxSection>,
+}
+
+/// run.json: provenance and the settings actually in force.
+pub fn run_json(p: &Prepared, sw: &Swept, extra: RunExtra) -> RunDoc {
+    RunDoc {
+        format: results::FORMAT_VERSION,
+        xrunrig_version: Some(env!("CARGO_PKG_VERSION").into()),
+        command: std::env::args().collect(),
+        started: Some(sw.started.clone()),
+        ended: Some(sw.ended.clone()),
+        host: Some(provenance::hostname()),
+        kernel: Some(provenance::kernel()),
+        cpus: Some(provenance::cpus()),
+        rig: Some(RigInfo {
+            name: Some(p.rig.name.clone()),
+            path: Some(p.rig.path.display().to_string()),
+            sha256: Some(sha256_hex(&p.rig.text)),
+            description: Some(p.rig.description.clone()),
+            text: Some(p.rig.text.clone()),
+        }),
+        profile: Some(ProfileInfo {
+            name: Some(p.profile.name.clone()),
+            path: p.profile.path.as_ref().map(|x| x.display().to_string()),
+            sha256: p.profile.path.as_ref().map(|_| sha256_hex(&p.profile.text)),
+        }),
+        trials: Some(p.trials.into()),
+        variants: p
+            .variants
+            .iter()
+            .map(|&i| VariantInfo {
+                name: p.rig.variants[i].name.clone(),
+                description: p.rig.variants[i].description.clone(),
+            })
+            .collect(),
+        settings_applied: Some(p.settings_note.is_none()),
+        settings_note: p.settings_note.clone(),
+        settings: p
+            .settings
+            .iter()
+            .map(|s| SettingInfo {
+                name: Some(s.name.clone()),
+                description: Some(s.description.clone()),
+                requested: Some(s.changes.iter().map(|c| c.describe()).collect()),
+                in_force: sw
+                    .in_force
+                    .iter()
+                    .find(|(n, _)| n == &s.name)
+                    .map(|(_, f)| f.iter().cloned().collect()),
+            })
+            .collect(),
+        knobs_original: sw.restored.clone(),
+        sched_features_before: Some(sw.features_before.clone()),
+        sched_features_after: Some(sw.features_after.clone()),
+        sched_rt_runtime_us: crate::sys::read_trim(std::path::Path::new(
+            "/proc/sys/kernel/sched_rt_runtime_us",
+        ))
+        .ok(),
+        interrupted: sw.interrupted,
+        error: sw.fatal.clone(),
+        // The doctor writes its own JSON (also `xrunrig doctor --json`); run.json keeps
+        // it as the results format's doctor section.
+        doctor: serde_json::from_value::<Option<DoctorSection>>(crate::doctor::findings_for_run())
+            .ok()
+            .flatten(),
+        instruments: extra.instruments,
+        livefx: extra.livefx,
+        guest: None,
+        guest_command: None,
+    }
+}
+
+/// Writes summary.json and run.json, prints the table; the exit code says how it went.
+pub fn finish(p: &Prepared, sw: &Swept, extra: RunExtra) -> i32 {
+    finish_with(p, sw, extra, &p.rig.metrics)
+}
+
+/// As `finish`, with the metrics to summarise (the rig's and its instruments').
+pub fn finish_with(p: &Prepared, sw: &Swept, extra: RunExtra, metrics: &[rig::Metric]) -> i32 {
+    let rig = &p.rig;
+    let settings: Vec<String> = p.settings.iter().map(|s| s.name.clone()).collect();
+    let variants: Vec<String> = p
+        .variants
+        .iter()
+        .map(|&i| rig.variants[i].name.clone())
+        .collect();
+    let rows = summary::rows(&sw.records, &settings, &variants, metrics);
+    let sum = summary::Summary::new(&rig.name, rows);
+    let mut code = 0;
+    for r in [
+        output::write_json(&p.dir.join(results::SUMMARY_JSON), &sum),
+        output::write_json(&p.dir.join(results::RUN_JSON), &run_json(p, sw, extra)),
+    ] {
+        if let Err(e) = r {
+            eprintln!("xrunrig: {e}");
+            code = EXIT_FAILED;
+        }
+    }
+    println!();
+    print!("{}", table::render(&sum.rows));
+    println!();
+    for l in &sw.restored {
+        eprintln!("xrunrig: restored {l}");
+    }
+    println!("results: {}", p.dir.display());
+    sweep_exit(sw).unwrap_or(code)
+}
+
+/// How the sweep itself ended, said to the user: the exit code when it ended early
+/// (an error, Ctrl-C, the hard bound), None when every planned trial ran.
+pub fn sweep_exit(sw: &Swept) -> Option<i32> {
+    if let Some(f) = &sw.fatal {
+        eprintln!("xrunrig: the run ended early: {f}");
+        return Some(EXIT_FAILED);
+    }
+    if sw.interrupted {
+        eprintln!("xrunrig: interrupted; the results above cover the trials that finished");
+        return Some(EXIT_INTERRUPTED);
+    }
+    None
+}

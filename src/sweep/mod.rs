@@ -1,0 +1,57 @@
+//! The sweep every rig kind runs through: check everything before touching anything
+//! (`prepare`), apply the profile's settings interleaved (A B A B) across trials with a
+//! watchdog and the knob journal, restore (`rounds`), and write run.json and summary.json
+//! (`finish`). `trials` (thread rigs) and `livefx` (audio rigs) sit above it; `guest`
+//! runs the same `xrunrig run` inside the guest kernel.
+
+mod finish;
+mod prepare;
+mod rounds;
+
+pub use finish::{RunExtra, finish, finish_with, run_json, sweep_exit};
+pub use prepare::prepare;
+pub use rounds::sweep;
+
+use crate::knobs::InForce;
+use crate::knobs::knob::Knob;
+use crate::knobs::profile::{Profile, Setting};
+use crate::options::AudioOptions;
+use crate::output::summary::TrialRecord;
+use crate::rig::Rig;
+use results::run::SchedFeatures;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// Everything checked and decided before the first knob is touched.
+pub struct Prepared {
+    pub rig: Rig,
+    pub profile: Profile,
+    /// The settings to sweep, after --setting and --settings-as-is.
+    pub settings: Vec<Setting>,
+    /// Indices into rig.variants, after --variant.
+    pub variants: Vec<usize>,
+    pub trials: u32,
+    pub dir: PathBuf,
+    pub knobs: Vec<Knob>,
+    /// Why settings were not applied, when they were not.
+    pub settings_note: Option<String>,
+    pub stop: Arc<AtomicBool>,
+    /// The command line's audio overrides (audio rigs).
+    pub audio: AudioOptions,
+    /// The whole run's hard bound, when given.
+    pub max_time_ns: Option<u64>,
+}
+
+/// What a sweep produced.
+pub struct Swept {
+    pub records: Vec<TrialRecord>,
+    pub in_force: Vec<(String, InForce)>,
+    pub restored: Vec<String>,
+    pub interrupted: bool,
+    pub fatal: Option<String>,
+    pub started: String,
+    pub ended: String,
+    pub features_before: SchedFeatures,
+    pub features_after: SchedFeatures,
+}

@@ -1,0 +1,172 @@
+//! The rounds: each trial round applies each setting in turn (A B A B), runs each
+//! variant, and restores the knobs whatever happened.
+
+use super::{Prepared, Swept};
+use crate::engine::thread::{free_cpu, set_affinity};
+use crate::engine::watchdog::{Watchdog, install_signal_flag};
+use crate::knobs::knob::RealIo;
+use crate::knobs::profile::Setting;
+use crate::knobs::{self, InForce, KnobSession};
+use crate::output::summary::TrialRecord;
+use crate::output::table;
+use crate::rig::{self};
+use results::run::SchedFeatures;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+fn features_json() -> SchedFeatures {
+    SchedFeatures::from_result(knobs::features_snapshot())
+}
+
+/// The sweep: for each trial round, each setting applied in turn (A B A B), each variant.
+/// `one` runs one trial. Knobs are restored before this returns, whatever happened.
+pub fn sweep(
+    p: &Prepared,
+    estimate_ns: u64,
+    one: &mut dyn FnMut(&Setting, usize, u32, &AtomicBool) -> TrialRecord,
+) -> Result<Swept, String> {
+    if let Err(e) = crate::sys::mlockall() {
+        eprintln!("xrunrig: warning: mlockall failed ({e}): page faults may add latency");
+    }
+    let mut used: Vec<usize> = p
+        .variants
+        .iter()
+        .flat_map(|&v| p.rig.variants[v].plan.cpus_used())
+        .collect();
+    if let Some(c) = &p.rig.livefx {
+        used.extend(c.cpus_used());
+    }
+    let control_cpu = free_cpu(&used);
+    if let Some(c) = control_cpu {
+        // Threads inherit this: they are born on a free CPU, then raise and pin themselves.
+        let _ = set_affinity(0, &[c]);
+    }
+    install_signal_flag(&p.stop).map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let bound = p.max_time_ns.unwrap_or(estimate_ns * 2 + 60_000_000_000);
+    let _wd = Watchdog::start(
+        bound,
+        p.stop.clone(),
+        control_cpu,
+        Box::new(|| {
+            knobs::emergency_restore();
+            crate::instruments::emergency_restore();
+        }),
+    );
+    let io = RealIo;
+    let (started, _) = crate::sys::utc_now();
+    let features_before = features_json();
+    let mut session = KnobSession::begin(&io, &knobs::state_dir(), &p.knobs)?;
+    let mut samples = std::fs::File::create(p.dir.join("samples.jsonl"))
+        .map_err(|e| format!("cannot create samples.jsonl: {e}"))?;
+    let total = p.trials as usize * p.settings.len() * p.variants.len();
+    let mut done = 0usize;
+    let mut records = Vec::new();
+    let mut in_force: Vec<(String, InForce)> = Vec::new();
+    let mut fatal = None;
+    'outer: for t in 0..p.trials {
+        for s in &p.settings {
+            if p.stop.load(Ordering::SeqCst) {
+                break 'outer;
+            }
+            if !s.changes.is_empty() {
+                match session.apply(&s.changes) {
+                    Ok(f) => {
+                        if !in_force.iter().any(|(n, _)| n == &s.name) {
+                            in_force.push((s.name.clone(), f));
+                        }
+                    }
+                    Err(e) => {
+                        fatal = Some(format!("setting '{}': {e}", s.name));
+                        break 'outer;
+                    }
+                }
+            }
+            for &v in &p.variants {
+                if p.stop.load(Ordering::SeqCst) {
+                    break 'outer;
+                }
+                let rec = one(s, v, t, &p.stop);
+                done += 1;
+                eprintln!(
+                    "[{done:>4}/{total}] {}",
+                    progress_line(&rec, p.trials, &p.rig.metrics)
+                );
+                let _ = writeln!(
+                    samples,
+                    "{}",
+                    serde_json::to_string(&rec).unwrap_or_default()
+                );
+                let stuck = rec.status == "stuck";
+                records.push(rec);
+                if stuck {
+                    fatal = Some(
+                        "rig threads did not stop even after being demoted; ending the run".into(),
+                    );
+                    break 'outer;
+                }
+                let gap_end = crate::sys::now_ns() + p.rig.trial_gap_ns;
+                while crate::sys::now_ns() < gap_end && !p.stop.load(Ordering::SeqCst) {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+            }
+        }
+    }
+    let restored = session.restore()?;
+    let features_after = features_json();
+    let (ended, _) = crate::sys::utc_now();
+    Ok(Swept {
+        records,
+        in_force,
+        restored,
+        interrupted: p.stop.load(Ordering::SeqCst) && fatal.is_none(),
+        fatal,
+        started,
+        ended,
+        features_before,
+        features_after,
+    })
+}
+
+fn progress_line(r: &TrialRecord, trials: u32, metrics: &[rig::Metric]) -> String {
+    let vals: Vec<String> = r
+        .metrics
+        .iter()
+        .filter_map(|(k, v)| {
+            let unit = metrics
+                .iter()
+                .find(|m| &m.name == k)
+                .map_or("", |m| m.unit.as_str());
+            // Counts (cycles, xruns) print as integers, measurements with their precision.
+            v.first().map(|x| {
+                let val = if x.fract() == 0.0 && unit.is_empty() {
+                    format!("{}", *x as i64)
+                } else {
+                    table::fmt_val(*x)
+                };
+                format!("{k} {val} {unit}").trim_end().to_string()
+            })
+        })
+        .collect();
+    let mut s = format!(
+        "{} / {} trial {}/{}: {}",
+        r.setting,
+        r.variant,
+        r.trial + 1,
+        trials,
+        if vals.is_empty() {
+            "-".into()
+        } else {
+            vals.join(", ")
+        }
+    );
+    if r.status != "ok" {
+        s.push_str(&format!(
+            " [{}{}]",
+            r.status,
+            r.detail
+                .as_ref()
+                .map_or(String::new(), |d| format!(": {d}"))
+        ));
+    }
+    s
+}

@@ -1,0 +1,149 @@
+//! Thread rigs (`kind = "trials"`): each trial starts the rig's threads through the
+//! engine, with the instruments around it, and becomes one samples.jsonl record.
+
+use crate::engine::trial::{TrialStatus, run_trial_with};
+use crate::exit::*;
+use crate::instruments::Instruments;
+use crate::knobs::profile::Setting;
+use crate::output::summary::{self, TrialRecord};
+use crate::sweep::{Prepared, RunExtra, finish_with, sweep};
+use std::sync::atomic::AtomicBool;
+
+/// Runs a prepared thread rig; the exit code says how it went.
+pub fn run_main(p: Prepared) -> i32 {
+    let rig = &p.rig;
+    let per_trial = rig.trial_timeout_ns + rig.trial_gap_ns;
+    let estimate = per_trial * p.trials as u64 * p.settings.len() as u64 * p.variants.len() as u64;
+    eprintln!(
+        "xrunrig: {} — {} trial(s) × {} setting(s) × {} variant(s), results in {}",
+        rig.name,
+        p.trials,
+        p.settings.len(),
+        p.variants.len(),
+        p.dir.display()
+    );
+    if let Some(n) = &p.settings_note {
+        eprintln!("xrunrig: {n}");
+    }
+    let mut inst = Instruments::from_rig(rig, &p.dir);
+    if let Err(e) = inst.before_run() {
+        eprintln!("xrunrig: {e}");
+        return EXIT_REFUSED;
+    }
+    let mut one = |s: &Setting, v: usize, t: u32, stop: &AtomicBool| {
+        let var = &rig.variants[v];
+        let r = run_trial_with(&var.plan, rig.trial_timeout_ns, stop, &mut |tids| {
+            inst.start_trial(&s.name, &var.name, t, tids)
+        });
+        let found = inst.end_trial();
+        let (status, detail) = record_status(&r.status);
+        let mut metrics: std::collections::BTreeMap<String, Vec<f64>> = rig
+            .metrics
+            .iter()
+            .map(|m| {
+                (
+                    m.name.clone(),
+                    summary::metric_values(m, &var.plan, &r.marks),
+                )
+            })
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
+        metrics.extend(found.metrics);
+        let marks = var
+            .plan
+            .marks
+            .iter()
+            .zip(&r.marks)
+            .map(|(s, t)| (format!("{}.{}", s.thread, s.mark), t.clone()))
+            .collect();
+        TrialRecord {
+            setting: s.name.clone(),
+            variant: var.name.clone(),
+            trial: t,
+            status,
+            detail,
+            duration_ms: r.duration_ns as f64 / 1e6,
+            metrics,
+            marks,
+            evidence: {
+                let mut ev = found.evidence;
+                if let Some(l) = cycles_line(&r.cycles, r.duration_ns) {
+                    ev.push(l);
+                }
+                ev
+            },
+        }
+    };
+    let sw = sweep(&p, estimate, &mut one);
+    let inst_json = inst.after_run();
+    let sw = match sw {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("xrunrig: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let mut metrics = rig.metrics.clone();
+    metrics.extend(inst.metric_defs());
+    finish_with(
+        &p,
+        &sw,
+        RunExtra {
+            instruments: inst_json,
+            livefx: None,
+        },
+        &metrics,
+    )
+}
+
+/// The engine's trial outcome as samples.jsonl records it: the status, and what the
+/// engine knows about it as the detail.
+fn record_status(s: &TrialStatus) -> (results::trials::TrialStatus, Option<String>) {
+    use results::trials::TrialStatus as S;
+    match s {
+        TrialStatus::Ok => (S::Ok, None),
+        TrialStatus::TimedOut(th) => (
+            S::TimedOut,
+            Some(format!(
+                "unfinished at the trial timeout: {}",
+                th.join(", ")
+            )),
+        ),
+        TrialStatus::Aborted => (S::Aborted, None),
+        TrialStatus::Failed(e) => (S::Failed, Some(e.clone())),
+        TrialStatus::Stuck(th) => (S::Stuck, Some(th.join(", "))),
+    }
+}
+
+/// "loop cycles: victim 2000 (1998.0/s), ...": what the threads' loops completed, so a
+/// reader can set it against what the rig asked for (a slow or emulated machine runs
+/// fewer cycles, and every count that follows from them is smaller).
+fn cycles_line(cycles: &[(String, u64)], duration_ns: u64) -> Option<String> {
+    if cycles.is_empty() || duration_ns == 0 {
+        return None;
+    }
+    let secs = duration_ns as f64 / 1e9;
+    let parts: Vec<String> = cycles
+        .iter()
+        .map(|(n, c)| format!("{n} {c} ({:.1}/s)", *c as f64 / secs))
+        .collect();
+    Some(format!("loop cycles in {secs:.1} s: {}", parts.join(", ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cycles_line_gives_counts_and_rates() {
+        assert_eq!(cycles_line(&[], 1_000_000_000), None);
+        let l = cycles_line(
+            &[("victim".into(), 3000), ("sleeper".into(), 10)],
+            2_000_000_000,
+        );
+        assert_eq!(
+            l.as_deref(),
+            Some("loop cycles in 2.0 s: victim 3000 (1500.0/s), sleeper 10 (5.0/s)")
+        );
+    }
+}
