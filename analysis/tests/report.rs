@@ -371,3 +371,43 @@ fn bad_input_says_what_to_do() {
     assert!(e.contains("unknown kind"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The synthetic generator still makes the committed fixture's report: regenerated with
+/// the spec its README names, the golden report.txt comes out unchanged.
+#[test]
+fn regenerated_livefx_fixture_gives_the_golden_report() {
+    use analysis::synth::livefx::{SettingSpec, Spec, generate};
+    let readme = std::fs::read_to_string(fixture("livefx-synthetic").join("README")).unwrap();
+    let spec = Spec {
+        settings: vec![
+            SettingSpec {
+                name: "RT_PUSH_IPI".into(),
+                stall_every: 0,
+                xrun_share: 0.0,
+            },
+            SettingSpec {
+                name: "NO_RT_PUSH_IPI".into(),
+                stall_every: 400,
+                xrun_share: 0.5,
+            },
+        ],
+        variant: "default".into(),
+        trials: 1,
+        cycles_per_trial: 3000,
+        period: 128,
+        rate: 48000,
+        inject_every: 1000,
+        seed: 1,
+    };
+    assert!(
+        readme.contains(&format!("{spec:?}")),
+        "the fixture was made with another spec: {readme}"
+    );
+    let dir = std::env::temp_dir().join(format!("analysis-test-regen-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    generate(&dir, &spec).unwrap();
+    let (txt, _) = write_all(&dir, false).unwrap();
+    let golden = std::fs::read_to_string(fixture("livefx-synthetic.report.txt")).unwrap();
+    assert_eq!(txt, golden);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
