@@ -19,9 +19,12 @@ fn default_variant() -> String {
 /// One entry of histograms.json (the file is a list of them).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HistEntry {
-    #[serde(default = "dash")]
+    #[serde(default = "dash", deserialize_with = "super::rows::setting_name")]
     pub setting: String,
-    #[serde(default = "default_variant")]
+    #[serde(
+        default = "default_variant",
+        deserialize_with = "super::rows::variant_name"
+    )]
     pub variant: String,
     /// CALLBACK_DURATION, LATENESS or WAKE_LATENCY.
     #[serde(default)]

@@ -19,10 +19,10 @@ fn default_variant() -> String {
 fn unknown_backend() -> String {
     "?".into()
 }
-fn setting_name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+pub(crate) fn setting_name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     Ok(lenient::text(d)?.unwrap_or_else(dash))
 }
-fn variant_name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+pub(crate) fn variant_name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     Ok(lenient::text(d)?.unwrap_or_else(default_variant))
 }
 fn backend_name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
