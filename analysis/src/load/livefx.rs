@@ -96,11 +96,16 @@ fn cycle_files(dir: &Path, trials: &[LTrial]) -> Vec<((String, String), PathBuf)
     out
 }
 
-/// histograms.json: a list of `HistEntry`.
+/// histograms.json: a list of `HistEntry`; entries that do not read are left out.
 fn read_hists(p: &Path) -> Result<Vec<HistEntry>, String> {
     let text =
         std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{} is not valid: {e}", p.display()))
+    let all: Vec<Value> = serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not valid JSON: {e}", p.display()))?;
+    Ok(all
+        .into_iter()
+        .filter_map(|v| HistEntry::deserialize(v).ok())
+        .collect())
 }
 
 /// Reads the cycle files on all CPUs (one file at a time each).

@@ -27,9 +27,9 @@ pub struct HistEntry {
     )]
     pub variant: String,
     /// CALLBACK_DURATION, LATENESS or WAKE_LATENCY.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::or_default")]
     pub metric: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::or_default")]
     pub unit: String,
     #[serde(default, deserialize_with = "lenient::count_or_zero")]
     pub count: u64,

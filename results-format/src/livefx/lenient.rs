@@ -63,6 +63,29 @@ pub fn range<'de, D: Deserializer<'de>>(d: D) -> Result<Option<(f64, f64)>, D::E
         .map(|(a, b)| (a.min(b), a.max(b))))
 }
 
+/// A value of any serde type, or its default when absent or of the wrong shape.
+pub fn or_default<'de, D: Deserializer<'de>, T: serde::de::DeserializeOwned + Default>(
+    d: D,
+) -> Result<T, D::Error> {
+    Ok(Option::<Value>::deserialize(d)?
+        .and_then(|v| T::deserialize(v).ok())
+        .unwrap_or_default())
+}
+
+/// A list of records: each one that does not read becomes the default record (the
+/// others still read); no list at all reads as empty.
+pub fn records<'de, D: Deserializer<'de>, T: serde::de::DeserializeOwned + Default>(
+    d: D,
+) -> Result<Vec<T>, D::Error> {
+    Ok(match Option::<Value>::deserialize(d)? {
+        Some(Value::Array(a)) => a
+            .into_iter()
+            .map(|v| T::deserialize(v).unwrap_or_default())
+            .collect(),
+        _ => Vec::new(),
+    })
+}
+
 /// Non-negative integers; anything else in the list is left out.
 pub fn counts<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
     Ok(match Option::<Value>::deserialize(d)? {

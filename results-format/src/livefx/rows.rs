@@ -33,15 +33,19 @@ fn backend_name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Summary {
     /// The results format version (absent before it had one: format 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::count",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub format: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::or_default")]
     pub rig: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::or_default")]
     pub kind: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::records")]
     pub rows: Vec<Row>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::records")]
     pub trials: Vec<TrialRow>,
 }
 
@@ -115,7 +119,7 @@ impl<'de> Deserialize<'de> for Causes {
 }
 
 /// One row of summary.json: a setting and variant, summed over its trials.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     #[serde(default = "dash", deserialize_with = "setting_name")]
     pub setting: String,
@@ -164,11 +168,11 @@ pub struct Row {
     pub discontinuities_unexplained: Option<u64>,
     #[serde(default, deserialize_with = "lenient::count")]
     pub roundtrip_frames: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::or_default")]
     pub callback_us: Pcts,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::or_default")]
     pub lateness_us: Pcts,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::or_default")]
     pub wake_us: Pcts,
     #[serde(default, deserialize_with = "lenient::number")]
     pub misses_per_min: Option<f64>,
@@ -209,6 +213,45 @@ pub struct Row {
         skip_serializing_if = "Option::is_none"
     )]
     pub misses_in_bursts: Option<u64>,
+}
+
+/// What a reader makes of a row with nothing in it (or nothing readable).
+impl Default for Row {
+    fn default() -> Row {
+        Row {
+            setting: dash(),
+            variant: default_variant(),
+            backend: unknown_backend(),
+            backend_note: None,
+            rate: None,
+            period: None,
+            trials: None,
+            duration_s: None,
+            cycles: 0,
+            xruns: 0,
+            deadline_misses: 0,
+            injected: 0,
+            injected_undetected: None,
+            misses_not_injected: None,
+            records_dropped: None,
+            misses_per_hour: None,
+            xruns_per_hour: None,
+            discontinuities: None,
+            discontinuities_unexplained: None,
+            roundtrip_frames: None,
+            callback_us: Pcts::default(),
+            lateness_us: Pcts::default(),
+            wake_us: Pcts::default(),
+            misses_per_min: None,
+            misses_per_min_ci95: None,
+            why: Causes::Absent,
+            bursts: None,
+            bursts_caught: None,
+            bursts_caught_missed: None,
+            bursts_missed: None,
+            misses_in_bursts: None,
+        }
+    }
 }
 
 impl Row {
@@ -263,7 +306,7 @@ impl Row {
 }
 
 /// One trial in summary.json's `trials`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrialRow {
     #[serde(default = "dash", deserialize_with = "setting_name")]
     pub setting: String,
@@ -318,12 +361,43 @@ pub struct TrialRow {
     )]
     pub bursts_caught_missed: Option<u64>,
     /// The rig's instruments' per-trial metrics, when they measured any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::or_default",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub instruments: Option<BTreeMap<String, Vec<f64>>>,
 }
 
 fn trial_index<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
     Ok(lenient::count(d)?.unwrap_or(0))
+}
+
+/// What a reader makes of a trial with nothing in it (or nothing readable).
+impl Default for TrialRow {
+    fn default() -> TrialRow {
+        TrialRow {
+            setting: dash(),
+            variant: default_variant(),
+            trial: 0,
+            cycles_file: None,
+            cycles: 0,
+            xruns: 0,
+            deadline_misses: 0,
+            injected: 0,
+            injected_undetected: None,
+            misses_not_injected: None,
+            discontinuities: None,
+            discontinuities_unexplained: None,
+            roundtrip_frames: None,
+            status: None,
+            detail: None,
+            bursts: None,
+            bursts_caught: None,
+            bursts_caught_missed: None,
+            instruments: None,
+        }
+    }
 }
 
 impl TrialRow {
@@ -360,9 +434,15 @@ mod tests {
         assert_eq!(r.callback_us.p99, None);
         assert!((r.period_us().unwrap() - 2666.666).abs() < 0.01);
         assert_eq!((r.bursts, &r.why), (None, &Causes::Absent));
-        let r: Row = serde_json::from_str(r#"{"setting":7,"variant":null}"#).unwrap();
+        let r: Row = serde_json::from_str(r#"{"setting":7,"variant":null,"wake_us":5}"#).unwrap();
         assert_eq!((r.setting.as_str(), r.variant.as_str()), ("7", "default"));
-        assert_eq!(r.backend, "?");
+        assert_eq!((r.backend.as_str(), r.wake_us), ("?", Pcts::default()));
+        // Rows that are not objects, and a list that is not one, read as empty.
+        let s: Summary =
+            serde_json::from_str(r#"{"rows":[3,{"cycles":4}],"trials":null,"kind":"livefx"}"#)
+                .unwrap();
+        assert_eq!((s.rows[0].setting.as_str(), s.rows[1].cycles), ("-", 4));
+        assert!(s.trials.is_empty());
     }
 
     #[test]
