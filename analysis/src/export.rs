@@ -225,10 +225,10 @@ pub fn livefx(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<(), String
             t.variant.clone(),
             t.trial.to_string(),
             t.cycles_file.clone().unwrap_or_default(),
-            t.cycles.to_string(),
-            t.xruns.to_string(),
-            t.deadline_misses.to_string(),
-            t.injected.to_string(),
+            t.counts.cycles.to_string(),
+            t.counts.xruns.to_string(),
+            t.counts.deadline_misses.to_string(),
+            t.counts.injected.to_string(),
         ]);
     }
     ctx.write("export/trials.csv", &s)?;

@@ -28,7 +28,7 @@ fn check(dir: &Path) -> (Summary, Vec<Event>) {
         assert_eq!(torn, 0);
         assert_eq!(
             (c.cycles, c.deadline_misses, c.injected),
-            (t.cycles, t.deadline_misses, t.injected),
+            (t.counts.cycles, t.counts.deadline_misses, t.counts.injected),
             "{}",
             f.display()
         );
@@ -51,12 +51,12 @@ fn synthetic_format0_reads() {
     let (s, ev) = check(&fixture("format0-livefx"));
     let r = &s.rows[1];
     assert_eq!(
-        (r.setting.as_str(), r.deadline_misses, r.xruns),
+        (r.setting.as_str(), r.counts.deadline_misses, r.counts.xruns),
         ("NO_RT_PUSH_IPI", 13, 8)
     );
     // An older writer: no misses_not_injected, no causes, no per-minute rate.
     assert_eq!(
-        (r.misses_not_injected, &r.why, r.misses_per_min),
+        (r.counts.misses_not_injected, &r.why, r.misses_per_min),
         (None, &Causes::Absent, None)
     );
     assert_eq!(r.misses_per_hour, Some(5850.0));
@@ -71,7 +71,10 @@ fn real_clock_run_format0_reads() {
     assert_eq!(s.rows.len(), 2);
     for r in &s.rows {
         assert_eq!(r.backend, "clock");
-        assert_eq!((r.injected, r.injected_undetected), (3, Some(0)));
+        assert_eq!(
+            (r.counts.injected, r.counts.injected_undetected),
+            (3, Some(0))
+        );
         let why = r.why.list().expect("why");
         assert_eq!(why[0].count, Some(3));
         assert!(r.misses_per_min.is_some() && r.callback_us.max.is_some());

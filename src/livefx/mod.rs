@@ -423,15 +423,15 @@ pub fn run_main(p: Prepared) -> i32 {
                 variant: var.name.clone(),
                 trial: t,
                 cycles_file: Some(format!("cycles/{file}")),
-                discontinuities: o.discontinuities,
-                discontinuities_unexplained: o.unexplained,
-                roundtrip_frames: o.roundtrip,
                 status: Some(o.status.into()),
                 detail: o.detail.clone(),
                 instruments: (!found.metrics.is_empty()).then(|| found.metrics.clone()),
                 ..Default::default()
             };
-            row.set_counts(&counts);
+            row.counts.set(&counts);
+            row.counts.discontinuities = o.discontinuities;
+            row.counts.discontinuities_unexplained = o.unexplained;
+            row.counts.roundtrip_frames = o.roundtrip;
             if cfg.bursts.is_some() {
                 row.set_bursts(&burst_counts);
             }

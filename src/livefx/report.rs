@@ -124,9 +124,6 @@ pub fn row(g: &Group) -> Row {
         records_dropped: Some(g.dropped),
         misses_per_hour: per_hour(g.counts.deadline_misses, g.duration_s),
         xruns_per_hour: per_hour(g.counts.xruns, g.duration_s),
-        discontinuities: g.discontinuities,
-        discontinuities_unexplained: g.unexplained,
-        roundtrip_frames: g.roundtrip,
         callback_us: pcts(&g.callback),
         lateness_us: pcts(&g.lateness),
         wake_us: pcts(&g.wake),
@@ -145,7 +142,10 @@ pub fn row(g: &Group) -> Row {
         ),
         ..Row::new(&g.setting, &g.variant)
     };
-    row.set_counts(&g.counts);
+    row.counts.set(&g.counts);
+    row.counts.discontinuities = g.discontinuities;
+    row.counts.discontinuities_unexplained = g.unexplained;
+    row.counts.roundtrip_frames = g.roundtrip;
     if let Some(b) = &g.bursts {
         row.set_bursts(b);
     }
@@ -355,9 +355,12 @@ mod tests {
             g.callback.record(v).unwrap();
         }
         let r = row(&g);
-        assert_eq!((r.setting.as_str(), r.cycles, r.xruns), ("as-is", 100, 2));
+        assert_eq!(
+            (r.setting.as_str(), r.counts.cycles, r.counts.xruns),
+            ("as-is", 100, 2)
+        );
         assert_eq!(r.misses_per_hour, Some(6.0));
-        assert_eq!(r.discontinuities, None);
+        assert_eq!(r.counts.discontinuities, None);
         let max = r.callback_us.max.unwrap();
         assert!((399.0..=401.0).contains(&max), "{max}");
         assert_eq!(r.wake_us.p50, None);

@@ -220,14 +220,15 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<L
             ));
         }
         if let Some(st) = cycle_stats.get(&(r.setting.clone(), r.variant.clone()))
-            && (st.counts.cycles != r.cycles || st.counts.deadline_misses != r.deadline_misses)
+            && (st.counts.cycles != r.counts.cycles
+                || st.counts.deadline_misses != r.counts.deadline_misses)
         {
             warnings.push(format!(
                 "{}/{}: summary.json says {} cycles, {} misses; cycle files hold {} and {}",
                 r.setting,
                 r.variant,
-                r.cycles,
-                r.deadline_misses,
+                r.counts.cycles,
+                r.counts.deadline_misses,
                 st.counts.cycles,
                 st.counts.deadline_misses
             ));

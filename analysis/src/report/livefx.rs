@@ -58,18 +58,21 @@ pub fn cases(d: &LivefxData) -> Vec<Case<'_>> {
             let st = d.cycle_stats.get(&(s.clone(), v.clone()));
             let lat = d.latency.get(&(s.clone(), v.clone()));
             let st = st.map(|x| &x.counts);
-            let cycles = st.map(|x| x.cycles).or(row.map(|r| r.cycles)).unwrap_or(0);
+            let cycles = st
+                .map(|x| x.cycles)
+                .or(row.map(|r| r.counts.cycles))
+                .unwrap_or(0);
             let misses = st
                 .map(|x| x.deadline_misses)
-                .or(row.map(|r| r.deadline_misses))
+                .or(row.map(|r| r.counts.deadline_misses))
                 .unwrap_or(0);
             let injected = st
                 .map(|x| x.injected)
-                .or(row.map(|r| r.injected))
+                .or(row.map(|r| r.counts.injected))
                 .unwrap_or(0);
             let real_misses = st
                 .map(|x| x.misses_not_injected)
-                .or(row.and_then(|r| r.misses_not_injected))
+                .or(row.and_then(|r| r.counts.misses_not_injected))
                 .unwrap_or(misses.saturating_sub(injected));
             let period_us = row.and_then(|r| r.period_us());
             let audio_s = period_us
@@ -78,16 +81,20 @@ pub fn cases(d: &LivefxData) -> Vec<Case<'_>> {
             Case {
                 row,
                 cycles,
-                xruns: row.map(|r| r.xruns).or(st.map(|x| x.xruns)).unwrap_or(0),
+                xruns: row
+                    .map(|r| r.counts.xruns)
+                    .or(st.map(|x| x.xruns))
+                    .unwrap_or(0),
                 misses,
                 injected,
                 real_misses,
-                injected_detected: st
-                    .map(|x| x.injected_detected())
-                    .or(row
-                        .and_then(|r| r.injected_undetected.map(|u| r.injected.saturating_sub(u)))),
+                injected_detected: st.map(|x| x.injected_detected()).or(row.and_then(|r| {
+                    r.counts
+                        .injected_undetected
+                        .map(|u| r.counts.injected.saturating_sub(u))
+                })),
                 discontinuities: row
-                    .and_then(|r| r.discontinuities)
+                    .and_then(|r| r.counts.discontinuities)
                     .or(st.map(|x| x.discontinuities)),
                 audio_s,
                 period_us,

@@ -7,7 +7,7 @@ use crate::hist::LogHist;
 use results::livefx::cycles::{F_INJECTED, F_MISS, F_XRUN, Record};
 use results::livefx::events::{DEADLINE_MISS, INJECTED, XRUN};
 use results::livefx::hist::{CALLBACK_DURATION, LATENESS, UNIT_US, WAKE_LATENCY};
-use results::livefx::{Event, HistEntry, Pcts, Row, Summary, TrialRow};
+use results::livefx::{Event, HistEntry, Pcts, Row, RowCounts, Summary, TrialRow};
 use std::io::Write;
 use std::path::Path;
 
@@ -192,10 +192,13 @@ pub fn generate(dir: &Path, spec: &Spec) -> Result<u64, String> {
                 variant: spec.variant.clone(),
                 trial: t,
                 cycles_file: Some(name),
-                cycles: spec.cycles_per_trial,
-                xruns: tx,
-                deadline_misses: tm,
-                injected: ti,
+                counts: RowCounts {
+                    cycles: spec.cycles_per_trial,
+                    xruns: tx,
+                    deadline_misses: tm,
+                    injected: ti,
+                    ..Default::default()
+                },
                 ..Default::default()
             });
         }
@@ -209,10 +212,13 @@ pub fn generate(dir: &Path, spec: &Spec) -> Result<u64, String> {
             trials: Some(spec.trials),
             // Summed over the trials, as xrunrig writes it.
             duration_s: Some((spec.cycles_per_trial * spec.trials as u64) as f64 * period_ns / 1e9),
-            cycles: acc.cycles,
-            xruns: acc.xruns,
-            deadline_misses: acc.misses,
-            injected: acc.injected,
+            counts: RowCounts {
+                cycles: acc.cycles,
+                xruns: acc.xruns,
+                deadline_misses: acc.misses,
+                injected: acc.injected,
+                ..Default::default()
+            },
             misses_per_hour: Some(acc.misses as f64 / hours),
             xruns_per_hour: Some(acc.xruns as f64 / hours),
             callback_us: pcts(&acc.cb),

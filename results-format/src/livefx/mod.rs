@@ -14,7 +14,7 @@ pub use counters::{BurstCounts, Counters};
 pub use cycles::Record;
 pub use events::Event;
 pub use hist::HistEntry;
-pub use rows::{Cause, Causes, Pcts, Row, Summary, TrialRow};
+pub use rows::{Cause, Causes, Pcts, Row, RowCounts, Summary, TrialRow};
 
 use serde::{Deserialize, Serialize};
 

@@ -118,6 +118,47 @@ impl<'de> Deserialize<'de> for Causes {
     }
 }
 
+/// The counts a summary row (summed over its trials) and a trial row both carry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RowCounts {
+    #[serde(default, deserialize_with = "lenient::count_or_zero")]
+    pub cycles: u64,
+    /// The backend's xruns (RT path and JACK's notifications).
+    #[serde(default, deserialize_with = "lenient::count_or_zero")]
+    pub xruns: u64,
+    #[serde(default, deserialize_with = "lenient::count_or_zero")]
+    pub deadline_misses: u64,
+    #[serde(default, deserialize_with = "lenient::count_or_zero")]
+    pub injected: u64,
+    /// Newer writers: injected overruns not seen as misses, and misses on cycles without
+    /// an injected overrun.
+    #[serde(default, deserialize_with = "lenient::count")]
+    pub injected_undetected: Option<u64>,
+    #[serde(default, deserialize_with = "lenient::count")]
+    pub misses_not_injected: Option<u64>,
+    /// Loopback discontinuities (None: no loopback check).
+    #[serde(default, deserialize_with = "lenient::count")]
+    pub discontinuities: Option<u64>,
+    /// Of those, the ones with no xrun or miss just before them.
+    #[serde(default, deserialize_with = "lenient::count")]
+    pub discontinuities_unexplained: Option<u64>,
+    #[serde(default, deserialize_with = "lenient::count")]
+    pub roundtrip_frames: Option<u32>,
+}
+
+impl RowCounts {
+    /// The counters as the engine summed them: every counter field written. The
+    /// loopback's figures are not flags of the cycles: the caller sets them.
+    pub fn set(&mut self, c: &Counters) {
+        self.cycles = c.cycles;
+        self.xruns = c.xruns;
+        self.deadline_misses = c.deadline_misses;
+        self.injected = c.injected;
+        self.injected_undetected = Some(c.injected_undetected);
+        self.misses_not_injected = Some(c.misses_not_injected);
+    }
+}
+
 /// One row of summary.json: a setting and variant, summed over its trials.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
@@ -139,35 +180,15 @@ pub struct Row {
     /// Summed over the row's trials.
     #[serde(default, deserialize_with = "lenient::number")]
     pub duration_s: Option<f64>,
-    #[serde(default, deserialize_with = "lenient::count_or_zero")]
-    pub cycles: u64,
-    /// The backend's xruns (RT path and JACK's notifications).
-    #[serde(default, deserialize_with = "lenient::count_or_zero")]
-    pub xruns: u64,
-    #[serde(default, deserialize_with = "lenient::count_or_zero")]
-    pub deadline_misses: u64,
-    #[serde(default, deserialize_with = "lenient::count_or_zero")]
-    pub injected: u64,
-    /// Newer writers: injected overruns not seen as misses, misses on cycles without an
-    /// injected overrun, and cycle records the writer had to drop.
-    #[serde(default, deserialize_with = "lenient::count")]
-    pub injected_undetected: Option<u64>,
-    #[serde(default, deserialize_with = "lenient::count")]
-    pub misses_not_injected: Option<u64>,
+    #[serde(flatten)]
+    pub counts: RowCounts,
+    /// Newer writers: cycle records the writer had to drop.
     #[serde(default, deserialize_with = "lenient::count")]
     pub records_dropped: Option<u64>,
     #[serde(default, deserialize_with = "lenient::number")]
     pub misses_per_hour: Option<f64>,
     #[serde(default, deserialize_with = "lenient::number")]
     pub xruns_per_hour: Option<f64>,
-    /// Loopback discontinuities (None: no loopback check).
-    #[serde(default, deserialize_with = "lenient::count")]
-    pub discontinuities: Option<u64>,
-    /// Of those, the ones with no xrun or miss just before them.
-    #[serde(default, deserialize_with = "lenient::count")]
-    pub discontinuities_unexplained: Option<u64>,
-    #[serde(default, deserialize_with = "lenient::count")]
-    pub roundtrip_frames: Option<u32>,
     #[serde(default, deserialize_with = "lenient::or_default")]
     pub callback_us: Pcts,
     #[serde(default, deserialize_with = "lenient::or_default")]
@@ -227,18 +248,10 @@ impl Default for Row {
             period: None,
             trials: None,
             duration_s: None,
-            cycles: 0,
-            xruns: 0,
-            deadline_misses: 0,
-            injected: 0,
-            injected_undetected: None,
-            misses_not_injected: None,
+            counts: RowCounts::default(),
             records_dropped: None,
             misses_per_hour: None,
             xruns_per_hour: None,
-            discontinuities: None,
-            discontinuities_unexplained: None,
-            roundtrip_frames: None,
             callback_us: Pcts::default(),
             lateness_us: Pcts::default(),
             wake_us: Pcts::default(),
@@ -262,16 +275,6 @@ impl Row {
             variant: variant.into(),
             ..Row::default()
         }
-    }
-
-    /// The counts as the engine summed them: every counter field written.
-    pub fn set_counts(&mut self, c: &Counters) {
-        self.cycles = c.cycles;
-        self.xruns = c.xruns;
-        self.deadline_misses = c.deadline_misses;
-        self.injected = c.injected;
-        self.injected_undetected = Some(c.injected_undetected);
-        self.misses_not_injected = Some(c.misses_not_injected);
     }
 
     pub fn set_bursts(&mut self, b: &BurstCounts) {
@@ -300,7 +303,7 @@ impl Row {
     /// Audio time covered, in seconds: cycles × period, else the trials' summed duration.
     pub fn audio_s(&self) -> Option<f64> {
         self.period_us()
-            .map(|p| self.cycles as f64 * p / 1e6)
+            .map(|p| self.counts.cycles as f64 * p / 1e6)
             .or(self.duration_s)
     }
 }
@@ -317,24 +320,8 @@ pub struct TrialRow {
     /// The trial's cycles/*.bin, relative to the results directory.
     #[serde(default, deserialize_with = "lenient::text")]
     pub cycles_file: Option<String>,
-    #[serde(default, deserialize_with = "lenient::count_or_zero")]
-    pub cycles: u64,
-    #[serde(default, deserialize_with = "lenient::count_or_zero")]
-    pub xruns: u64,
-    #[serde(default, deserialize_with = "lenient::count_or_zero")]
-    pub deadline_misses: u64,
-    #[serde(default, deserialize_with = "lenient::count_or_zero")]
-    pub injected: u64,
-    #[serde(default, deserialize_with = "lenient::count")]
-    pub injected_undetected: Option<u64>,
-    #[serde(default, deserialize_with = "lenient::count")]
-    pub misses_not_injected: Option<u64>,
-    #[serde(default, deserialize_with = "lenient::count")]
-    pub discontinuities: Option<u64>,
-    #[serde(default, deserialize_with = "lenient::count")]
-    pub discontinuities_unexplained: Option<u64>,
-    #[serde(default, deserialize_with = "lenient::count")]
-    pub roundtrip_frames: Option<u32>,
+    #[serde(flatten)]
+    pub counts: RowCounts,
     /// "ok", "aborted" or "failed".
     #[serde(default, deserialize_with = "lenient::text")]
     pub status: Option<String>,
@@ -381,15 +368,7 @@ impl Default for TrialRow {
             variant: default_variant(),
             trial: 0,
             cycles_file: None,
-            cycles: 0,
-            xruns: 0,
-            deadline_misses: 0,
-            injected: 0,
-            injected_undetected: None,
-            misses_not_injected: None,
-            discontinuities: None,
-            discontinuities_unexplained: None,
-            roundtrip_frames: None,
+            counts: RowCounts::default(),
             status: None,
             detail: None,
             bursts: None,
@@ -401,15 +380,6 @@ impl Default for TrialRow {
 }
 
 impl TrialRow {
-    pub fn set_counts(&mut self, c: &Counters) {
-        self.cycles = c.cycles;
-        self.xruns = c.xruns;
-        self.deadline_misses = c.deadline_misses;
-        self.injected = c.injected;
-        self.injected_undetected = Some(c.injected_undetected);
-        self.misses_not_injected = Some(c.misses_not_injected);
-    }
-
     pub fn set_bursts(&mut self, b: &BurstCounts) {
         self.bursts = Some(b.bursts);
         self.bursts_caught = Some(b.caught);
@@ -429,7 +399,7 @@ mod tests {
                 "callback_us":{"p50":1,"p99":null},"unknown":{"x":1}}"#,
         )
         .unwrap();
-        assert_eq!((r.cycles, r.xruns), (10, 0));
+        assert_eq!((r.counts.cycles, r.counts.xruns), (10, 0));
         assert_eq!(r.callback_us.p50, Some(1.0));
         assert_eq!(r.callback_us.p99, None);
         assert!((r.period_us().unwrap() - 2666.666).abs() < 0.01);
@@ -441,7 +411,10 @@ mod tests {
         let s: Summary =
             serde_json::from_str(r#"{"rows":[3,{"cycles":4}],"trials":null,"kind":"livefx"}"#)
                 .unwrap();
-        assert_eq!((s.rows[0].setting.as_str(), s.rows[1].cycles), ("-", 4));
+        assert_eq!(
+            (s.rows[0].setting.as_str(), s.rows[1].counts.cycles),
+            ("-", 4)
+        );
         assert!(s.trials.is_empty());
     }
 
@@ -474,14 +447,14 @@ mod tests {
         assert_eq!((why[1].stuck_ms, why[1].wait_ms), (None, Some((0.5, 0.9))));
         // A "why" that is not a list: the row still reads, the fault is told.
         let r: Row = serde_json::from_str(r#"{"setting":"S","cycles":5,"why":"oops"}"#).unwrap();
-        assert_eq!(r.cycles, 5);
+        assert_eq!(r.counts.cycles, 5);
         assert!(matches!(&r.why, Causes::Unreadable(e) if e.contains("invalid type")));
     }
 
     #[test]
     fn written_rows_have_every_field_of_the_format() {
         let mut r = Row::new("as-is", "pi");
-        r.set_counts(&Counters::default());
+        r.counts.set(&Counters::default());
         r.why = Causes::Listed(vec![]);
         let v = serde_json::to_value(&r).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
