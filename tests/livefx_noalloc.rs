@@ -178,8 +178,14 @@ fn clock_rt_path_allocates_nothing() {
     }
     let (o, allocs, entered) = run(BackendKind::Clock, None, 256);
     assert_eq!(o.status, "ok", "{:?}", o.detail);
-    assert!(o.stats.cycles > 400, "cycles: {}", o.stats.cycles);
-    assert!(o.stats.injected > 5 && o.stats.misses >= o.stats.injected);
+    assert!(
+        o.stats.counts.cycles > 400,
+        "cycles: {}",
+        o.stats.counts.cycles
+    );
+    assert!(
+        o.stats.counts.injected > 5 && o.stats.counts.deadline_misses >= o.stats.counts.injected
+    );
     assert_eq!(
         entered, 4,
         "the callback, both workers and render entered their RT loops"
@@ -197,7 +203,11 @@ fn jack_rt_path_allocates_nothing() {
     let (o, allocs, entered) = run(BackendKind::Jack, Some(j.name.clone()), 256);
     drop(j);
     assert_eq!(o.status, "ok", "{:?}", o.detail);
-    assert!(o.stats.cycles > 400, "cycles: {}", o.stats.cycles);
+    assert!(
+        o.stats.counts.cycles > 400,
+        "cycles: {}",
+        o.stats.counts.cycles
+    );
     assert!(o.xruns > 0, "injected overruns show as JACK xruns");
     assert_eq!(
         entered, 4,

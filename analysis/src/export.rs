@@ -3,7 +3,7 @@
 
 use crate::hist::LogHist;
 use crate::load::Results;
-use crate::load::cycles::{self, Cycle};
+use crate::load::cycles;
 use crate::load::livefx::LivefxData;
 use crate::load::trials::TrialsData;
 use crate::report::{Ctx, safe};
@@ -229,10 +229,10 @@ pub fn livefx(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<(), String
             t.variant.clone(),
             t.trial.to_string(),
             t.cycles_file.clone().unwrap_or_default(),
-            t.cycles.to_string(),
-            t.xruns.to_string(),
-            t.deadline_misses.to_string(),
-            t.injected.to_string(),
+            t.counts.cycles.to_string(),
+            t.counts.xruns.to_string(),
+            t.counts.deadline_misses.to_string(),
+            t.counts.injected.to_string(),
         ]);
     }
     ctx.write("export/trials.csv", &s)?;
@@ -285,7 +285,7 @@ pub fn livefx(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<(), String
         ctx.files.push("export/events.csv".into());
     }
     // Raw cycles as CSV only while that stays small; the .bin format is documented.
-    let total: u64 = d.cycle_stats.values().map(|c| c.cycles).sum();
+    let total: u64 = d.cycle_stats.values().map(|c| c.counts.cycles).sum();
     if total > 0 && total <= CYCLES_CSV_LIMIT {
         let out_path = ctx.dir.join("export/cycles.csv");
         let f = std::fs::File::create(&out_path)
@@ -307,8 +307,7 @@ pub fn livefx(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<(), String
                 csv_field(&ctx.red.apply(&t.variant)),
             );
             let mut i = 0u64;
-            cycles::read_file(&p, |rec| {
-                let c = Cycle::decode(rec);
+            cycles::read_file(&p, |c| {
                 if let Err(e) = writeln!(
                     w,
                     "{s},{v},{},{i},{},{},{},{},{}",

@@ -312,3 +312,18 @@ fn timeline_shades_bursts_behind_the_misses() {
     std::fs::remove_dir_all(&old).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn an_unreadable_why_is_told_and_the_row_still_reads() {
+    let dir = write_dir("badwhy");
+    set_row_field(&dir, "NO_RT_PUSH_IPI", "why", json!("oops"));
+    let (txt, _) = write_all(&dir, false).unwrap();
+    let f = flat(&txt);
+    assert!(
+        f.contains("NO_RT_PUSH_IPI/default: the \"why\" of summary.json is unreadable"),
+        "{txt}"
+    );
+    // The rest of the row still counts: its bursts stay in the table.
+    assert!(f.contains("NO_RT_PUSH_IPI 4 3 2/3 (67 %)"), "{txt}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -444,3 +444,78 @@ fn the_trials_generator_still_gives_the_golden_report() {
     assert_eq!(txt, golden);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The synthetic generator still makes the committed fixture's report: regenerated with
+/// the spec its README names, the golden report.txt comes out unchanged.
+#[test]
+fn regenerated_livefx_fixture_gives_the_golden_report() {
+    use analysis::synth::livefx::{SettingSpec, Spec, generate};
+    let readme = std::fs::read_to_string(fixture("livefx-synthetic").join("README")).unwrap();
+    let spec = Spec {
+        settings: vec![
+            SettingSpec {
+                name: "RT_PUSH_IPI".into(),
+                stall_every: 0,
+                xrun_share: 0.0,
+            },
+            SettingSpec {
+                name: "NO_RT_PUSH_IPI".into(),
+                stall_every: 400,
+                xrun_share: 0.5,
+            },
+        ],
+        variant: "default".into(),
+        trials: 1,
+        cycles_per_trial: 3000,
+        period: 128,
+        rate: 48000,
+        inject_every: 1000,
+        seed: 1,
+    };
+    assert!(
+        readme.contains(&format!("{spec:?}")),
+        "the fixture was made with another spec: {readme}"
+    );
+    let dir = std::env::temp_dir().join(format!("analysis-test-regen-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    generate(&dir, &spec).unwrap();
+    // The same values as the committed files (a null field reads as an absent one).
+    fn no_nulls(v: serde_json::Value) -> serde_json::Value {
+        match v {
+            serde_json::Value::Object(m) => m
+                .into_iter()
+                .filter(|(_, x)| !x.is_null())
+                .map(|(k, x)| (k, no_nulls(x)))
+                .collect(),
+            serde_json::Value::Array(a) => a.into_iter().map(no_nulls).collect(),
+            x => x,
+        }
+    }
+    let json_lines = |d: &Path, f: &str| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(d.join(f))
+            .unwrap()
+            .lines()
+            .map(|l| no_nulls(serde_json::from_str(l).unwrap()))
+            .collect()
+    };
+    let fx = fixture("livefx-synthetic");
+    for f in ["summary.json", "histograms.json", "run.json"] {
+        let text = |d: &Path| d.join(f).to_string_lossy().to_string();
+        let read = |p: String| {
+            no_nulls(serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+        };
+        assert_eq!(read(text(&dir)), read(text(&fx)), "{f}");
+    }
+    assert_eq!(
+        json_lines(&dir, "events.jsonl"),
+        json_lines(&fx, "events.jsonl")
+    );
+    for t in ["RT_PUSH_IPI", "NO_RT_PUSH_IPI"] {
+        let f = format!("cycles/{t}__default__0.bin");
+        assert!(std::fs::read(dir.join(&f)).unwrap() == std::fs::read(fx.join(&f)).unwrap());
+    }
+    let (txt, _) = write_all(&dir, false).unwrap();
+    let golden = std::fs::read_to_string(fixture("livefx-synthetic.report.txt")).unwrap();
+    assert_eq!(txt, golden);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -261,7 +261,11 @@ fn rss(args: &[String]) -> i32 {
             &AtomicBool::new(false),
             &mut |_| {},
         );
-        (o.stats.cycles, o.stats.misses, o.status)
+        (
+            o.stats.counts.cycles,
+            o.stats.counts.deadline_misses,
+            o.status,
+        )
     });
     println!(
         "livefx on the clock backend ({rig_path}, period {}, {minutes} min); RSS before start {before} kB",

@@ -65,26 +65,15 @@ pub fn classify(
     (out, of)
 }
 
-/// Counts over a set of bursts for the summary row.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct BurstCounts {
-    pub bursts: u64,
-    pub caught: u64,
-    pub caught_missed: u64,
-    pub missed: u64,
-    pub misses_in_bursts: u64,
-}
+/// Counts over a set of bursts for the summary row (the results format's counter).
+pub use results::livefx::BurstCounts;
 
-impl BurstCounts {
-    pub fn add(&mut self, b: &[Burst]) {
-        for x in b {
-            self.bursts += 1;
-            self.caught += u64::from(x.caught.is_some());
-            self.caught_missed += u64::from(x.caught.is_some() && x.misses > 0);
-            self.missed += u64::from(x.misses > 0);
-            self.misses_in_bursts += x.misses;
-        }
+pub fn count(b: &[Burst]) -> BurstCounts {
+    let mut c = BurstCounts::default();
+    for x in b {
+        c.add(x.caught.is_some(), x.misses);
     }
+    c
 }
 
 /// A 95 % interval for a Poisson rate: `k` events in `t` (any unit), Byar's
@@ -134,10 +123,8 @@ mod tests {
         let caught: Vec<_> = b.iter().map(|x| x.caught).collect();
         assert_eq!(caught, vec![Some((2, 0)), None, None, Some((2, 0))]);
         assert_eq!(of, vec![Some(0), Some(0), Some(1), Some(3), None]);
-        let mut c = BurstCounts::default();
-        c.add(&b);
         assert_eq!(
-            c,
+            count(&b),
             BurstCounts {
                 bursts: 4,
                 caught: 2,

@@ -25,7 +25,11 @@ use crate::output::summary::TrialRecord;
 use crate::sweep::Prepared;
 use config::Config;
 use report::Group;
-use serde_json::json;
+use results::livefx::events::{self, Event as LivefxEvent};
+use results::livefx::rows::{self, Summary, TrialRow};
+use results::livefx::{
+    BackendNote, BackendUsed, CallbackInfo, Counters, LivefxSection, PluginInfo, WorkerInfo,
+};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::atomic::AtomicBool;
@@ -285,49 +289,67 @@ pub fn run_main(p: Prepared) -> i32 {
             let mut misses = told.misses.iter();
             let stamp = |mono: u64| {
                 let wall = (mono as i64 + wall_off).max(0) as u64;
-                (mono as f64 / 1e9, crate::sys::utc_at_ns(wall))
+                (Some(mono as f64 / 1e9), Some(crate::sys::utc_at_ns(wall)))
+            };
+            let line = |kind: &str, mono: u64| {
+                let (mono_s, wall) = stamp(mono);
+                LivefxEvent {
+                    setting: s.name.clone(),
+                    variant: var.name.clone(),
+                    trial: Some(t),
+                    kind: kind.into(),
+                    mono_s,
+                    wall,
+                    ..Default::default()
+                }
             };
             for e in &st.events {
-                let (mono_s, wall) = stamp(e.mono_ns);
-                let mut line = json!({
-                    "setting": s.name, "variant": var.name, "trial": t, "kind": e.kind,
-                    "cycle": e.cycle, "t_s": e.t_s, "usecs": e.usecs,
-                    "mono_s": mono_s, "wall": wall,
-                });
-                if e.kind == "deadline_miss"
+                let mut ev = LivefxEvent {
+                    cycle: Some(e.cycle),
+                    t_s: Some(e.t_s),
+                    usecs: e.usecs,
+                    ..line(e.kind, e.mono_ns)
+                };
+                if e.kind == events::DEADLINE_MISS
                     && let Some((y, b)) = misses.next()
                 {
-                    for (k, v) in [
-                        ("worker", json!(y.worker)),
-                        ("lock", json!(y.lock)),
-                        ("holder", json!(y.holder)),
-                        ("wait_us", json!(y.wait_ns.map(|w| w as f64 / 1e3))),
-                        ("why", json!(y.why)),
-                        ("stuck_ms", json!(y.stuck_ns.map(|w| w as f64 / 1e6))),
-                        ("burst", json!(b)),
-                    ] {
-                        line[k] = v;
-                    }
+                    ev.worker = y.worker.clone();
+                    ev.lock = y.lock.clone();
+                    ev.holder = y.holder.clone();
+                    ev.wait_us = y.wait_ns.map(|w| w as f64 / 1e3);
+                    ev.why = Some(y.why.clone());
+                    ev.stuck_ms = y.stuck_ns.map(|w| w as f64 / 1e6);
+                    ev.burst = b.map(|b| b as u64);
                 }
-                if let Err(e) = writeln!(events, "{line}") {
-                    io_error.get_or_insert(format!("cannot write events.jsonl: {e}"));
+                if let Err(e) = write_event(&mut events, &ev) {
+                    io_error.get_or_insert(e);
                 }
             }
             for (i, b) in told.bursts.iter().enumerate() {
-                let (mono_s, wall) = stamp(b.start_ns);
-                let line = json!({
-                    "setting": s.name, "variant": var.name, "trial": t, "kind": "burst",
-                    "cycle": null, "t_s": b.start_ns.saturating_sub(o.t0_ns) as f64 / 1e9,
-                    "usecs": (b.end_ns - b.start_ns) as f64 / 1e3, "mono_s": mono_s, "wall": wall,
-                    "index": i,
-                    "caught": b.caught.and_then(|(w, _)| cfg.workers.get(w).map(|x| x.name.clone())),
-                    "lock": b.caught.and_then(|(_, l)| var.plan.locks.get(l).map(|x| x.name.clone())),
-                    "misses": b.misses,
-                });
-                if let Err(e) = writeln!(events, "{line}") {
-                    io_error.get_or_insert(format!("cannot write events.jsonl: {e}"));
+                let ev = LivefxEvent {
+                    cycle: None,
+                    t_s: Some(b.start_ns.saturating_sub(o.t0_ns) as f64 / 1e9),
+                    usecs: Some((b.end_ns - b.start_ns) as f64 / 1e3),
+                    index: Some(i as u64),
+                    caught: b
+                        .caught
+                        .and_then(|(w, _)| cfg.workers.get(w).map(|x| x.name.clone())),
+                    lock: b
+                        .caught
+                        .and_then(|(_, l)| var.plan.locks.get(l).map(|x| x.name.clone())),
+                    misses: Some(b.misses),
+                    ..line(events::BURST, b.start_ns)
+                };
+                if let Err(e) = write_event(&mut events, &ev) {
+                    io_error.get_or_insert(e);
                 }
             }
+            // The trial's counts, with the xruns its outcome tells (RT path and JACK's).
+            let counts = Counters {
+                xruns: o.xruns,
+                ..st.counts
+            };
+            let burst_counts = bursts::count(&told.bursts);
             if let Some(g) = groups
                 .iter_mut()
                 .find(|g| g.setting == s.name && g.variant == var.name)
@@ -343,12 +365,7 @@ pub fn run_main(p: Prepared) -> i32 {
                 }
                 g.trials += 1;
                 g.duration_s += o.duration_ns as f64 / 1e9;
-                g.cycles += st.cycles;
-                g.xruns += o.xruns;
-                g.misses += st.misses;
-                g.injected += st.injected;
-                g.injected_missed += st.injected_missed;
-                g.misses_not_injected += st.misses_not_injected;
+                g.counts.merge(&counts);
                 g.dropped += o.dropped;
                 if let Some(d) = o.discontinuities {
                     *g.discontinuities.get_or_insert(0) += d;
@@ -365,7 +382,7 @@ pub fn run_main(p: Prepared) -> i32 {
                 if cfg.bursts.is_some() {
                     g.bursts
                         .get_or_insert_with(Default::default)
-                        .add(&told.bursts);
+                        .merge(&burst_counts);
                 }
                 for (y, _) in &told.misses {
                     g.why
@@ -374,34 +391,33 @@ pub fn run_main(p: Prepared) -> i32 {
                         .add(y.stuck_ns, y.wait_ns);
                 }
             }
-            trial_rows.push(json!({
-                "setting": s.name, "variant": var.name, "trial": t,
-                "cycles_file": format!("cycles/{file}"),
-                "cycles": st.cycles, "xruns": o.xruns, "deadline_misses": st.misses,
-                "injected": st.injected, "injected_undetected": st.injected_missed,
-                "misses_not_injected": st.misses_not_injected,
-                "discontinuities": o.discontinuities,
-                "discontinuities_unexplained": o.unexplained, "roundtrip_frames": o.roundtrip,
-                "status": o.status, "detail": o.detail,
-            }));
-            let mut counts = bursts::BurstCounts::default();
-            counts.add(&told.bursts);
-            if cfg.bursts.is_some()
-                && let Some(last) = trial_rows.last_mut()
-            {
-                last["bursts"] = json!(counts.bursts);
-                last["bursts_caught"] = json!(counts.caught);
-                last["bursts_caught_missed"] = json!(counts.caught_missed);
+            let mut row = TrialRow {
+                setting: s.name.clone(),
+                variant: var.name.clone(),
+                trial: t,
+                cycles_file: Some(format!("cycles/{file}")),
+                status: Some(o.status.into()),
+                detail: o.detail.clone(),
+                instruments: (!found.metrics.is_empty()).then(|| found.metrics.clone()),
+                ..Default::default()
+            };
+            row.counts.set(&counts);
+            row.counts.discontinuities = o.discontinuities;
+            row.counts.discontinuities_unexplained = o.unexplained;
+            row.counts.roundtrip_frames = o.roundtrip;
+            if cfg.bursts.is_some() {
+                row.set_bursts(&burst_counts);
             }
+            trial_rows.push(row);
             rec.status = o.status.into();
             rec.detail = o.detail.clone();
             rec.duration_ms = o.duration_ns as f64 / 1e6;
             for (k, v) in [
-                ("cycles", st.cycles),
-                ("xruns", o.xruns),
-                ("deadline_misses", st.misses),
-                ("injected", st.injected),
-                ("misses_not_injected", st.misses_not_injected),
+                ("cycles", counts.cycles),
+                ("xruns", counts.xruns),
+                ("deadline_misses", counts.deadline_misses),
+                ("injected", counts.injected),
+                ("misses_not_injected", counts.misses_not_injected),
             ] {
                 rec.metrics.insert(k.into(), vec![v as f64]);
             }
@@ -410,17 +426,12 @@ pub fn run_main(p: Prepared) -> i32 {
             }
             if cfg.bursts.is_some() {
                 for (k, v) in [
-                    ("bursts", counts.bursts),
-                    ("bursts_caught", counts.caught),
-                    ("bursts_caught_missed", counts.caught_missed),
+                    ("bursts", burst_counts.bursts),
+                    ("bursts_caught", burst_counts.caught),
+                    ("bursts_caught_missed", burst_counts.caught_missed),
                 ] {
                     rec.metrics.insert(k.into(), vec![v as f64]);
                 }
-            }
-            if let Some(last) = trial_rows.last_mut()
-                && !found.metrics.is_empty()
-            {
-                last["instruments"] = json!(found.metrics);
             }
             rec.metrics.extend(found.metrics);
             rec.evidence = found.evidence;
@@ -441,37 +452,69 @@ pub fn run_main(p: Prepared) -> i32 {
     };
     // Settings and variants never reached (interrupted, ended early) have no row.
     groups.retain(|g| g.trials > 0);
-    let summary = json!({
-        "rig": p.rig.name,
-        "kind": "livefx",
-        "rows": groups.iter().map(report::row_json).collect::<Vec<_>>(),
-        "trials": trial_rows,
-    });
-    let hists: Vec<_> = groups.iter().flat_map(report::hist_json).collect();
-    let livefx_json = json!({
-        "duration_s": cfg.duration_ns as f64 / 1e9,
-        "backends": p.settings.iter().zip(&params).map(|(s, x)| json!({
-            "setting": s.name, "backend": x.kind.name(), "why": x.why,
-            "period": x.spec.period, "rate": x.spec.rate, "nperiods": x.spec.nperiods,
-            "device": x.spec.device, "inject_every": x.inject_every,
-            "inject_factor": x.inject_factor, "loopback": x.loopback,
-        })).collect::<Vec<_>>(),
-        "notes": groups.iter().map(|g| json!({
-            "setting": g.setting, "variant": g.variant, "backend_note": g.backend_note,
-        })).collect::<Vec<_>>(),
-        "callback": { "priority": cfg.callback_priority, "cpus": cfg.callback_cpus },
-        "workers": cfg.workers.iter().map(|w| json!({
-            "name": w.name, "priority": w.priority, "cpus": w.cpus, "waited": w.waited,
-            "plugins": w.plugins.iter().map(|pl| json!({
-                "run_us": pl.work_ns as f64 / 1e3, "jitter_us": pl.jitter_ns as f64 / 1e3,
-                "lock": pl.lock.and_then(|l| p.rig.variants.first().map(|v| v.plan.locks[l].name.clone())),
-            })).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-    });
-    // Typed by results::livefx::LivefxSection (its fields are the livefx results' part).
+    let summary = Summary {
+        format: Some(results::FORMAT_VERSION),
+        rig: p.rig.name.clone(),
+        kind: rows::KIND.into(),
+        rows: groups.iter().map(report::row).collect(),
+        trials: trial_rows,
+    };
+    let hists: Vec<_> = groups.iter().flat_map(report::hists).collect();
+    let lock_name = |l: usize| p.rig.variants.first().map(|v| v.plan.locks[l].name.clone());
+    let section = LivefxSection {
+        duration_s: Some(cfg.duration_ns as f64 / 1e9),
+        backends: p
+            .settings
+            .iter()
+            .zip(&params)
+            .map(|(s, x)| BackendUsed {
+                setting: s.name.clone(),
+                backend: x.kind.name().into(),
+                why: x.why.clone(),
+                period: Some(x.spec.period),
+                rate: Some(x.spec.rate),
+                nperiods: Some(x.spec.nperiods),
+                device: x.spec.device.clone(),
+                inject_every: Some(x.inject_every),
+                inject_factor: Some(x.inject_factor),
+                loopback: x.loopback,
+            })
+            .collect(),
+        notes: groups
+            .iter()
+            .map(|g| BackendNote {
+                setting: g.setting.clone(),
+                variant: g.variant.clone(),
+                backend_note: g.backend_note.clone(),
+            })
+            .collect(),
+        callback: CallbackInfo {
+            priority: Some(cfg.callback_priority.into()),
+            cpus: cfg.callback_cpus.iter().map(|&c| c as u64).collect(),
+        },
+        workers: cfg
+            .workers
+            .iter()
+            .map(|w| WorkerInfo {
+                name: Some(w.name.clone()),
+                priority: Some(w.priority.into()),
+                cpus: w.cpus.iter().map(|&c| c as u64).collect(),
+                waited: w.waited,
+                plugins: w
+                    .plugins
+                    .iter()
+                    .map(|pl| PluginInfo {
+                        run_us: Some(pl.work_ns as f64 / 1e3),
+                        jitter_us: Some(pl.jitter_ns as f64 / 1e3),
+                        lock: pl.lock.and_then(lock_name),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    };
     let extra = crate::sweep::RunExtra {
         instruments: inst_json,
-        livefx: serde_json::from_value(livefx_json).ok(),
+        livefx: Some(section),
     };
     let mut code = 0;
     for r in [
@@ -515,6 +558,14 @@ pub fn run_main(p: Prepared) -> i32 {
     code
 }
 
+/// One line of events.jsonl.
+fn write_event(w: &mut impl Write, e: &LivefxEvent) -> Result<(), String> {
+    serde_json::to_writer(&mut *w, e)
+        .map_err(std::io::Error::from)
+        .and_then(|_| w.write_all(b"\n"))
+        .map_err(|e| format!("cannot write events.jsonl: {e}"))
+}
+
 /// What one trial's misses and bursts were, told from the RT side's records and the
 /// sched trace: per miss (in event order) its explanation and burst, and the bursts.
 struct Told {
@@ -549,7 +600,7 @@ fn tell(
     let miss_events: Vec<_> = st
         .events
         .iter()
-        .filter(|e| e.kind == "deadline_miss")
+        .filter(|e| e.kind == events::DEADLINE_MISS)
         .collect();
     let deadlines: Vec<u64> = miss_events.iter().map(|e| e.mono_ns).collect();
     let (bursts, of) = match &cfg.bursts {
@@ -569,7 +620,7 @@ fn tell(
     let injected: std::collections::BTreeSet<u64> = st
         .events
         .iter()
-        .filter(|e| e.kind == "injected")
+        .filter(|e| e.kind == events::INJECTED)
         .map(|e| e.cycle)
         .collect();
     let misses: Vec<(why::Why, Option<usize>)> = miss_events
@@ -588,8 +639,7 @@ fn tell(
         .collect();
     let mut evidence = Vec::new();
     if cfg.bursts.is_some() {
-        let mut c = bursts::BurstCounts::default();
-        c.add(&bursts);
+        let c = bursts::count(&bursts);
         let outside = misses.iter().filter(|(_, b)| b.is_none()).count();
         evidence.push(format!(
             "bursts: {} in all; {} caught the lock holder on the hog's CPU, {} of those cost cycles; \

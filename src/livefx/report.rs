@@ -1,10 +1,12 @@
-//! Livefx results: per setting and variant rows for summary.json (the contract shared with
-//! the reports), histograms.json from the merged HdrHistograms, and the printed table.
+//! Livefx results: per setting and variant rows for summary.json and histograms.json
+//! (the `results::livefx` types), from the merged counters and HdrHistograms, and the
+//! printed table.
 
 use super::bursts::{BurstCounts, poisson_ci95};
 use super::writer::new_hist;
 use hdrhistogram::Histogram;
-use serde_json::{Value, json};
+use results::livefx::hist::{CALLBACK_DURATION, LATENESS, UNIT_US, WAKE_LATENCY};
+use results::livefx::{Cause, Causes, Counters, HistEntry, Pcts, Row};
 use std::collections::BTreeMap;
 
 /// Misses with one cause: how many, and the ranges of how long.
@@ -40,12 +42,8 @@ pub struct Group {
     pub period: u32,
     pub trials: u32,
     pub duration_s: f64,
-    pub cycles: u64,
-    pub xruns: u64,
-    pub misses: u64,
-    pub injected: u64,
-    pub misses_not_injected: u64,
-    pub injected_missed: u64,
+    /// Summed over the trials; `xruns` are each trial's outcome's (RT path and JACK's).
+    pub counts: Counters,
     pub dropped: u64,
     pub discontinuities: Option<u64>,
     /// Discontinuities with no xrun or miss just before them: clicks nothing reported.
@@ -71,12 +69,7 @@ impl Group {
             period: 0,
             trials: 0,
             duration_s: 0.0,
-            cycles: 0,
-            xruns: 0,
-            misses: 0,
-            injected: 0,
-            misses_not_injected: 0,
-            injected_missed: 0,
+            counts: Counters::default(),
             dropped: 0,
             discontinuities: None,
             unexplained: None,
@@ -101,63 +94,60 @@ fn per_hour(n: u64, secs: f64) -> Option<f64> {
     (secs > 0.0).then(|| n as f64 * 3600.0 / secs)
 }
 
-fn pcts(h: &Histogram<u64>) -> Value {
+fn pcts(h: &Histogram<u64>) -> Pcts {
     if h.is_empty() {
-        return json!({"p50": null, "p99": null, "p999": null, "max": null});
+        return Pcts::default();
     }
-    let us = |v: u64| v as f64 / 1e3;
-    json!({
-        "p50": us(h.value_at_quantile(0.5)),
-        "p99": us(h.value_at_quantile(0.99)),
-        "p999": us(h.value_at_quantile(0.999)),
-        "max": us(h.max()),
-    })
+    let us = |v: u64| Some(v as f64 / 1e3);
+    Pcts {
+        p50: us(h.value_at_quantile(0.5)),
+        p99: us(h.value_at_quantile(0.99)),
+        p999: us(h.value_at_quantile(0.999)),
+        max: us(h.max()),
+    }
 }
 
-fn ms_range(r: Option<(u64, u64)>) -> Value {
-    r.map_or(Value::Null, |(a, b)| {
-        json!([a as f64 / 1e6, b as f64 / 1e6])
-    })
+fn ms_range(r: Option<(u64, u64)>) -> Option<(f64, f64)> {
+    r.map(|(a, b)| (a as f64 / 1e6, b as f64 / 1e6))
 }
 
-pub fn row_json(g: &Group) -> Value {
+/// The group's row of summary.json.
+pub fn row(g: &Group) -> Row {
     let minutes = g.duration_s / 60.0;
-    let mut row = json!({
-        "setting": g.setting,
-        "variant": g.variant,
-        "backend": g.backend,
-        "backend_note": g.backend_note,
-        "rate": g.rate,
-        "period": g.period,
-        "trials": g.trials,
-        "duration_s": g.duration_s,
-        "cycles": g.cycles,
-        "xruns": g.xruns,
-        "deadline_misses": g.misses,
-        "injected": g.injected,
-        "injected_undetected": g.injected_missed,
-        "misses_not_injected": g.misses_not_injected,
-        "records_dropped": g.dropped,
-        "misses_per_hour": per_hour(g.misses, g.duration_s),
-        "xruns_per_hour": per_hour(g.xruns, g.duration_s),
-        "discontinuities": g.discontinuities,
-        "discontinuities_unexplained": g.unexplained,
-        "roundtrip_frames": g.roundtrip,
-        "callback_us": pcts(&g.callback),
-        "lateness_us": pcts(&g.lateness),
-        "wake_us": pcts(&g.wake),
-        "misses_per_min": (minutes > 0.0).then(|| g.misses as f64 / minutes),
-        "misses_per_min_ci95": poisson_ci95(g.misses, minutes).map(|(a, b)| [a, b]),
-        "why": g.why_sorted().iter().map(|(c, a)| json!({
-            "cause": c, "count": a.count, "stuck_ms": ms_range(a.stuck), "wait_ms": ms_range(a.wait),
-        })).collect::<Vec<_>>(),
-    });
+    let mut row = Row {
+        backend: g.backend.clone(),
+        backend_note: Some(g.backend_note.clone()),
+        rate: Some(g.rate),
+        period: Some(g.period),
+        trials: Some(g.trials),
+        duration_s: Some(g.duration_s),
+        records_dropped: Some(g.dropped),
+        misses_per_hour: per_hour(g.counts.deadline_misses, g.duration_s),
+        xruns_per_hour: per_hour(g.counts.xruns, g.duration_s),
+        callback_us: pcts(&g.callback),
+        lateness_us: pcts(&g.lateness),
+        wake_us: pcts(&g.wake),
+        misses_per_min: (minutes > 0.0).then(|| g.counts.deadline_misses as f64 / minutes),
+        misses_per_min_ci95: poisson_ci95(g.counts.deadline_misses, minutes),
+        why: Causes::Listed(
+            g.why_sorted()
+                .iter()
+                .map(|(c, a)| Cause {
+                    cause: Some(c.to_string()),
+                    count: Some(a.count),
+                    stuck_ms: ms_range(a.stuck),
+                    wait_ms: ms_range(a.wait),
+                })
+                .collect(),
+        ),
+        ..Row::new(&g.setting, &g.variant)
+    };
+    row.counts.set(&g.counts);
+    row.counts.discontinuities = g.discontinuities;
+    row.counts.discontinuities_unexplained = g.unexplained;
+    row.counts.roundtrip_frames = g.roundtrip;
     if let Some(b) = &g.bursts {
-        row["bursts"] = json!(b.bursts);
-        row["bursts_caught"] = json!(b.caught);
-        row["bursts_caught_missed"] = json!(b.caught_missed);
-        row["bursts_missed"] = json!(b.missed);
-        row["misses_in_bursts"] = json!(b.misses_in_bursts);
+        row.set_bursts(b);
     }
     row
 }
@@ -185,7 +175,7 @@ pub fn render_why(groups: &[Group]) -> String {
     for g in groups {
         if let Some(b) = &g.bursts {
             let minutes = g.duration_s / 60.0;
-            let ci = poisson_ci95(g.misses, minutes)
+            let ci = poisson_ci95(g.counts.deadline_misses, minutes)
                 .map_or(String::new(), |(a, b)| format!(" [95 % {a:.1}–{b:.1}]"));
             out.push_str(&format!(
                 "{} / {}: {} bursts; {} caught the lock holder, {} of those cost cycles ({}); \
@@ -198,7 +188,7 @@ pub fn render_why(groups: &[Group]) -> String {
                 pct(b.caught_missed, b.caught),
                 b.missed,
                 if minutes > 0.0 {
-                    g.misses as f64 / minutes
+                    g.counts.deadline_misses as f64 / minutes
                 } else {
                     0.0
                 },
@@ -212,34 +202,36 @@ pub fn render_why(groups: &[Group]) -> String {
             };
             out.push_str(&format!(
                 "{} / {}: {} of {} misses: {cause}{how_long}\n",
-                g.setting, g.variant, a.count, g.misses
+                g.setting, g.variant, a.count, g.counts.deadline_misses
             ));
         }
     }
     out
 }
 
-pub fn hist_json(g: &Group) -> Vec<Value> {
+/// The group's entries of histograms.json.
+pub fn hists(g: &Group) -> Vec<HistEntry> {
     [
-        ("callback_duration", &g.callback),
-        ("lateness", &g.lateness),
-        ("wake_latency", &g.wake),
+        (CALLBACK_DURATION, &g.callback),
+        (LATENESS, &g.lateness),
+        (WAKE_LATENCY, &g.wake),
     ]
     .into_iter()
-    .map(|(m, h)| {
-        let buckets: Vec<Value> = h
+    .map(|(m, h)| HistEntry {
+        setting: g.setting.clone(),
+        variant: g.variant.clone(),
+        metric: m.into(),
+        unit: UNIT_US.into(),
+        count: h.len(),
+        max: if h.is_empty() {
+            0.0
+        } else {
+            h.max() as f64 / 1e3
+        },
+        buckets: h
             .iter_recorded()
-            .map(|v| json!([v.value_iterated_to() as f64 / 1e3, v.count_at_value()]))
-            .collect();
-        json!({
-            "setting": g.setting,
-            "variant": g.variant,
-            "metric": m,
-            "unit": "us",
-            "count": h.len(),
-            "max": if h.is_empty() { 0.0 } else { h.max() as f64 / 1e3 },
-            "buckets": buckets,
-        })
+            .map(|v| (v.value_iterated_to() as f64 / 1e3, v.count_at_value()))
+            .collect(),
     })
     .collect()
 }
@@ -268,15 +260,18 @@ pub fn render(groups: &[Group]) -> String {
             g.variant.clone(),
             g.backend.clone(),
             g.period.to_string(),
-            g.cycles.to_string(),
-            g.xruns.to_string(),
-            g.misses.to_string(),
-            if g.injected_missed > 0 {
-                format!("{} ({} undetected)", g.injected, g.injected_missed)
+            g.counts.cycles.to_string(),
+            g.counts.xruns.to_string(),
+            g.counts.deadline_misses.to_string(),
+            if g.counts.injected_undetected > 0 {
+                format!(
+                    "{} ({} undetected)",
+                    g.counts.injected, g.counts.injected_undetected
+                )
             } else {
-                g.injected.to_string()
+                g.counts.injected.to_string()
             },
-            g.misses_not_injected.to_string(),
+            g.counts.misses_not_injected.to_string(),
             us(&g.callback, Some(0.99)),
             us(&g.callback, None),
             us(&g.lateness, Some(0.99)),
@@ -313,7 +308,7 @@ pub fn render(groups: &[Group]) -> String {
          cycles without an injected overrun; clicks = loopback discontinuities (- = no loopback)\n",
     );
     for g in groups {
-        if g.discontinuities.is_some() && g.roundtrip.is_none() && g.cycles > 0 {
+        if g.discontinuities.is_some() && g.roundtrip.is_none() && g.counts.cycles > 0 {
             out.push_str(&format!(
                 "{} / {}: the loopback signal never came back: check the wiring (playback and capture ports)\n",
                 g.setting, g.variant
@@ -353,45 +348,27 @@ mod tests {
     fn rows_follow_the_contract() {
         let mut g = Group::new("as-is", "pi");
         g.duration_s = 1800.0;
-        g.misses = 3;
-        g.xruns = 2;
-        g.cycles = 100;
+        g.counts.deadline_misses = 3;
+        g.counts.xruns = 2;
+        g.counts.cycles = 100;
         for v in [1000u64, 2000, 3000, 400_000] {
             g.callback.record(v).unwrap();
         }
-        let r = row_json(&g);
-        for k in [
-            "setting",
-            "variant",
-            "backend",
-            "backend_note",
-            "rate",
-            "period",
-            "trials",
-            "duration_s",
-            "cycles",
-            "xruns",
-            "deadline_misses",
-            "injected",
-            "misses_per_hour",
-            "xruns_per_hour",
-            "discontinuities",
-            "roundtrip_frames",
-            "callback_us",
-            "lateness_us",
-            "wake_us",
-        ] {
-            assert!(r.get(k).is_some(), "missing {k}");
-        }
-        assert_eq!(r["misses_per_hour"], 6.0);
-        assert_eq!(r["discontinuities"], Value::Null);
-        let max = r["callback_us"]["max"].as_f64().unwrap();
+        let r = row(&g);
+        assert_eq!(
+            (r.setting.as_str(), r.counts.cycles, r.counts.xruns),
+            ("as-is", 100, 2)
+        );
+        assert_eq!(r.misses_per_hour, Some(6.0));
+        assert_eq!(r.counts.discontinuities, None);
+        let max = r.callback_us.max.unwrap();
         assert!((399.0..=401.0).contains(&max), "{max}");
-        assert_eq!(r["wake_us"]["p50"], Value::Null);
-        let h = hist_json(&g);
+        assert_eq!(r.wake_us.p50, None);
+        assert_eq!((r.why.list().map(|w| w.len()), r.bursts), (Some(0), None));
+        let h = hists(&g);
         assert_eq!(h.len(), 3);
-        assert_eq!(h[0]["count"], 4);
-        assert_eq!(h[0]["buckets"].as_array().unwrap().len(), 4);
+        assert_eq!(h[0].count, 4);
+        assert_eq!(h[0].buckets.len(), 4);
         let t = render(&[g]);
         assert!(t.lines().nth(2).unwrap().starts_with("as-is"), "{t}");
     }

@@ -18,11 +18,12 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
-pub const FLAG_MISS: u32 = 1;
-pub const FLAG_XRUN: u32 = 2;
-pub const FLAG_INJECTED: u32 = 4;
-pub const FLAG_DISCONTINUITY: u32 = 8;
-pub const NO_WORKER: u8 = 255;
+// A cycle's flags, as cycles/*.bin stores them (the results format owns the bits).
+pub const FLAG_MISS: u32 = results::livefx::cycles::F_MISS;
+pub const FLAG_XRUN: u32 = results::livefx::cycles::F_XRUN;
+pub const FLAG_INJECTED: u32 = results::livefx::cycles::F_INJECTED;
+pub const FLAG_DISCONTINUITY: u32 = results::livefx::cycles::F_DISCONTINUITY;
+pub const NO_WORKER: u8 = results::livefx::cycles::NO_WORKER;
 
 /// Called with `true` when a thread enters its RT loop and `false` when it leaves: lets a
 /// test's counting allocator watch exactly the RT threads. Unset in normal runs.

@@ -240,7 +240,7 @@ pub fn run(
     }
     // JACK's notifications, tied to cycles and marked in the cycles file.
     let notes_v = notes.take_xruns();
-    let mut xruns = stats.xruns_rt;
+    let mut xruns = stats.counts.xruns;
     if !notes_v.is_empty() {
         xruns += notes_v.len() as u64;
         if let Err(e) = tie_xruns(cycles_path, t0, &notes_v, &mut stats) {
@@ -258,7 +258,7 @@ pub fn run(
             Ok(b) => {
                 let flags: Vec<u32> = b
                     .chunks_exact(RECORD_BYTES)
-                    .map(|c| writer::decode(c).3)
+                    .map(|c| writer::decode(c).flags)
                     .collect();
                 Some(super::xrun::unexplained_discontinuities(&flags, window))
             }
@@ -272,11 +272,11 @@ pub fn run(
         let at = notes.gone_at_ns.load(Ordering::SeqCst).saturating_sub(t0) as f64 / 1e9;
         detail = Some(format!(
             "the JACK server went away {at:.1} s into the trial; the results cover the {} cycles recorded before",
-            stats.cycles
+            stats.counts.cycles
         ));
         stats.event(Event {
             kind: "server_gone",
-            cycle: stats.cycles,
+            cycle: stats.counts.cycles,
             t_s: at,
             usecs: None,
             mono_ns: notes.gone_at_ns.load(Ordering::SeqCst),
@@ -347,7 +347,7 @@ fn tie_xruns(
         .chunks_exact(RECORD_BYTES)
         .map(|c| {
             let d = writer::decode(c);
-            (d.0, d.3)
+            (d.start_ns, d.flags)
         })
         .collect();
     let before: Vec<u32> = cycles.iter().map(|c| c.1).collect();

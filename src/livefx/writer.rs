@@ -1,47 +1,40 @@
 //! The normal-priority side of a trial: drains the RT queue, writes the raw cycles file
-//! (24-byte little-endian records, the results contract), fills the HdrHistograms, keeps
-//! the event log and the running counts the progress line shows.
+//! (`results::livefx::cycles` records), counts the cycles (`results::livefx::Counters`),
+//! fills the HdrHistograms, keeps the event log and the running counts the progress line
+//! shows.
 
 use super::rt::{FLAG_DISCONTINUITY, FLAG_INJECTED, FLAG_MISS, FLAG_XRUN, Hold, NO_WORKER, Rec};
 use hdrhistogram::Histogram;
+pub use results::livefx::cycles::RECORD_BYTES;
+use results::livefx::events::{DEADLINE_MISS, DISCONTINUITY, INJECTED, XRUN};
+use results::livefx::{Counters, Record};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
-pub const RECORD_BYTES: usize = 24;
 /// Events kept per trial; past it they are only counted.
 pub const EVENT_CAP: usize = 100_000;
 /// Lock holds kept per trial (for rigs with bursts); past it they are only counted.
 pub const HOLD_CAP: usize = 2_000_000;
 
-/// One record of cycles/*.bin.
+/// One record of cycles/*.bin: times relative to the trial's start `t0`.
 pub fn encode(r: &Rec, t0: u64) -> [u8; RECORD_BYTES] {
-    let mut b = [0u8; RECORD_BYTES];
-    b[0..8].copy_from_slice(&r.start_ns.saturating_sub(t0).to_le_bytes());
-    let dur = r.end_ns.saturating_sub(r.wake_ns).min(u32::MAX as u64) as u32;
-    b[8..12].copy_from_slice(&dur.to_le_bytes());
-    let late =
-        (r.wake_ns as i64 - r.start_ns as i64).clamp(i32::MIN as i64, i32::MAX as i64) as i32;
-    b[12..16].copy_from_slice(&late.to_le_bytes());
-    let flags = (r.flags & 0xff) | ((r.last_worker as u32) << 8);
-    b[16..20].copy_from_slice(&flags.to_le_bytes());
-    b[20..24].copy_from_slice(&r.max_wake_ns.to_le_bytes());
-    b
+    Record {
+        start_ns: r.start_ns.saturating_sub(t0),
+        callback_ns: r.end_ns.saturating_sub(r.wake_ns).min(u32::MAX as u64) as u32,
+        lateness_ns: (r.wake_ns as i64 - r.start_ns as i64).clamp(i32::MIN as i64, i32::MAX as i64)
+            as i32,
+        flags: Record::pack_flags(r.flags, r.last_worker),
+        wake_ns: r.max_wake_ns,
+    }
+    .encode()
 }
 
-/// A decoded record: (start ns since trial start, duration, lateness, flags, max wake).
-pub fn decode(b: &[u8]) -> (u64, u32, i32, u32, u32) {
-    let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap_or([0; 8]));
-    let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap_or([0; 4]));
-    (
-        u64_at(0),
-        u32_at(8),
-        u32_at(12) as i32,
-        u32_at(16),
-        u32_at(20),
-    )
+/// A stored record, decoded.
+pub fn decode(b: &[u8]) -> Record {
+    Record::decode(b)
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -138,14 +131,10 @@ pub struct Progress {
     pub xruns: AtomicU64,
 }
 
+/// What the writer gathered over one trial. `counts.xruns` are the xruns the RT side
+/// saw (JACK's notifications come on top, in the trial's outcome).
 pub struct Stats {
-    pub cycles: u64,
-    pub misses: u64,
-    pub injected: u64,
-    /// Injected cycles not flagged as a miss: a counter that lost the truth.
-    pub injected_missed: u64,
-    pub misses_not_injected: u64,
-    pub xruns_rt: u64,
+    pub counts: Counters,
     pub callback: Histogram<u64>,
     pub lateness: Histogram<u64>,
     pub wake: Histogram<u64>,
@@ -171,12 +160,7 @@ impl Default for Stats {
 impl Stats {
     pub fn new() -> Stats {
         Stats {
-            cycles: 0,
-            misses: 0,
-            injected: 0,
-            injected_missed: 0,
-            misses_not_injected: 0,
-            xruns_rt: 0,
+            counts: Counters::default(),
             callback: new_hist(),
             lateness: new_hist(),
             wake: new_hist(),
@@ -198,7 +182,7 @@ impl Stats {
 
     /// Accounts one cycle record.
     pub fn add(&mut self, r: &Rec, t0: u64, has_workers: bool) {
-        self.cycles += 1;
+        self.counts.add(r.flags, r.xruns as u64);
         let t_s = r.start_ns.saturating_sub(t0) as f64 / 1e9;
         let _ = self
             .callback
@@ -212,26 +196,18 @@ impl Stats {
         let inj = r.flags & FLAG_INJECTED != 0;
         let miss = r.flags & FLAG_MISS != 0;
         if inj {
-            self.injected += 1;
             self.event(Event {
-                kind: "injected",
+                kind: INJECTED,
                 cycle: r.index,
                 t_s,
                 usecs: Some(r.injected_ns as f64 / 1e3),
                 mono_ns: r.start_ns,
                 cause: None,
             });
-            if !miss {
-                self.injected_missed += 1;
-            }
         }
         if miss {
-            self.misses += 1;
-            if !inj {
-                self.misses_not_injected += 1;
-            }
             self.event(Event {
-                kind: "deadline_miss",
+                kind: DEADLINE_MISS,
                 cycle: r.index,
                 t_s,
                 usecs: Some((r.end_ns as f64 - r.deadline_ns as f64) / 1e3),
@@ -240,10 +216,9 @@ impl Stats {
             });
         }
         if r.flags & FLAG_XRUN != 0 {
-            self.xruns_rt += r.xruns as u64;
             let period_us = r.deadline_ns.saturating_sub(r.start_ns) as f64 / 1e3;
             self.event(Event {
-                kind: "xrun",
+                kind: XRUN,
                 cycle: r.index,
                 t_s,
                 usecs: Some(r.xruns as f64 * period_us),
@@ -253,7 +228,7 @@ impl Stats {
         }
         if r.flags & FLAG_DISCONTINUITY != 0 {
             self.event(Event {
-                kind: "discontinuity",
+                kind: DISCONTINUITY,
                 cycle: r.index,
                 t_s,
                 usecs: None,
@@ -308,7 +283,7 @@ pub fn spawn(
                     st.add(&r, t0, has_workers);
                     if let Some(m) = &mut side.marker {
                         for e in &st.events[before..] {
-                            if matches!(e.kind, "deadline_miss" | "xrun") {
+                            if matches!(e.kind, DEADLINE_MISS | XRUN) {
                                 m.write(e);
                             }
                         }
@@ -324,9 +299,11 @@ pub fn spawn(
                     }
                 }
                 if n > 0 {
-                    progress.cycles.store(st.cycles, Ordering::Relaxed);
-                    progress.misses.store(st.misses, Ordering::Relaxed);
-                    progress.xruns.store(st.xruns_rt, Ordering::Relaxed);
+                    progress.cycles.store(st.counts.cycles, Ordering::Relaxed);
+                    progress
+                        .misses
+                        .store(st.counts.deadline_misses, Ordering::Relaxed);
+                    progress.xruns.store(st.counts.xruns, Ordering::Relaxed);
                 }
                 if finishing && rx.is_empty() {
                     break;
@@ -364,13 +341,22 @@ mod tests {
         };
         let b = encode(&r, 500);
         assert_eq!(b.len(), 24);
-        assert_eq!(decode(&b), (1_000_000, 3000, 100, 5 | (3 << 8), 42));
+        assert_eq!(
+            decode(&b),
+            Record {
+                start_ns: 1_000_000,
+                callback_ns: 3000,
+                lateness_ns: 100,
+                flags: 5 | (3 << 8),
+                wake_ns: 42
+            }
+        );
         // A callback that started before its nominal start has negative lateness.
         let early = Rec {
             wake_ns: 1_000_400,
             ..r
         };
-        assert_eq!(decode(&encode(&early, 500)).2, -100);
+        assert_eq!(decode(&encode(&early, 500)).lateness_ns, -100);
     }
 
     #[test]
@@ -413,8 +399,9 @@ mod tests {
             0,
             true,
         );
-        assert_eq!((s.cycles, s.misses, s.injected), (4, 2, 2));
-        assert_eq!((s.injected_missed, s.misses_not_injected), (1, 1));
+        let c = &s.counts;
+        assert_eq!((c.cycles, c.deadline_misses, c.injected), (4, 2, 2));
+        assert_eq!((c.injected_undetected, c.misses_not_injected), (1, 1));
         let kinds: Vec<_> = s.events.iter().map(|e| (e.kind, e.cycle)).collect();
         assert_eq!(
             kinds,

@@ -2,87 +2,24 @@
 //! Streamed twice (extent, then bins) into a fixed number of time bins per lane, so a
 //! run with millions of events plots from a few kilobytes.
 
-use super::json::lenient;
-use serde::Deserialize;
+use results::livefx::BurstCounts;
+pub use results::livefx::Event;
+pub use results::livefx::events::BURST;
+use results::livefx::events::{DEADLINE_MISS, DISCONTINUITY, INJECTED, SERVER_GONE, XRUN};
 use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::path::Path;
 
-pub const KINDS: [&str; 5] = [
-    "xrun",
-    "deadline_miss",
-    "injected",
-    "discontinuity",
-    "server_gone",
-];
+/// The kinds drawn as lanes of marks, in legend order (bursts are drawn behind them).
+pub const KINDS: [&str; 5] = [XRUN, DEADLINE_MISS, INJECTED, DISCONTINUITY, SERVER_GONE];
 pub const BINS: usize = 600;
 /// More lanes than this and trials are merged into one lane per setting and variant.
 pub const MAX_LANES: usize = 16;
-
-#[derive(Deserialize, Debug, Clone, Default)]
-#[serde(default)]
-pub struct Event {
-    pub setting: String,
-    pub variant: String,
-    pub trial: Option<u32>,
-    pub kind: String,
-    pub cycle: Option<u64>,
-    pub t_s: Option<f64>,
-    pub usecs: Option<f64>,
-    /// Newer writers, on every event: CLOCK_MONOTONIC seconds (the kernel trace's
-    /// clock) and UTC wall time, to find the event in a trace or a system log.
-    #[serde(deserialize_with = "lenient::number")]
-    pub mono_s: Option<f64>,
-    #[serde(deserialize_with = "lenient::text")]
-    pub wall: Option<String>,
-    /// On "deadline_miss": the waited worker that finished last (or never), the lock
-    /// it waited for, who held it, for how long it waited, the cause in one sentence
-    /// (identical for identical causes), how long the holder was kept off a CPU, and
-    /// the index of the hog burst it falls in.
-    #[serde(deserialize_with = "lenient::text")]
-    pub worker: Option<String>,
-    #[serde(deserialize_with = "lenient::text")]
-    pub lock: Option<String>,
-    #[serde(deserialize_with = "lenient::text")]
-    pub holder: Option<String>,
-    #[serde(deserialize_with = "lenient::number")]
-    pub wait_us: Option<f64>,
-    #[serde(deserialize_with = "lenient::text")]
-    pub why: Option<String>,
-    #[serde(deserialize_with = "lenient::number")]
-    pub stuck_ms: Option<f64>,
-    #[serde(deserialize_with = "lenient::count")]
-    pub burst: Option<u64>,
-    /// On "burst" (t_s its start, usecs its length): the lock holder it caught at its
-    /// start (and "lock", the lock it held) and the misses attributed to it.
-    #[serde(deserialize_with = "lenient::text")]
-    pub caught: Option<String>,
-    #[serde(deserialize_with = "lenient::count")]
-    pub misses: Option<u64>,
-    /// On "burst": its index in the trial, the one its misses give as "burst".
-    #[serde(deserialize_with = "lenient::count")]
-    pub index: Option<u64>,
-}
-
-/// A hog burst (kind "burst"): not a dropout, drawn as a span behind them.
-pub const BURST: &str = "burst";
 
 /// Shading of a time bin: no burst, a burst, a burst that caught the lock holder.
 pub const SHADE_NONE: u8 = 0;
 pub const SHADE_BURST: u8 = 1;
 pub const SHADE_CAUGHT: u8 = 2;
-
-impl Event {
-    /// When it ended, for a burst; when it happened, for the rest.
-    pub fn t_end(&self) -> f64 {
-        let t = self.t_s.unwrap_or(0.0);
-        if self.kind == BURST {
-            t + self.usecs.unwrap_or(0.0).max(0.0) / 1e6
-        } else {
-            t
-        }
-    }
-}
 
 pub fn kind_index(k: &str) -> Option<usize> {
     KINDS.iter().position(|x| *x == k)
@@ -103,8 +40,8 @@ pub struct Timeline {
     /// shade[lane][bin]: SHADE_* of the hog bursts that overlap the bin (the stronger
     /// wins). Empty when events.jsonl has no bursts.
     pub shade: Vec<Vec<u8>>,
-    /// Hog bursts per (setting, variant): (all, those that caught the lock holder).
-    pub bursts: BTreeMap<(String, String), (u64, u64)>,
+    /// Hog bursts per (setting, variant), counted from their lines.
+    pub bursts: BTreeMap<(String, String), BurstCounts>,
 }
 
 impl Timeline {
@@ -117,9 +54,11 @@ impl Timeline {
     }
     /// (all bursts, bursts that caught the lock holder) over the run.
     pub fn burst_total(&self) -> (u64, u64) {
-        self.bursts
-            .values()
-            .fold((0, 0), |(a, c), (x, y)| (a + x, c + y))
+        let mut all = BurstCounts::default();
+        for b in self.bursts.values() {
+            all.merge(b);
+        }
+        (all.bursts, all.caught)
     }
 }
 
@@ -165,12 +104,10 @@ pub fn load(
         }
         tl.t_max = tl.t_max.max(e.t_end());
         if e.kind == BURST {
-            let b = tl
-                .bursts
+            tl.bursts
                 .entry((e.setting.clone(), e.variant.clone()))
-                .or_insert((0, 0));
-            b.0 += 1;
-            b.1 += u64::from(e.caught.is_some());
+                .or_default()
+                .add(e.caught.is_some(), e.misses.unwrap_or(0));
             return;
         }
         let tot = tl
@@ -182,8 +119,8 @@ pub fn load(
         }
         let here = (e.setting.clone(), e.variant.clone(), e.trial, e.cycle);
         // A miss on a cycle overrun on purpose is not news.
-        let explained = e.kind == "deadline_miss" && last_injected.as_ref() == Some(&here);
-        if e.kind == "injected" {
+        let explained = e.kind == DEADLINE_MISS && last_injected.as_ref() == Some(&here);
+        if e.kind == INJECTED {
             last_injected = Some(here);
         } else if !explained && tl.first.len() < 10 {
             tl.first.push(e);
@@ -288,7 +225,8 @@ mod tests {
         assert_eq!(tl.bad_lines, 0);
         assert_eq!(tl.lanes.len(), 2);
         assert_eq!(tl.total("deadline_miss"), 1);
-        assert_eq!(tl.bursts[&("A".to_string(), "v".to_string())], (2, 1));
+        let b = tl.bursts[&("A".to_string(), "v".to_string())];
+        assert_eq!((b.bursts, b.caught, b.misses_in_bursts), (2, 1, 1));
         assert_eq!(tl.burst_total(), (2, 1));
         // Only the miss is a first event, with its lock and cause.
         assert_eq!(tl.first.len(), 1);

@@ -6,10 +6,11 @@ use super::{Ctx, safe};
 use crate::doc::Block;
 use crate::hist::LogHist;
 use crate::load::events::Event;
-use crate::load::livefx::{Cause, LRow, LivefxData, RowBursts};
+use crate::load::livefx::{LRow, LivefxData};
 use crate::plot::cdf::{Figure, Panel, PanelKind, Series, hist_ccdf, hist_cdf, hist_steps};
 use crate::plot::timeline::TimelinePlot;
 use crate::stats::{fmt_p, mann_whitney_hist, rate_p, sureness, zero_events_upper_per_hour};
+use results::livefx::Cause;
 
 /// `sureness` in terms of audio time rather than trials.
 fn audio_sureness(p: f64) -> String {
@@ -56,18 +57,22 @@ pub fn cases(d: &LivefxData) -> Vec<Case<'_>> {
             let row = d.row(&s, &v);
             let st = d.cycle_stats.get(&(s.clone(), v.clone()));
             let lat = d.latency.get(&(s.clone(), v.clone()));
-            let cycles = st.map(|x| x.cycles).or(row.map(|r| r.cycles)).unwrap_or(0);
+            let st = st.map(|x| &x.counts);
+            let cycles = st
+                .map(|x| x.cycles)
+                .or(row.map(|r| r.counts.cycles))
+                .unwrap_or(0);
             let misses = st
-                .map(|x| x.misses)
-                .or(row.map(|r| r.deadline_misses))
+                .map(|x| x.deadline_misses)
+                .or(row.map(|r| r.counts.deadline_misses))
                 .unwrap_or(0);
             let injected = st
                 .map(|x| x.injected)
-                .or(row.map(|r| r.injected))
+                .or(row.map(|r| r.counts.injected))
                 .unwrap_or(0);
             let real_misses = st
-                .map(|x| x.misses_uninjected)
-                .or(row.and_then(|r| r.misses_not_injected))
+                .map(|x| x.misses_not_injected)
+                .or(row.and_then(|r| r.counts.misses_not_injected))
                 .unwrap_or(misses.saturating_sub(injected));
             let period_us = row.and_then(|r| r.period_us());
             let audio_s = period_us
@@ -76,16 +81,20 @@ pub fn cases(d: &LivefxData) -> Vec<Case<'_>> {
             Case {
                 row,
                 cycles,
-                xruns: row.map(|r| r.xruns).or(st.map(|x| x.xruns)).unwrap_or(0),
+                xruns: row
+                    .map(|r| r.counts.xruns)
+                    .or(st.map(|x| x.xruns))
+                    .unwrap_or(0),
                 misses,
                 injected,
                 real_misses,
-                injected_detected: st
-                    .map(|x| x.misses - x.misses_uninjected)
-                    .or(row
-                        .and_then(|r| r.injected_undetected.map(|u| r.injected.saturating_sub(u)))),
+                injected_detected: st.map(|x| x.injected_detected()).or(row.and_then(|r| {
+                    r.counts
+                        .injected_undetected
+                        .map(|u| r.counts.injected.saturating_sub(u))
+                })),
                 discontinuities: row
-                    .and_then(|r| r.discontinuities)
+                    .and_then(|r| r.counts.discontinuities)
                     .or(st.map(|x| x.discontinuities)),
                 audio_s,
                 period_us,
@@ -228,9 +237,9 @@ pub fn fmt_share(k: u64, n: u64) -> String {
 /// Rigs with a bursting hog: per setting and variant, how many bursts caught the lock
 /// holder, how many of those (and of all bursts) saw a miss, and the miss rate.
 pub fn burst_table(cs: &[Case]) -> Vec<Block> {
-    let with: Vec<(&Case, &RowBursts)> = cs
+    let with: Vec<(&Case, &LRow)> = cs
         .iter()
-        .filter_map(|c| Some((c, &c.row?.bursts)))
+        .filter_map(|c| Some((c, c.row?)))
         .filter(|(_, b)| b.bursts.is_some())
         .collect();
     if with.is_empty() {
@@ -309,7 +318,7 @@ pub fn cause_line(c: &Cause, of: u64) -> String {
 /// "Why the misses": each setting and variant's misses grouped by cause, from the
 /// summary rows' "why"; nothing when no row carries one or nothing missed.
 pub fn why_blocks(cs: &[Case]) -> Vec<Block> {
-    let has_why = |c: &Case| c.row.is_some_and(|r| r.bursts.why.is_some());
+    let has_why = |c: &Case| c.row.is_some_and(|r| r.why.list().is_some());
     // Nothing to explain: no row with causes, or no misses anywhere.
     if !cs.iter().any(has_why) || cs.iter().all(|c| c.real_misses == 0) {
         return vec![];
@@ -318,8 +327,8 @@ pub fn why_blocks(cs: &[Case]) -> Vec<Block> {
     let mut out = Vec::new();
     for c in cs {
         let Some(row) = c.row else { continue };
-        let b = &row.bursts;
-        let why = b.why.as_deref().unwrap_or(&[]);
+        let b = row;
+        let why = b.why.list().unwrap_or(&[]);
         let explained: u64 = why.iter().filter_map(|w| w.count).sum();
         let n = c.real_misses.max(explained);
         let name = case_name(c, mv);

@@ -135,7 +135,7 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
                 if let Some(w) = workers(&res.run) {
                     extra.push(("workers".to_string(), w));
                 }
-                if let Some(rt) = r.roundtrip_frames {
+                if let Some(rt) = r.counts.roundtrip_frames {
                     extra.push(("round trip".into(), format!("{rt} frames (loopback)")));
                 }
             }

@@ -4,7 +4,10 @@
 
 use super::{LABEL, Rng, run_json, write};
 use crate::hist::LogHist;
-use crate::load::cycles::{Cycle, F_INJECTED, F_MISS, F_XRUN};
+use results::livefx::cycles::{F_INJECTED, F_MISS, F_XRUN, Record};
+use results::livefx::events::{DEADLINE_MISS, INJECTED, XRUN};
+use results::livefx::hist::{CALLBACK_DURATION, LATENESS, UNIT_US, WAKE_LATENCY};
+use results::livefx::{Event, HistEntry, Pcts, Row, RowCounts, Summary, TrialRow};
 use std::io::Write;
 use std::path::Path;
 
@@ -68,17 +71,23 @@ struct Acc {
     wake: LogHist,
 }
 
-fn pcts(h: &LogHist) -> serde_json::Value {
+fn pcts(h: &LogHist) -> Pcts {
     let us = |q: f64| h.quantile(q).map(|v| v as f64 / 1e3);
-    serde_json::json!({"p50": us(0.5), "p99": us(0.99), "p999": us(0.999), "max": us(1.0)})
+    Pcts {
+        p50: us(0.5),
+        p99: us(0.99),
+        p999: us(0.999),
+        max: us(1.0),
+    }
 }
 
-fn buckets(h: &LogHist) -> serde_json::Value {
-    serde_json::Value::Array(
-        h.buckets()
-            .map(|(_, hi, c)| serde_json::json!([hi as f64 / 1e3, c]))
-            .collect(),
-    )
+fn buckets(h: &LogHist) -> Vec<(f64, u64)> {
+    h.buckets().map(|(_, hi, c)| (hi as f64 / 1e3, c)).collect()
+}
+
+/// `x` as written with `decimals` places: the events carry that precision.
+fn fixed(x: f64, decimals: usize) -> f64 {
+    format!("{x:.decimals$}").parse().unwrap_or(x)
 }
 
 /// Writes the directory; returns the total number of cycles written.
@@ -131,29 +140,36 @@ pub fn generate(dir: &Path, spec: &Spec) -> Result<u64, String> {
                     flags |= F_INJECTED;
                 }
                 let t_s = i as f64 * period_ns / 1e9;
+                // An older writer's lines: no mono_s, wall or causes.
                 let ev = |kind: &str, usecs: f64, w: &mut dyn Write| -> Result<(), String> {
-                    writeln!(
-                        w,
-                        "{{\"setting\":\"{}\",\"variant\":\"{}\",\"trial\":{t},\"kind\":\"{kind}\",\"cycle\":{i},\"t_s\":{t_s:.6},\"usecs\":{usecs:.1}}}",
-                        s.name, spec.variant
-                    )
-                    .map_err(io)
+                    let e = Event {
+                        setting: s.name.clone(),
+                        variant: spec.variant.clone(),
+                        trial: Some(t),
+                        kind: kind.into(),
+                        cycle: Some(i),
+                        t_s: Some(fixed(t_s, 6)),
+                        usecs: Some(fixed(usecs, 1)),
+                        ..Default::default()
+                    };
+                    serde_json::to_writer(&mut *w, &e).map_err(|e| e.to_string())?;
+                    w.write_all(b"\n").map_err(io)
                 };
                 if injected {
-                    ev("injected", dur / 1e3, &mut events)?;
+                    ev(INJECTED, dur / 1e3, &mut events)?;
                     ti += 1;
                 }
                 if late + dur > period_ns {
                     flags |= F_MISS;
                     tm += 1;
-                    ev("deadline_miss", (late + dur - period_ns) / 1e3, &mut events)?;
+                    ev(DEADLINE_MISS, (late + dur - period_ns) / 1e3, &mut events)?;
                     if !injected && rng.unit() < s.xrun_share {
                         flags |= F_XRUN;
                         tx += 1;
-                        ev("xrun", (late + dur - period_ns) / 1e3, &mut events)?;
+                        ev(XRUN, (late + dur - period_ns) / 1e3, &mut events)?;
                     }
                 }
-                let c = Cycle {
+                let c = Record {
                     start_ns: (i as f64 * period_ns + late) as u64,
                     callback_ns: dur as u32,
                     lateness_ns: late as i32,
@@ -171,38 +187,74 @@ pub fn generate(dir: &Path, spec: &Spec) -> Result<u64, String> {
             acc.xruns += tx;
             acc.misses += tm;
             acc.injected += ti;
-            trials.push(serde_json::json!({
-                "setting": s.name, "variant": spec.variant, "trial": t, "cycles_file": name,
-                "cycles": spec.cycles_per_trial, "xruns": tx, "deadline_misses": tm, "injected": ti
-            }));
+            trials.push(TrialRow {
+                setting: s.name.clone(),
+                variant: spec.variant.clone(),
+                trial: t,
+                cycles_file: Some(name),
+                counts: RowCounts {
+                    cycles: spec.cycles_per_trial,
+                    xruns: tx,
+                    deadline_misses: tm,
+                    injected: ti,
+                    ..Default::default()
+                },
+                ..Default::default()
+            });
         }
         let hours = acc.cycles as f64 * period_ns / 1e9 / 3600.0;
-        rows.push(serde_json::json!({
-            "setting": s.name, "variant": spec.variant, "backend": "clock",
-            "backend_note": "synthetic: no audio device was used",
-            "rate": spec.rate, "period": spec.period, "trials": spec.trials,
+        // An older writer's row: the counters newer ones add are left out (None).
+        rows.push(Row {
+            backend: "clock".into(),
+            backend_note: Some("synthetic: no audio device was used".into()),
+            rate: Some(spec.rate),
+            period: Some(spec.period),
+            trials: Some(spec.trials),
             // Summed over the trials, as xrunrig writes it.
-            "duration_s": (spec.cycles_per_trial * spec.trials as u64) as f64 * period_ns / 1e9,
-            "cycles": acc.cycles, "xruns": acc.xruns, "deadline_misses": acc.misses, "injected": acc.injected,
-            "misses_per_hour": acc.misses as f64 / hours, "xruns_per_hour": acc.xruns as f64 / hours,
-            "discontinuities": null, "roundtrip_frames": null,
-            "callback_us": pcts(&acc.cb), "lateness_us": pcts(&acc.late), "wake_us": pcts(&acc.wake),
-            "note": "unknown extra field: readers must ignore it"
-        }));
+            duration_s: Some((spec.cycles_per_trial * spec.trials as u64) as f64 * period_ns / 1e9),
+            counts: RowCounts {
+                cycles: acc.cycles,
+                xruns: acc.xruns,
+                deadline_misses: acc.misses,
+                injected: acc.injected,
+                ..Default::default()
+            },
+            misses_per_hour: Some(acc.misses as f64 / hours),
+            xruns_per_hour: Some(acc.xruns as f64 / hours),
+            callback_us: pcts(&acc.cb),
+            lateness_us: pcts(&acc.late),
+            wake_us: pcts(&acc.wake),
+            ..Row::new(&s.name, &spec.variant)
+        });
         for (m, h) in [
-            ("callback_duration", &acc.cb),
-            ("lateness", &acc.late),
-            ("wake_latency", &acc.wake),
+            (CALLBACK_DURATION, &acc.cb),
+            (LATENESS, &acc.late),
+            (WAKE_LATENCY, &acc.wake),
         ] {
-            hists.push(serde_json::json!({
-                "setting": s.name, "variant": spec.variant, "metric": m, "unit": "us",
-                "count": h.total, "max": h.max as f64 / 1e3, "buckets": buckets(h)
-            }));
+            hists.push(HistEntry {
+                setting: s.name.clone(),
+                variant: spec.variant.clone(),
+                metric: m.into(),
+                unit: UNIT_US.into(),
+                count: h.total,
+                max: h.max as f64 / 1e3,
+                buckets: buckets(h),
+            });
         }
     }
     events.flush().map_err(io)?;
-    let summary =
-        serde_json::json!({"rig": "livefx", "kind": "livefx", "rows": rows, "trials": trials});
+    let summary = Summary {
+        format: None,
+        rig: "livefx".into(),
+        kind: results::livefx::rows::KIND.into(),
+        rows,
+        trials,
+    };
+    // Readers must ignore fields they do not know: every row carries one.
+    let mut summary = serde_json::to_value(&summary).map_err(|e| e.to_string())?;
+    for r in summary["rows"].as_array_mut().into_iter().flatten() {
+        r["note"] = "unknown extra field: readers must ignore it".into();
+    }
     write(
         &dir.join("summary.json"),
         &(serde_json::to_string_pretty(&summary).unwrap() + "\n"),
