@@ -256,11 +256,14 @@ fn run_plugins(
         if got {
             let (acquired, cpu) = (now_ns(), this_cpu());
             burn_cpu(work, hard, &sh.abort);
+            // Read before the unlock: after it the next holder may stamp its acquire
+            // first, and the two holds would seem to overlap.
+            let released = now_ns();
             let _ = m.raw_unlock();
             // A full queue loses a hold, never blocks: the writer counts what it got.
             let _ = holds.push(Hold {
                 acquired_ns: acquired,
-                released_ns: now_ns(),
+                released_ns: released,
                 worker: me.min(254) as u8,
                 lock: l.min(254) as u8,
                 cpu,
