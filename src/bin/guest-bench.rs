@@ -53,31 +53,25 @@ fn main() {
             .arg(&out)
             .status();
         let wall = t0.elapsed().as_secs_f64();
-        let run: Option<serde_json::Value> = std::fs::read_to_string(out.join("run.json"))
+        let guest = std::fs::read_to_string(out.join(results::RUN_JSON))
             .ok()
-            .and_then(|t| serde_json::from_str(&t).ok());
-        match (st, run) {
-            (Ok(s), Some(run)) if s.success() => {
-                let g = &run["guest"];
+            .and_then(|t| results::run::RunDoc::from_json(&t).ok())
+            .and_then(|r| r.guest);
+        match (st, guest) {
+            (Ok(s), Some(g)) if s.success() => {
+                let or_q = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
                 println!();
-                println!(
-                    "guest-bench {k} ({}):",
-                    g["kernel_release"].as_str().unwrap_or("?")
-                );
+                println!("guest-bench {k} ({}):", or_q(&g.kernel_release));
                 println!(
                     "  accel {} ({}), {} vCPUs, {}",
-                    g["accel"].as_str().unwrap_or("?"),
-                    if g["emulated"] == true {
-                        "emulated"
-                    } else {
-                        "hardware"
-                    },
-                    g["cpus"],
-                    g["boot"].as_str().unwrap_or("?")
+                    or_q(&g.accel),
+                    if g.emulated { "emulated" } else { "hardware" },
+                    g.cpus.map_or("?".into(), |c| c.to_string()),
+                    or_q(&g.boot)
                 );
                 println!(
                     "  boot to rig start: {:.2} s (QEMU start to the guest's ready marker)",
-                    g["boot_s"].as_f64().unwrap_or(f64::NAN)
+                    g.boot_s.unwrap_or(f64::NAN)
                 );
                 println!(
                     "  A/B + control, 8 trials each (32 trials, 1.5 s dwell): {wall:.1} s wall, \

@@ -7,23 +7,24 @@
 //! second serial port where the kernel has no virtio-blk; see channel.rs) and land in
 //! the host's results directory with run.json's "guest" provenance added.
 
+mod boot;
 pub mod bzimage;
 pub mod channel;
 pub mod cpio;
 pub mod initramfs;
 pub mod jack;
 pub mod kernel;
+mod kernel_run;
 pub mod modules;
 pub mod qemu;
-mod results;
+mod record;
+mod tables;
 
 use crate::audio::BackendChoice;
 use crate::exit::{EXIT_FAILED, EXIT_INTERRUPTED, EXIT_REFUSED};
 use crate::options::{GuestOptions, RunOptions, duration_arg};
-use crate::output::summary::Row;
 use crate::rig::{self, Kind};
 use kernel::Kernel;
-use qemu::Accel;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -219,17 +220,7 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
     })
 }
 
-/// What one kernel's run produced.
-pub struct KernelRun {
-    pub kernel: Kernel,
-    pub dir: PathBuf,
-    pub code: i32,
-    pub accel: Option<Accel>,
-    pub rows: Vec<Row>,
-    pub error: Option<String>,
-    pub boot_s: Option<f64>,
-    pub wall_s: f64,
-}
+pub use kernel_run::KernelRun;
 
 /// The results directory for each kernel.
 fn result_dirs(a: &RunOptions, rig: &str, kernels: &[Kernel]) -> (Option<PathBuf>, Vec<PathBuf>) {
@@ -314,7 +305,7 @@ pub fn run_main(a: &RunOptions, g: &GuestOptions) -> i32 {
         if stop.load(Ordering::SeqCst) {
             break;
         }
-        let ctx = results::Ctx {
+        let ctx = kernel_run::Ctx {
             plan: &plan,
             args: a,
             guest: g,
@@ -323,14 +314,14 @@ pub fn run_main(a: &RunOptions, g: &GuestOptions) -> i32 {
             xrunrig: &xrunrig_bin,
             stop: &stop,
         };
-        let r = results::run_kernel(&ctx, k, dir);
+        let r = kernel_run::run_kernel(&ctx, k, dir);
         if let Some(e) = &r.error {
             eprintln!("xrunrig: {}: {e}", r.kernel.label);
         }
         runs.push(r);
     }
     if let Some(base) = base {
-        results::combined(&plan.rig.name, &base, &runs);
+        tables::combined(&plan.rig.name, &base, &runs);
     }
     if stop.load(Ordering::SeqCst) {
         eprintln!("xrunrig: interrupted; the guest was stopped");

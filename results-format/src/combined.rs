@@ -1,0 +1,38 @@
+//! combined.json: the rows of several kernels' runs of one rig side by side, written in
+//! the parent directory when `xrunrig run` is given more than one `--kernel`.
+
+use crate::trials::Row;
+use serde::{Deserialize, Serialize};
+
+pub const COMBINED_JSON: &str = "combined.json";
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Combined {
+    pub rig: String,
+    pub kernels: Vec<KernelEntry>,
+    pub rows: Vec<KernelRow>,
+}
+
+/// One kernel's run: where its results are and how it went.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct KernelEntry {
+    /// The kernel as asked for ("debian:6.12").
+    pub kernel: String,
+    pub release: String,
+    /// Its results directory.
+    pub dir: String,
+    pub accel: Option<String>,
+    pub emulated: bool,
+    /// The guest run's exit code.
+    pub exit: i32,
+    pub error: Option<String>,
+    pub boot_s: Option<f64>,
+}
+
+/// A summary row with the kernel release it came from.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KernelRow {
+    pub kernel: String,
+    #[serde(flatten)]
+    pub row: Row,
+}

@@ -1,0 +1,205 @@
+//! What a guest run prints: each kernel's table as its run comes home, and the table
+//! across kernels (with combined.json) when several ran.
+
+use super::boot::emulated_note;
+use super::kernel_run::KernelRun;
+use super::qemu::{Accel, Outcome};
+use crate::output::summary::{Row, Summary};
+use crate::output::table;
+use results::combined::{COMBINED_JSON, Combined, KernelEntry, KernelRow};
+use results::livefx::Summary as LivefxSummary;
+use std::path::Path;
+
+/// The summary.json a guest run brought home, of either rig kind.
+enum Brought {
+    Trials(Summary),
+    Livefx(LivefxSummary),
+    Nothing,
+}
+
+fn brought(dir: &Path) -> Brought {
+    let Ok(text) = std::fs::read_to_string(dir.join(results::SUMMARY_JSON)) else {
+        return Brought::Nothing;
+    };
+    // The kind decides: reading is lenient, so either type would read the other's file.
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        #[serde(default)]
+        kind: String,
+    }
+    match serde_json::from_str::<Kind>(&text).map(|k| k.kind) {
+        Ok(k) if k == results::KIND_TRIALS => serde_json::from_str(&text)
+            .map(Brought::Trials)
+            .unwrap_or(Brought::Nothing),
+        Ok(k) if k == results::KIND_LIVEFX => serde_json::from_str(&text)
+            .map(Brought::Livefx)
+            .unwrap_or(Brought::Nothing),
+        _ => Brought::Nothing,
+    }
+}
+
+/// One kernel's table, printed when its results are home; its trial rows go into
+/// `run.rows` for the combined table.
+pub fn print_kernel(run: &mut KernelRun, outcome: &Outcome) {
+    let k = &run.kernel;
+    let accel = run.accel.unwrap_or(Accel::Tcg);
+    println!();
+    println!(
+        "kernel {} ({}), guest {} — {}; boot to rig start {}",
+        k.release,
+        k.label,
+        accel.name().to_uppercase(),
+        emulated_note(accel),
+        outcome.ready_s.map_or("-".into(), |b| format!("{b:.1} s"))
+    );
+    match brought(&run.dir) {
+        Brought::Trials(sm) => {
+            print!("{}", table::render(&sm.rows));
+            run.rows = sm.rows;
+        }
+        Brought::Livefx(sm) => print!("{}", livefx_table(&sm)),
+        Brought::Nothing => println!("(no summary.json: the guest run wrote no results)"),
+    }
+    println!("results: {}", run.dir.display());
+}
+
+/// The guest's livefx rows, one line each (the full table is the guest's; its
+/// summary.json has every figure).
+fn livefx_table(sum: &LivefxSummary) -> String {
+    let mut out = String::from(
+        "setting / variant: backend, period, cycles, xruns, deadline misses, clicks (unexplained), round trip frames\n",
+    );
+    fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+        v.map_or("-".into(), |x| x.to_string())
+    }
+    for r in &sum.rows {
+        let c = &r.counts;
+        out.push_str(&format!(
+            "{} / {}: {}, {}, {}, {}, {}, {} ({}), {}\n",
+            r.setting,
+            r.variant,
+            r.backend,
+            opt(r.period),
+            c.cycles,
+            c.xruns,
+            c.deadline_misses,
+            opt(c.discontinuities),
+            opt(c.discontinuities_unexplained),
+            opt(c.roundtrip_frames),
+        ));
+    }
+    out
+}
+
+/// The table across kernels (a kernel column before the usual ones) and
+/// combined.json in the parent directory.
+pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
+    let mut rows: Vec<Row> = vec![];
+    let mut labels: Vec<String> = vec![];
+    for r in runs {
+        for row in &r.rows {
+            rows.push(row.clone());
+            labels.push(r.kernel.release.clone());
+        }
+    }
+    let t = table::render(&rows);
+    let w = labels
+        .iter()
+        .map(|l| l.len())
+        .max()
+        .unwrap_or(0)
+        .max("kernel".len());
+    let mut out = String::new();
+    for (i, line) in t.lines().enumerate() {
+        let k = if i == 0 { "kernel" } else { &labels[i - 1] };
+        out.push_str(&format!("{k:<w$}  {line}\n"));
+    }
+    println!();
+    println!("all kernels ({rig}):");
+    print!("{out}");
+    for r in runs {
+        let acc = r.accel.map_or("-", |a| a.name());
+        match &r.error {
+            Some(_) => println!(
+                "  {} ({}): FAILED, see {}",
+                r.kernel.release,
+                r.kernel.label,
+                r.dir.display()
+            ),
+            None => println!(
+                "  {} ({}): {} {}, boot {} s, {:.1} s in all, {}{}",
+                r.kernel.release,
+                r.kernel.label,
+                acc,
+                if r.accel == Some(Accel::Tcg) {
+                    "(emulated)"
+                } else {
+                    ""
+                },
+                r.boot_s.map_or("-".into(), |b| format!("{b:.1}")),
+                r.wall_s,
+                r.dir.display(),
+                if r.code != 0 {
+                    format!(" (the guest run exited with {})", r.code)
+                } else {
+                    String::new()
+                }
+            ),
+        }
+    }
+    let v = Combined {
+        rig: rig.into(),
+        kernels: runs
+            .iter()
+            .map(|r| KernelEntry {
+                kernel: r.kernel.label.clone(),
+                release: r.kernel.release.clone(),
+                dir: r.dir.display().to_string(),
+                accel: r.accel.map(|a| a.name().into()),
+                emulated: r.accel == Some(Accel::Tcg),
+                exit: r.code,
+                error: r.error.clone(),
+                boot_s: r.boot_s,
+            })
+            .collect(),
+        rows: runs
+            .iter()
+            .flat_map(|r| {
+                r.rows.iter().map(|row| KernelRow {
+                    kernel: r.kernel.release.clone(),
+                    row: row.clone(),
+                })
+            })
+            .collect(),
+    };
+    if let Err(e) = crate::output::write_json(&base.join(COMBINED_JSON), &v) {
+        eprintln!("xrunrig: {e}");
+    }
+    let _ = std::fs::write(base.join("combined.txt"), &out);
+    println!("combined: {}", base.join(COMBINED_JSON).display());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn livefx_rows_print_one_line_each() {
+        let sum: LivefxSummary =
+            serde_json::from_value(serde_json::json!({"kind": "livefx", "rows": [
+                {"setting": "A", "variant": "v", "backend": "jack", "period": 512, "cycles": 467,
+                 "xruns": 2, "deadline_misses": 0, "discontinuities": 2,
+                 "discontinuities_unexplained": 0, "roundtrip_frames": 1536},
+                {"setting": "B", "variant": "v", "backend": "clock", "period": 128, "cycles": 9,
+                 "xruns": 0, "deadline_misses": 0, "discontinuities": null,
+                 "discontinuities_unexplained": null, "roundtrip_frames": null},
+            ]}))
+            .unwrap();
+        let t = livefx_table(&sum);
+        assert!(
+            t.contains("A / v: jack, 512, 467, 2, 0, 2 (0), 1536\n"),
+            "{t}"
+        );
+        assert!(t.contains("B / v: clock, 128, 9, 0, 0, - (-), -\n"), "{t}");
+    }
+}
