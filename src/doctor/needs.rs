@@ -7,7 +7,7 @@ use super::ctx::Ctx;
 use super::source::Source;
 use super::{Check, Status};
 use crate::knobs::profile::{Change, Profile};
-use crate::rig::{Kind, Op, Protocol, Rig};
+use crate::rig::{Kind, Op, Protocol, Rig, ThreadPlan};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -69,210 +69,240 @@ pub fn evaluate(
     src: &dyn Source,
 ) -> Vec<Need> {
     let ctx = Ctx::read(src);
-    let mut out = Vec::new();
-    let threads: Vec<_> = rig
+    let threads: Vec<&ThreadPlan> = rig
         .variants
         .iter()
         .flat_map(|v| v.plan.threads.iter())
         .collect();
-
-    // CPUs the rig pins to.
-    let need = rig.cpus_used();
-    if !need.is_empty() {
-        let online: Vec<usize> = find(checks, "cpus.online")
-            .and_then(|c| serde_json::from_value(c.data["online"].clone()).ok())
-            .unwrap_or_default();
-        let missing: Vec<usize> = need
-            .iter()
-            .copied()
-            .filter(|c| !online.contains(c))
-            .collect();
-        let want = need.iter().max().map_or(1, |m| m + 1).max(4);
-        out.push(Need {
-            check: "cpus.online",
-            what: format!("CPUs {}", crate::sys::format_cpu_set(&need)),
-            met: !online.is_empty() && missing.is_empty(),
-            advisory: false,
-            found: if online.is_empty() {
-                "online CPUs unknown".into()
-            } else {
-                format!(
-                    "online {}{}",
-                    crate::sys::format_cpu_set(&online),
-                    if missing.is_empty() {
-                        String::new()
-                    } else {
-                        format!(", missing {}", crate::sys::format_cpu_set(&missing))
-                    }
-                )
-            },
-            fix: (!missing.is_empty()).then(|| {
-                format!(
-                    "run it in a guest kernel with enough CPUs: xrunrig run {} --kernel debian:6.12 --cpus {want}",
-                    rig.path.display()
-                )
-            }),
-        });
+    let mut out = Vec::new();
+    out.extend(cpus(rig, checks));
+    out.extend(sched_fifo(rig, &threads, checks));
+    out.extend(pi_locks(rig, checks));
+    out.extend(rt_throttling(&threads, profile, checks));
+    out.extend(audio_backend(rig, checks));
+    out.extend(tracing(rig, checks));
+    if let Some(p) = profile {
+        out.extend(profile_writes(p, &ctx, checks));
     }
+    out
+}
 
-    // RT policies: FIFO up to the highest priority used.
-    let max_rt = threads
+/// The CPUs the rig pins to must be online.
+fn cpus(rig: &Rig, checks: &[Check]) -> Option<Need> {
+    let need = rig.cpus_used();
+    if need.is_empty() {
+        return None;
+    }
+    let online: Vec<usize> = find(checks, "cpus.online")
+        .and_then(|c| serde_json::from_value(c.data["online"].clone()).ok())
+        .unwrap_or_default();
+    let missing: Vec<usize> = need
+        .iter()
+        .copied()
+        .filter(|c| !online.contains(c))
+        .collect();
+    let want = need.iter().max().map_or(1, |m| m + 1).max(4);
+    Some(Need {
+        check: "cpus.online",
+        what: format!("CPUs {}", crate::sys::format_cpu_set(&need)),
+        met: !online.is_empty() && missing.is_empty(),
+        advisory: false,
+        found: if online.is_empty() {
+            "online CPUs unknown".into()
+        } else {
+            format!(
+                "online {}{}",
+                crate::sys::format_cpu_set(&online),
+                if missing.is_empty() {
+                    String::new()
+                } else {
+                    format!(", missing {}", crate::sys::format_cpu_set(&missing))
+                }
+            )
+        },
+        fix: (!missing.is_empty()).then(|| {
+            format!(
+                "run it in a guest kernel with enough CPUs: xrunrig run {} --kernel debian:6.12 --cpus {want}",
+                rig.path.display()
+            )
+        }),
+    })
+}
+
+/// RT policies: FIFO up to the highest priority used (a livefx rig's callback is RT
+/// even with no RT thread in its plan).
+fn sched_fifo(rig: &Rig, threads: &[&ThreadPlan], checks: &[Check]) -> Option<Need> {
+    let p = threads
         .iter()
         .filter(|t| t.policy.is_rt())
         .map(|t| t.priority)
         .max()
-        .or((rig.kind == Kind::Livefx).then_some(1));
-    if let Some(p) = max_rt {
-        let c = find(checks, "rights.sched_fifo");
-        let max_ok = c.and_then(|c| c.data["max_ok"].as_i64()).unwrap_or(0);
-        out.push(Need {
-            check: "rights.sched_fifo",
-            what: format!("SCHED_FIFO up to priority {p}"),
-            met: max_ok >= i64::from(p),
-            advisory: false,
-            found: c.map_or("not checked".into(), |c| {
-                format!("{} {}", c.status.label(), c.found)
-            }),
-            fix: c.and_then(|c| c.fix.clone()),
-        });
-    }
+        .or((rig.kind == Kind::Livefx).then_some(1))?;
+    let c = find(checks, "rights.sched_fifo");
+    let max_ok = c.and_then(|c| c.data["max_ok"].as_i64()).unwrap_or(0);
+    Some(Need {
+        check: "rights.sched_fifo",
+        what: format!("SCHED_FIFO up to priority {p}"),
+        met: max_ok >= i64::from(p),
+        advisory: false,
+        found: c.map_or("not checked".into(), |c| {
+            format!("{} {}", c.status.label(), c.found)
+        }),
+        fix: c.and_then(|c| c.fix.clone()),
+    })
+}
 
-    // PI locks.
-    if rig
-        .variants
+/// PI locks need PI futexes.
+fn pi_locks(rig: &Rig, checks: &[Check]) -> Option<Need> {
+    rig.variants
         .iter()
         .any(|v| v.plan.locks.iter().any(|l| l.protocol == Protocol::Inherit))
-    {
-        out.push(from_check(
-            checks,
-            "kernel.pi_futex",
-            "PI mutexes (protocol = \"inherit\")".into(),
-            false,
-        ));
-    }
+        .then(|| {
+            from_check(
+                checks,
+                "kernel.pi_futex",
+                "PI mutexes (protocol = \"inherit\")".into(),
+                false,
+            )
+        })
+}
 
-    // RT throttling against the longest busy step of an RT thread (advisory: a profile
-    // usually switches throttling off for such rigs).
+/// RT throttling against the longest busy step of an RT thread (advisory: a profile
+/// usually switches throttling off for such rigs).
+fn rt_throttling(
+    threads: &[&ThreadPlan],
+    profile: Option<&Profile>,
+    checks: &[Check],
+) -> Option<Need> {
     let busy = threads
         .iter()
         .filter(|t| t.policy.is_rt())
         .map(|t| longest_busy(&t.ops))
         .max()
         .unwrap_or(0);
-    if let Some(c) = find(checks, "sched.rt_throttling")
-        && let Some(rt) = c.data["sched_rt_runtime_us"].as_i64()
-        && busy > 0
-    {
-        let sets_it = profile.is_some_and(|p| {
-            p.settings.iter().all(|s| {
-                s.changes.iter().any(
-                    |ch| matches!(ch, Change::Sysctl(k, _) if k == "kernel.sched_rt_runtime_us"),
-                )
-            })
-        });
-        let hit = rt >= 0 && busy > rt as u64 * 1000;
-        out.push(Need {
-            check: "sched.rt_throttling",
-            what: format!("an RT busy phase of {} ms unthrottled", busy / 1_000_000),
-            met: !hit || sets_it,
-            advisory: true,
-            found: c.found.clone(),
-            fix: (hit && !sets_it).then(|| {
-                "use a profile that sets kernel.sched_rt_runtime_us = -1 (e.g. profiles/rt-push-ipi.toml), \
-                 or sysctl -w kernel.sched_rt_runtime_us=-1 for the run"
-                    .to_string()
-            }),
-        });
+    let c = find(checks, "sched.rt_throttling")?;
+    let rt = c.data["sched_rt_runtime_us"].as_i64()?;
+    if busy == 0 {
+        return None;
     }
+    let sets_it = profile.is_some_and(|p| {
+        p.settings.iter().all(|s| {
+            s.changes
+                .iter()
+                .any(|ch| matches!(ch, Change::Sysctl(k, _) if k == "kernel.sched_rt_runtime_us"))
+        })
+    });
+    let hit = rt >= 0 && busy > rt as u64 * 1000;
+    Some(Need {
+        check: "sched.rt_throttling",
+        what: format!("an RT busy phase of {} ms unthrottled", busy / 1_000_000),
+        met: !hit || sets_it,
+        advisory: true,
+        found: c.found.clone(),
+        fix: (hit && !sets_it).then(|| {
+            "use a profile that sets kernel.sched_rt_runtime_us = -1 (e.g. profiles/rt-push-ipi.toml), \
+             or sysctl -w kernel.sched_rt_runtime_us=-1 for the run"
+                .to_string()
+        }),
+    })
+}
 
-    // livefx: an audio backend.
-    if rig.kind == Kind::Livefx {
-        let backend = rig.livefx.as_ref().map_or("auto", |c| c.backend.as_str());
-        match backend {
-            "clock" => {}
-            "jack" => out.push(from_check(
+/// livefx: an audio backend (the rig's; auto is met by JACK or else an ALSA card).
+fn audio_backend(rig: &Rig, checks: &[Check]) -> Option<Need> {
+    if rig.kind != Kind::Livefx {
+        return None;
+    }
+    let backend = rig.livefx.as_ref().map_or("auto", |c| c.backend.as_str());
+    match backend {
+        "clock" => None,
+        "jack" => Some(from_check(
+            checks,
+            "audio.jack",
+            "a JACK server that answers".into(),
+            false,
+        )),
+        "alsa" => Some(from_check(
+            checks,
+            "audio.alsa_cards",
+            "an ALSA sound card".into(),
+            false,
+        )),
+        _ => {
+            let mut n = from_check(
                 checks,
                 "audio.jack",
-                "a JACK server that answers".into(),
+                "a JACK server or an ALSA card (backend auto)".into(),
                 false,
-            )),
-            "alsa" => out.push(from_check(
-                checks,
-                "audio.alsa_cards",
-                "an ALSA sound card".into(),
-                false,
-            )),
-            _ => {
-                let mut n = from_check(
-                    checks,
-                    "audio.jack",
-                    "a JACK server or an ALSA card (backend auto)".into(),
-                    false,
+            );
+            let alsa = from_check(checks, "audio.alsa_cards", String::new(), false);
+            if !n.met && alsa.met {
+                n = Need {
+                    what: n.what,
+                    check: "audio.alsa_cards",
+                    ..alsa
+                };
+            } else if !n.met {
+                n.found = format!("{}; {}", n.found, alsa.found);
+                n.fix = Some(
+                    "start a JACK server or load a sound card driver; without one livefx \
+                     runs on the clock backend (--backend clock)"
+                        .into(),
                 );
-                let alsa = from_check(checks, "audio.alsa_cards", String::new(), false);
-                if !n.met && alsa.met {
-                    n = Need {
-                        what: n.what,
-                        check: "audio.alsa_cards",
-                        ..alsa
-                    };
-                } else if !n.met {
-                    n.found = format!("{}; {}", n.found, alsa.found);
-                    n.fix = Some(
-                        "start a JACK server or load a sound card driver; without one livefx \
-                         runs on the clock backend (--backend clock)"
-                            .into(),
-                    );
-                }
-                out.push(n);
             }
+            Some(n)
         }
     }
+}
 
-    // Instruments: tracing (the IPI counters alone need only /proc/interrupts).
-    if rig.instruments.as_ref().is_some_and(|i| i.needs_trace()) {
-        out.push(from_check(
+/// Instruments: tracing (the IPI counters alone need only /proc/interrupts).
+fn tracing(rig: &Rig, checks: &[Check]) -> Vec<Need> {
+    if !rig.instruments.as_ref().is_some_and(|i| i.needs_trace()) {
+        return vec![];
+    }
+    vec![
+        from_check(
             checks,
             "tracing.tracefs",
             "tracefs mounted ([instruments])".into(),
             false,
-        ));
-        out.push(from_check(
+        ),
+        from_check(
             checks,
             "tracing.sched_events",
             "sched trace events ([instruments])".into(),
             false,
+        ),
+    ]
+}
+
+/// A profile: what it writes must be writable.
+fn profile_writes(p: &Profile, ctx: &Ctx, checks: &[Check]) -> Vec<Need> {
+    let mut out = Vec::new();
+    let changes: Vec<&Change> = p.settings.iter().flat_map(|s| s.changes.iter()).collect();
+    if changes
+        .iter()
+        .any(|c| matches!(c, Change::Feature(..) | Change::Debugfs(..)))
+    {
+        out.push(from_check(
+            checks,
+            "sched.features",
+            format!("writable sched features / debugfs (profile {})", p.name),
+            false,
         ));
     }
-
-    // A profile: what it writes must be writable.
-    if let Some(p) = profile {
-        let changes: Vec<&Change> = p.settings.iter().flat_map(|s| s.changes.iter()).collect();
-        if changes
-            .iter()
-            .any(|c| matches!(c, Change::Feature(..) | Change::Debugfs(..)))
-        {
-            out.push(from_check(
-                checks,
-                "sched.features",
-                format!("writable sched features / debugfs (profile {})", p.name),
-                false,
-            ));
-        }
-        if changes.iter().any(|c| matches!(c, Change::Sysctl(..))) {
-            let root = ctx.uid == Some(0);
-            out.push(Need {
-                check: "rights.sched_fifo",
-                what: format!("root, to write sysctls (profile {})", p.name),
-                met: root,
-                advisory: false,
-                found: format!(
-                    "uid {}",
-                    ctx.uid.map_or("unknown".into(), |u| u.to_string())
-                ),
-                fix: (!root).then(|| "run as root (sudo)".to_string()),
-            });
-        }
+    if changes.iter().any(|c| matches!(c, Change::Sysctl(..))) {
+        let root = ctx.uid == Some(0);
+        out.push(Need {
+            check: "rights.sched_fifo",
+            what: format!("root, to write sysctls (profile {})", p.name),
+            met: root,
+            advisory: false,
+            found: format!(
+                "uid {}",
+                ctx.uid.map_or("unknown".into(), |u| u.to_string())
+            ),
+            fix: (!root).then(|| "run as root (sudo)".to_string()),
+        });
     }
     out
 }

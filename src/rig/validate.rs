@@ -371,15 +371,86 @@ fn migrate_disabled_runs(ops: &mut [Op]) {
 /// Checks the whole file and builds one plan per variant.
 pub fn compile(ck: &mut Checker, path: &std::path::Path, text: &str) -> Option<Rig> {
     let rig = ck.rig;
-    let name = rig
-        .name
+    let name = rig_name(rig, path);
+    let kind = kind(ck, rig);
+    let (trials, trial_timeout_ns, trial_gap_ns) = trial_shape(ck, rig);
+    if kind == Kind::Trials && rig.threads.is_empty() {
+        ck.err(0..0, "the rig has no threads: add at least one [[threads]]");
+    }
+    let seen = thread_names(ck, rig);
+    check_variant_defs(ck, rig, &seen);
+    let mut variant_defs: Vec<Option<&Spanned<VariantDef>>> =
+        rig.variants.iter().map(Some).collect();
+    if variant_defs.is_empty() {
+        variant_defs.push(None);
+    }
+    let mut found = Found::default();
+    let mut variants = Vec::new();
+    for (vi, vdef) in variant_defs.iter().enumerate() {
+        // Problems in the shared parts are reported once, from the first variant.
+        let before = ck.problems.len();
+        variants.push(compile_variant(ck, rig, *vdef, text, &mut found));
+        if vi > 0 {
+            // Same file text: the first variant already reported shared problems.
+            let extra: Vec<Problem> = ck.problems.drain(before..).collect();
+            for p in extra {
+                if !ck
+                    .problems
+                    .iter()
+                    .any(|q| q.span == p.span && q.msg == p.msg)
+                {
+                    ck.problems.push(p);
+                }
+            }
+        }
+    }
+    let metrics = compile_metrics(ck, rig, &seen, &found);
+    if kind == Kind::Trials
+        && metrics.is_empty()
+        && !rig.threads.is_empty()
+        && rig.instruments.is_none()
+    {
+        ck.err(
+            0..0,
+            "the rig measures nothing: add a [metrics.NAME] with from = \"thread.mark\" and to = \"thread.mark\", or [instruments]",
+        );
+    }
+
+    let (livefx, instruments) = compile_tables(rig, kind, &seen, &variants[0].plan, ck);
+
+    if !ck.problems.is_empty() {
+        return None;
+    }
+    Some(Rig {
+        name,
+        description: rig.description.clone().unwrap_or_default(),
+        path: path.to_path_buf(),
+        text: text.to_string(),
+        kind,
+        trials,
+        trial_timeout_ns,
+        trial_gap_ns,
+        metrics,
+        variants,
+        instruments,
+        livefx,
+    })
+}
+
+/// The rig's `name`, else its file's stem.
+fn rig_name(rig: &RigFile, path: &std::path::Path) -> String {
+    rig.name
         .as_ref()
         .map(|n| n.get_ref().clone())
         .unwrap_or_else(|| {
             path.file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "rig".into())
-        });
+        })
+}
+
+/// `kind`, and a `[livefx]` table exactly when it is livefx.
+fn kind(ck: &mut Checker, rig: &RigFile) -> Kind {
     let kind = match rig.kind.as_ref().map(|k| k.get_ref().as_str()) {
         None | Some("trials") => Kind::Trials,
         Some("livefx") => Kind::Livefx,
@@ -399,6 +470,11 @@ pub fn compile(ck: &mut Checker, path: &std::path::Path, text: &str) -> Option<R
     {
         ck.err(at(l), "a [livefx] table needs kind = \"livefx\"");
     }
+    kind
+}
+
+/// `trials`, `trial_timeout` and `trial_gap` (ns), with their defaults.
+fn trial_shape(ck: &mut Checker, rig: &RigFile) -> (u32, u64, u64) {
     let trials = rig.trials.as_ref().map_or(8, |t| *t.get_ref());
     if let Some(t) = &rig.trials
         && trials == 0
@@ -418,12 +494,11 @@ pub fn compile(ck: &mut Checker, path: &std::path::Path, text: &str) -> Option<R
         .trial_gap
         .as_ref()
         .map_or(100_000_000, |d| ck.duration(d));
+    (trials, trial_timeout_ns, trial_gap_ns)
+}
 
-    if kind == Kind::Trials && rig.threads.is_empty() {
-        ck.err(0..0, "the rig has no threads: add at least one [[threads]]");
-    }
-
-    // Thread names are unique and well formed.
+/// Thread names are unique and well formed; returns them (`seen`).
+fn thread_names(ck: &mut Checker, rig: &RigFile) -> BTreeSet<String> {
     let mut seen = BTreeSet::new();
     for t in &rig.threads {
         let n = t.get_ref().name.get_ref();
@@ -449,13 +524,11 @@ pub fn compile(ck: &mut Checker, path: &std::path::Path, text: &str) -> Option<R
             ck.err(at(i), "instances must be at least 1");
         }
     }
+    seen
+}
 
-    // Variants: names unique, overrides name real locks and threads.
-    let mut variant_defs: Vec<Option<&Spanned<VariantDef>>> =
-        rig.variants.iter().map(Some).collect();
-    if variant_defs.is_empty() {
-        variant_defs.push(None);
-    }
+/// Variants: names unique, overrides name real locks and threads.
+fn check_variant_defs(ck: &mut Checker, rig: &RigFile, seen: &BTreeSet<String>) {
     let mut vnames = BTreeSet::new();
     for v in rig.variants.iter() {
         let vd = v.get_ref();
@@ -488,180 +561,183 @@ pub fn compile(ck: &mut Checker, path: &std::path::Path, text: &str) -> Option<R
             }
         }
     }
+}
 
-    let mut variants = Vec::new();
-    let mut all_marks: BTreeSet<(String, String)> = BTreeSet::new();
-    let mut instances_of: BTreeMap<String, u32> = BTreeMap::new();
-    for (vi, vdef) in variant_defs.iter().enumerate() {
-        // Problems in the shared parts are reported once, from the first variant.
-        let before = ck.problems.len();
-        let locks: Vec<LockPlan> = rig
-            .locks
-            .iter()
-            .map(|(n, l)| {
-                let over = vdef.and_then(|v| v.get_ref().locks.get(n));
-                LockPlan {
-                    name: n.clone(),
-                    protocol: ck.protocol(over.unwrap_or(l)),
-                }
-            })
-            .collect();
-        let mut names = Names::default();
-        let mut marks = Vec::new();
-        let mut threads = Vec::new();
-        for t in &rig.threads {
-            let td = t.get_ref();
-            let base = td.name.get_ref().clone();
-            let over = vdef
-                .and_then(|v| v.get_ref().threads.get(&base))
-                .map(|o| o.get_ref());
-            let policy = ck.policy(over.and_then(|o| o.policy.as_ref()).or(td.policy.as_ref()));
-            let prio = ck.priority(
-                policy,
-                over.and_then(|o| o.priority.as_ref())
-                    .or(td.priority.as_ref()),
+/// What the variants' plans tell the metrics: every (thread, mark) taken in any
+/// variant, and each thread's instance count.
+#[derive(Default)]
+struct Found {
+    marks: BTreeSet<(String, String)>,
+    instances_of: BTreeMap<String, u32>,
+}
+
+/// One variant's plan: the rig's locks and threads with the variant's overrides.
+fn compile_variant(
+    ck: &mut Checker,
+    rig: &RigFile,
+    vdef: Option<&Spanned<VariantDef>>,
+    text: &str,
+    found: &mut Found,
+) -> Variant {
+    let locks: Vec<LockPlan> = rig
+        .locks
+        .iter()
+        .map(|(n, l)| {
+            let over = vdef.and_then(|v| v.get_ref().locks.get(n));
+            LockPlan {
+                name: n.clone(),
+                protocol: ck.protocol(over.unwrap_or(l)),
+            }
+        })
+        .collect();
+    let mut names = Names::default();
+    let mut marks = Vec::new();
+    let mut threads = Vec::new();
+    for t in &rig.threads {
+        let td = t.get_ref();
+        let over = vdef
+            .and_then(|v| v.get_ref().threads.get(td.name.get_ref()))
+            .map(|o| o.get_ref());
+        let n = td.instances.as_ref().map_or(1, |i| *i.get_ref()).max(1);
+        found.instances_of.insert(td.name.get_ref().clone(), n);
+        let mut shared = Shared {
+            locks: &locks,
+            marks: &mut marks,
+            names: &mut names,
+        };
+        threads.extend(compile_thread(ck, td, over, n, text, &mut shared));
+    }
+    for (ev, span) in &names.waited {
+        if !names.signalled.contains(ev) {
+            ck.err(
+                span.clone(),
+                format!("event '{ev}' is waited for but no thread signals it"),
+            );
+        }
+    }
+    for m in &marks {
+        found.marks.insert((m.base.clone(), m.mark.clone()));
+    }
+    let barriers = names
+        .barriers
+        .iter()
+        .map(|(n, ts)| (n.clone(), ts.len() as u32))
+        .collect();
+    Variant {
+        name: vdef.map_or("default".into(), |v| v.get_ref().name.get_ref().clone()),
+        description: vdef
+            .and_then(|v| v.get_ref().description.clone())
+            .unwrap_or_default(),
+        plan: Plan {
+            threads,
+            locks,
+            events: names.events,
+            barriers,
+            marks,
+        },
+    }
+}
+
+/// What the threads of one variant share while their steps compile.
+struct Shared<'b> {
+    locks: &'b [LockPlan],
+    marks: &'b mut Vec<MarkSlot>,
+    names: &'b mut Names,
+}
+
+/// One `[[threads]]` entry (with the variant's override `over`) as its `n` instances.
+fn compile_thread(
+    ck: &mut Checker,
+    td: &ThreadDef,
+    over: Option<&ThreadOverride>,
+    n: u32,
+    text: &str,
+    sh: &mut Shared,
+) -> Vec<ThreadPlan> {
+    let base = td.name.get_ref().clone();
+    let policy = ck.policy(over.and_then(|o| o.policy.as_ref()).or(td.policy.as_ref()));
+    let prio = ck.priority(
+        policy,
+        over.and_then(|o| o.priority.as_ref())
+            .or(td.priority.as_ref()),
+        at(&td.name),
+    );
+    let cpus_spec = over.and_then(|o| o.cpus.as_ref()).or(td.cpus.as_ref());
+    let cpus_at = super::line_col(
+        text,
+        cpus_spec.map_or(td.name.span().start, |c| c.span().start),
+    );
+    let cpus = match cpus_spec {
+        Some(c) => ck.cpus(c),
+        None => crate::sys::online_cpus(),
+    };
+    if td.steps.is_empty() {
+        ck.err(at(&td.name), format!("thread '{base}' has no steps"));
+    }
+    let mut threads = Vec::new();
+    for inst in 0..n {
+        let tname = if n == 1 {
+            base.clone()
+        } else {
+            format!("{base}.{inst}")
+        };
+        let mut cx = ThreadCtx {
+            thread: tname.clone(),
+            base: base.clone(),
+            instance: inst,
+            locks: sh.locks,
+            held: Vec::new(),
+            marks: sh.marks,
+            names: sh.names,
+        };
+        let mut ops = compile_steps(ck, &mut cx, &td.steps, 1);
+        let md = over
+            .and_then(|o| o.migrate_disable.as_ref())
+            .or(td.migrate_disable.as_ref())
+            .is_some_and(|m| *m.get_ref());
+        if md {
+            migrate_disabled_runs(&mut ops);
+        }
+        if !cx.held.is_empty() && inst == 0 {
+            let held: Vec<String> = cx.held.iter().map(|&i| sh.locks[i].name.clone()).collect();
+            ck.err(
                 at(&td.name),
+                format!(
+                    "thread '{base}' never unlocks {}: add {{ unlock = \"{}\" }}",
+                    held.join(", "),
+                    held[0]
+                ),
             );
-            let cpus_spec = over.and_then(|o| o.cpus.as_ref()).or(td.cpus.as_ref());
-            let cpus_at = super::line_col(
-                text,
-                cpus_spec.map_or(td.name.span().start, |c| c.span().start),
-            );
-            let cpus = match cpus_spec {
-                Some(c) => ck.cpus(c),
-                None => crate::sys::online_cpus(),
-            };
-            let n = td.instances.as_ref().map_or(1, |i| *i.get_ref()).max(1);
-            instances_of.insert(base.clone(), n);
-            if td.steps.is_empty() {
-                ck.err(at(&td.name), format!("thread '{base}' has no steps"));
-            }
-            for inst in 0..n {
-                let tname = if n == 1 {
-                    base.clone()
-                } else {
-                    format!("{base}.{inst}")
-                };
-                let mut cx = ThreadCtx {
-                    thread: tname.clone(),
-                    base: base.clone(),
-                    instance: inst,
-                    locks: &locks,
-                    held: Vec::new(),
-                    marks: &mut marks,
-                    names: &mut names,
-                };
-                let mut ops = compile_steps(ck, &mut cx, &td.steps, 1);
-                let md = over
-                    .and_then(|o| o.migrate_disable.as_ref())
-                    .or(td.migrate_disable.as_ref())
-                    .is_some_and(|m| *m.get_ref());
-                if md {
-                    migrate_disabled_runs(&mut ops);
-                }
-                if !cx.held.is_empty() && inst == 0 {
-                    let held: Vec<String> =
-                        cx.held.iter().map(|&i| locks[i].name.clone()).collect();
-                    ck.err(
-                        at(&td.name),
-                        format!(
-                            "thread '{base}' never unlocks {}: add {{ unlock = \"{}\" }}",
-                            held.join(", "),
-                            held[0]
-                        ),
-                    );
-                }
-                threads.push(ThreadPlan {
-                    name: tname,
-                    base: base.clone(),
-                    instance: inst,
-                    policy,
-                    priority: prio,
-                    cpus: cpus.clone(),
-                    ops,
-                    cpus_at,
-                });
-            }
         }
-        for (ev, span) in &names.waited {
-            if !names.signalled.contains(ev) {
-                ck.err(
-                    span.clone(),
-                    format!("event '{ev}' is waited for but no thread signals it"),
-                );
-            }
-        }
-        for m in &marks {
-            all_marks.insert((m.base.clone(), m.mark.clone()));
-        }
-        let barriers = names
-            .barriers
-            .iter()
-            .map(|(n, ts)| (n.clone(), ts.len() as u32))
-            .collect();
-        if vi > 0 {
-            // Same file text: the first variant already reported shared problems.
-            let extra: Vec<Problem> = ck.problems.drain(before..).collect();
-            for p in extra {
-                if !ck
-                    .problems
-                    .iter()
-                    .any(|q| q.span == p.span && q.msg == p.msg)
-                {
-                    ck.problems.push(p);
-                }
-            }
-        }
-        variants.push(Variant {
-            name: vdef.map_or("default".into(), |v| v.get_ref().name.get_ref().clone()),
-            description: vdef
-                .and_then(|v| v.get_ref().description.clone())
-                .unwrap_or_default(),
-            plan: Plan {
-                threads,
-                locks,
-                events: names.events,
-                barriers,
-                marks,
-            },
+        threads.push(ThreadPlan {
+            name: tname,
+            base: base.clone(),
+            instance: inst,
+            policy,
+            priority: prio,
+            cpus: cpus.clone(),
+            ops,
+            cpus_at,
         });
     }
+    threads
+}
 
-    // Metrics: marks exist, bound and unit parse.
+/// Metrics: marks exist, bound and unit parse.
+fn compile_metrics(
+    ck: &mut Checker,
+    rig: &RigFile,
+    seen: &BTreeSet<String>,
+    found: &Found,
+) -> Vec<Metric> {
     let mut metrics = Vec::new();
     for (mname, m) in &rig.metrics {
         let md = m.get_ref();
-        let end = |ck: &mut Checker, s: &Spanned<String>| -> (String, String) {
-            let Some((t, mk)) = s.get_ref().split_once('.') else {
-                ck.err(
-                    at(s),
-                    format!(
-                        "'{}' must name a mark as thread.mark, e.g. \"waiter.got\"",
-                        s.get_ref()
-                    ),
-                );
-                return (String::new(), String::new());
-            };
-            if !seen.contains(t) {
-                ck.err(
-                    at(s),
-                    format!("metric '{mname}': thread '{t}' is not defined"),
-                );
-            } else if !all_marks.contains(&(t.to_string(), mk.to_string())) {
-                ck.err(
-                    at(s),
-                    format!(
-                        "metric '{mname}': mark '{mk}' is never taken by thread '{t}': add {{ mark = \"{mk}\" }} to its steps"
-                    ),
-                );
-            }
-            (t.to_string(), mk.to_string())
-        };
-        let from = end(ck, &md.from);
-        let to = end(ck, &md.to);
+        let from = metric_end(ck, mname, &md.from, seen, &found.marks);
+        let to = metric_end(ck, mname, &md.to, seen, &found.marks);
         let (fi, ti) = (
-            instances_of.get(&from.0).copied().unwrap_or(1),
-            instances_of.get(&to.0).copied().unwrap_or(1),
+            found.instances_of.get(&from.0).copied().unwrap_or(1),
+            found.instances_of.get(&to.0).copied().unwrap_or(1),
         );
         if fi != ti && fi != 1 && ti != 1 {
             ck.err(
@@ -698,36 +774,41 @@ pub fn compile(ck: &mut Checker, path: &std::path::Path, text: &str) -> Option<R
             description: md.description.clone().unwrap_or_default(),
         });
     }
-    if kind == Kind::Trials
-        && metrics.is_empty()
-        && !rig.threads.is_empty()
-        && rig.instruments.is_none()
-    {
+    metrics
+}
+
+/// A metric's `from` or `to`: "thread.mark", a mark some thread takes.
+fn metric_end(
+    ck: &mut Checker,
+    mname: &str,
+    s: &Spanned<String>,
+    seen: &BTreeSet<String>,
+    marks: &BTreeSet<(String, String)>,
+) -> (String, String) {
+    let Some((t, mk)) = s.get_ref().split_once('.') else {
         ck.err(
-            0..0,
-            "the rig measures nothing: add a [metrics.NAME] with from = \"thread.mark\" and to = \"thread.mark\", or [instruments]",
+            at(s),
+            format!(
+                "'{}' must name a mark as thread.mark, e.g. \"waiter.got\"",
+                s.get_ref()
+            ),
+        );
+        return (String::new(), String::new());
+    };
+    if !seen.contains(t) {
+        ck.err(
+            at(s),
+            format!("metric '{mname}': thread '{t}' is not defined"),
+        );
+    } else if !marks.contains(&(t.to_string(), mk.to_string())) {
+        ck.err(
+            at(s),
+            format!(
+                "metric '{mname}': mark '{mk}' is never taken by thread '{t}': add {{ mark = \"{mk}\" }} to its steps"
+            ),
         );
     }
-
-    let (livefx, instruments) = compile_tables(rig, kind, &seen, &variants[0].plan, ck);
-
-    if !ck.problems.is_empty() {
-        return None;
-    }
-    Some(Rig {
-        name,
-        description: rig.description.clone().unwrap_or_default(),
-        path: path.to_path_buf(),
-        text: text.to_string(),
-        kind,
-        trials,
-        trial_timeout_ns,
-        trial_gap_ns,
-        metrics,
-        variants,
-        instruments,
-        livefx,
-    })
+    (t.to_string(), mk.to_string())
 }
 
 /// `[livefx]` (of a livefx rig) and `[instruments]`, checked against the threads

@@ -1,0 +1,173 @@
+//! A livefx run's audio parameters, settled before anything is changed: the CPUs the
+//! rig pins to are online, each setting's parameters resolve (command line over the
+//! setting over the rig), a backend asked for by name answers, and the plan is told.
+
+use super::config::Config;
+use super::trial::Params;
+use crate::audio::{BackendChoice, BackendKind, LoopbackSpec, ProbeSpec, StreamSpec, select};
+use crate::exit::EXIT_REFUSED;
+use crate::knobs::profile::AudioSetting;
+use crate::options::AudioOptions;
+use crate::sweep::Prepared;
+
+/// Refuses a rig that pins livefx threads to CPUs this machine does not have online.
+pub fn check_cpus(p: &Prepared, cfg: &Config) -> Result<(), i32> {
+    let online = crate::sys::online_cpus();
+    let missing: Vec<usize> = cfg
+        .cpus_used()
+        .into_iter()
+        .filter(|c| !online.contains(c))
+        .collect();
+    if !missing.is_empty() {
+        eprintln!(
+            "xrunrig: rig '{}' pins livefx threads to CPUs {} but this machine has only {} online. \
+             Nothing was changed. Edit the rig's cpus, or run it in a guest kernel with enough CPUs (--kernel ... --cpus N).",
+            p.rig.name,
+            crate::sys::format_cpu_set(&missing),
+            crate::sys::format_cpu_set(&online)
+        );
+        return Err(EXIT_REFUSED);
+    }
+    Ok(())
+}
+
+/// Each setting's audio parameters, in the order of `p.settings`; auto's probe runs once
+/// per (backend, device).
+pub fn resolve_settings(p: &Prepared, cfg: &Config) -> Result<Vec<Params>, i32> {
+    let mut cache = Vec::new();
+    let mut params = Vec::new();
+    for s in &p.settings {
+        match resolve(cfg, &p.audio, s.audio.as_ref(), &mut cache) {
+            Ok(x) => params.push(x),
+            Err(e) => {
+                eprintln!("xrunrig: setting '{}': {e}", s.name);
+                return Err(EXIT_REFUSED);
+            }
+        }
+    }
+    Ok(params)
+}
+
+/// A backend asked for by name must answer before anything is changed.
+pub fn probe_named(p: &Prepared, params: &[Params]) -> Result<(), i32> {
+    for (s, x) in p.settings.iter().zip(params) {
+        let probe = x.kind.backend().probe(&ProbeSpec::device(&x.spec.device));
+        if let Err(e) = probe {
+            let hint = match x.kind {
+                BackendKind::Jack => "start a JACK server or name it with --device NAME",
+                _ => "name a card with --device (e.g. hw:1; see `aplay -l`)",
+            };
+            eprintln!(
+                "xrunrig: setting '{}': backend {}: {e}. Nothing was changed. Either {hint}, \
+                 or use --backend clock or auto.",
+                s.name,
+                x.kind.name()
+            );
+            return Err(EXIT_REFUSED);
+        }
+    }
+    Ok(())
+}
+
+/// Tells what the run will do: its size, then each setting's backend and parameters.
+pub fn announce(p: &Prepared, cfg: &Config, params: &[Params]) {
+    eprintln!(
+        "xrunrig: {} — {} trial(s) × {} setting(s) × {} variant(s) of {:.0} s, results in {}",
+        p.rig.name,
+        p.trials,
+        p.settings.len(),
+        p.variants.len(),
+        cfg.duration_ns as f64 / 1e9,
+        p.dir.display()
+    );
+    for (s, x) in p.settings.iter().zip(params) {
+        eprintln!(
+            "xrunrig: setting '{}': backend {} ({}), period {}, {} Hz{}{}",
+            s.name,
+            x.kind.name(),
+            x.why,
+            x.spec.period,
+            x.spec.rate,
+            if x.inject_every > 0 {
+                format!(
+                    ", injected overrun of {}× the period every {} cycles",
+                    x.inject_factor, x.inject_every
+                )
+            } else {
+                String::new()
+            },
+            if x.loopback {
+                ", loopback check on"
+            } else {
+                ""
+            }
+        );
+    }
+    if let Some(n) = &p.settings_note {
+        eprintln!("xrunrig: {n}");
+    }
+}
+
+/// Resolves one setting's audio parameters: command line over the setting's `audio`
+/// over the rig. `cache` keeps auto's probe per (backend, device), so it runs once.
+pub fn resolve(
+    cfg: &Config,
+    a: &AudioOptions,
+    audio: Option<&AudioSetting>,
+    cache: &mut Vec<((BackendChoice, Option<String>), select::Selected)>,
+) -> Result<Params, String> {
+    let def = AudioSetting::default();
+    let au = audio.unwrap_or(&def);
+    let choice = match a.backend {
+        Some(c) => c,
+        None => BackendChoice::parse(au.backend.as_deref().unwrap_or(&cfg.backend))?,
+    };
+    let device = a
+        .device
+        .clone()
+        .or_else(|| au.device.clone())
+        .or_else(|| cfg.device.clone());
+    let period_explicit = a.period.is_some() || au.period.is_some();
+    let period = a.period.or(au.period).unwrap_or(cfg.period);
+    let rate = a.rate.or(au.rate).unwrap_or(cfg.rate);
+    let nperiods = au.nperiods.unwrap_or(cfg.nperiods);
+    if period == 0 || rate == 0 || nperiods == 0 {
+        return Err("period, rate and nperiods must be at least 1".into());
+    }
+    let key = (choice, device.clone());
+    let sel = match cache.iter().find(|(k, _)| *k == key) {
+        Some((_, s)) => s.clone(),
+        None => {
+            let s = select::select(choice, &device);
+            cache.push((key, s.clone()));
+            s
+        }
+    };
+    let loopback = a.loopback || cfg.loopback.enabled;
+    let inject_factor = a.inject_factor.unwrap_or(cfg.inject_factor);
+    Ok(Params {
+        kind: sel.kind,
+        why: sel.why,
+        spec: StreamSpec {
+            period,
+            rate,
+            nperiods,
+            device,
+            priority: cfg.callback_priority,
+            cpus: cfg.callback_cpus.clone(),
+            period_explicit,
+            loopback: loopback.then(|| LoopbackSpec {
+                playback: cfg.loopback.playback.clone(),
+                capture: cfg.loopback.capture.clone(),
+                clock_latency: cfg.loopback.clock_latency.unwrap_or(nperiods * period),
+            }),
+        },
+        duration_ns: cfg.duration_ns,
+        inject_every: a.inject_every.unwrap_or(cfg.inject_every),
+        inject_factor,
+        loopback,
+        // Not in a guest: its serial console is a terminal, but the host reads it by lines.
+        progress: std::io::IsTerminal::is_terminal(&std::io::stderr())
+            && std::env::var_os("XRUNRIG_NO_PROGRESS").is_none(),
+    })
+}

@@ -1,0 +1,127 @@
+//! A finished trial counted three ways: into its (setting, variant) group for the
+//! summary row and histograms, as its own row of summary.json, and as the record the
+//! sweep keeps (samples.jsonl).
+
+use super::Told;
+use super::bursts::BurstCounts;
+use super::report::Group;
+use super::trial::{Outcome, Params};
+use crate::instruments::TrialFindings;
+use crate::output::summary::TrialRecord;
+use results::CYCLES_DIR;
+use results::livefx::Counters;
+use results::livefx::rows::TrialRow;
+
+/// One finished trial, as the tallies read it.
+pub struct Done<'a> {
+    pub o: &'a Outcome,
+    pub told: &'a Told,
+    /// The trial's counts, with the xruns its outcome tells (RT path and JACK's).
+    pub counts: Counters,
+    /// With a rig's `bursts`: what its bursts of background load did.
+    pub bursts: Option<BurstCounts>,
+}
+
+/// Adds the trial to its group; the backend is the stream's when it opened, else the
+/// resolved one.
+pub fn group(g: &mut Group, pr: &Params, d: &Done) {
+    let o = d.o;
+    let st = &o.stats;
+    if let Some(i) = &o.info {
+        g.backend = i.backend.to_string();
+        g.backend_note = format!("{}; {}", pr.why, i.note);
+        g.rate = i.rate;
+        g.period = i.period;
+    } else if g.backend.is_empty() {
+        g.backend = pr.kind.name().to_string();
+        g.backend_note = pr.why.clone();
+    }
+    g.trials += 1;
+    g.duration_s += o.duration_ns as f64 / 1e9;
+    g.counts.merge(&d.counts);
+    g.dropped += o.dropped;
+    if let Some(n) = o.discontinuities {
+        *g.discontinuities.get_or_insert(0) += n;
+    }
+    if let Some(u) = o.unexplained {
+        *g.unexplained.get_or_insert(0) += u;
+    }
+    if g.roundtrip.is_none() {
+        g.roundtrip = o.roundtrip;
+    }
+    let _ = g.callback.add(&st.callback);
+    let _ = g.lateness.add(&st.lateness);
+    let _ = g.wake.add(&st.wake);
+    if let Some(b) = &d.bursts {
+        g.bursts.get_or_insert_with(Default::default).merge(b);
+    }
+    for (y, _) in &d.told.misses {
+        g.why
+            .entry(y.why.clone())
+            .or_default()
+            .add(y.stuck_ns, y.wait_ns);
+    }
+}
+
+/// The trial's row of summary.json; `file` is its cycles file (`results::cycles_file`).
+pub fn row(
+    setting: &str,
+    variant: &str,
+    t: u32,
+    file: &str,
+    d: &Done,
+    found: &TrialFindings,
+) -> TrialRow {
+    let o = d.o;
+    let mut row = TrialRow {
+        setting: setting.to_string(),
+        variant: variant.to_string(),
+        trial: t,
+        cycles_file: Some(format!("{CYCLES_DIR}/{file}")),
+        status: Some(o.status.into()),
+        detail: o.detail.clone(),
+        instruments: (!found.metrics.is_empty()).then(|| found.metrics.clone()),
+        ..Default::default()
+    };
+    row.counts.set(&d.counts);
+    row.counts.discontinuities = o.discontinuities;
+    row.counts.discontinuities_unexplained = o.unexplained;
+    row.counts.roundtrip_frames = o.roundtrip;
+    if let Some(b) = &d.bursts {
+        row.set_bursts(b);
+    }
+    row
+}
+
+/// The sweep's record of the trial: status, duration, the counts as metrics, and the
+/// instruments' metrics and evidence.
+pub fn record(mut rec: TrialRecord, d: &Done, found: TrialFindings) -> TrialRecord {
+    let (o, counts) = (d.o, &d.counts);
+    rec.status = o.status.into();
+    rec.detail = o.detail.clone();
+    rec.duration_ms = o.duration_ns as f64 / 1e6;
+    for (k, v) in [
+        ("cycles", counts.cycles),
+        ("xruns", counts.xruns),
+        ("deadline_misses", counts.deadline_misses),
+        ("injected", counts.injected),
+        ("misses_not_injected", counts.misses_not_injected),
+    ] {
+        rec.metrics.insert(k.into(), vec![v as f64]);
+    }
+    if let Some(n) = o.discontinuities {
+        rec.metrics.insert("discontinuities".into(), vec![n as f64]);
+    }
+    if let Some(b) = &d.bursts {
+        for (k, v) in [
+            ("bursts", b.bursts),
+            ("bursts_caught", b.caught),
+            ("bursts_caught_missed", b.caught_missed),
+        ] {
+            rec.metrics.insert(k.into(), vec![v as f64]);
+        }
+    }
+    rec.metrics.extend(found.metrics);
+    rec.evidence = found.evidence;
+    rec
+}
