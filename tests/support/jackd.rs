@@ -5,6 +5,7 @@
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use xrunrig::audio::jack::server as jack_server;
 
 pub struct PrivateJackd {
     pub name: String,
@@ -61,11 +62,21 @@ impl PrivateJackd {
         let name = format!("xrr-{tag}-{}", std::process::id());
         let log = std::fs::File::create(std::env::temp_dir().join(format!("{name}.log")))
             .expect("jackd log file");
-        let child = Command::new("jackd")
-            .args([
-                "-n", &name, "-R", "-P", "70", "-d", "dummy", "-r", "48000", "-p",
-            ])
-            .arg(period.to_string())
+        // The same command line builder the guest's jackd launcher uses.
+        let args = jack_server::Command {
+            name: Some(name.clone()),
+            priority: Some(70),
+            driver: jack_server::Driver::Dummy {
+                playback_ports: None,
+                capture_ports: None,
+            },
+            rate: Some(48000),
+            period: Some(period),
+            nperiods: None,
+        }
+        .args();
+        let child = Command::new(&args[0])
+            .args(&args[1..])
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
             .spawn()
@@ -75,8 +86,9 @@ impl PrivateJackd {
             child: Some(child),
         };
         // jack_wait prints libjack's "cannot connect" lines while it polls.
-        let ok = Command::new("jack_wait")
-            .args(["-w", "-t", "5", "-s", &j.name])
+        let wait = jack_server::wait_args(&j.name, 5);
+        let ok = Command::new(&wait[0])
+            .args(&wait[1..])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
