@@ -76,7 +76,7 @@ pub struct TrialRecord {
     pub setting: String,
     #[serde(default = "default_variant", deserialize_with = "variant_name")]
     pub variant: String,
-    #[serde(default, deserialize_with = "lenient::count_u32")]
+    #[serde(default, deserialize_with = "lenient::count_or_zero")]
     pub trial: u32,
     #[serde(default, deserialize_with = "status")]
     pub status: TrialStatus,
@@ -125,7 +125,7 @@ pub struct Row {
     #[serde(default, deserialize_with = "lenient::count_or_zero")]
     pub n: usize,
     /// Values meeting the bound (None without a bound). Missing values never do.
-    #[serde(default, deserialize_with = "lenient::count_usize")]
+    #[serde(default, deserialize_with = "lenient::count")]
     pub within_bound: Option<usize>,
     /// Trials that produced no value (timed out before the mark was taken).
     #[serde(default, deserialize_with = "lenient::count_or_zero")]

@@ -3,7 +3,7 @@
 //! Option or has a default; numbers are read leniently (see `lenient`).
 
 use super::counters::{BurstCounts, Counters};
-use super::lenient;
+use crate::lenient;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 
