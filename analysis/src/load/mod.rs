@@ -3,7 +3,6 @@
 
 pub mod cycles;
 pub mod events;
-pub mod json;
 pub mod livefx;
 pub mod trials;
 
@@ -62,6 +61,12 @@ impl Results {
     }
 }
 
+fn read_value(path: &Path) -> Result<serde_json::Value, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{} is not valid JSON: {e}", path.display()))
+}
+
 pub fn load(dir: &Path) -> Result<Results, String> {
     let summary_path = dir.join(results::SUMMARY_JSON);
     if !dir.is_dir() {
@@ -70,7 +75,7 @@ pub fn load(dir: &Path) -> Result<Results, String> {
             dir.display()
         ));
     }
-    let summary = json::read_value(&summary_path).map_err(|e| {
+    let summary = read_value(&summary_path).map_err(|e| {
         format!("{e}; a results directory holds summary.json, run.json and samples (run `xrunrig run` first)")
     })?;
     let head: SummaryHead = serde_json::from_value(summary.clone())

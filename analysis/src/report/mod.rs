@@ -223,51 +223,44 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
 
 /// run.json's livefx worker layout in one line: "fx.0 FIFO 60 on CPU 0: 150 us, 60 us
 /// under bus, 40 us under state; ...".
-// The livefx section is results::livefx::LivefxSection, typed with the livefx results;
-// until this reads its fields it walks the section's JSON.
 fn workers(run: &results::run::RunDoc) -> Option<String> {
-    let lf = serde_json::to_value(run.livefx.as_ref()?).ok()?;
-    let ws = load::json::at(&lf, &["workers"])?.as_array()?;
-    let mut out = Vec::new();
-    for w in ws {
-        let name = load::json::str_at(w, &["name"]).unwrap_or_else(|| "worker".into());
-        let prio = load::json::str_at(w, &["priority"]).unwrap_or_else(|| "?".into());
-        let cpus: Vec<String> = w
-            .get("cpus")
-            .and_then(|c| c.as_array())
-            .map(|a| a.iter().map(|x| x.to_string()).collect())
-            .unwrap_or_default();
-        let plugins: Vec<String> = w
-            .get("plugins")
-            .and_then(|p| p.as_array())
-            .map(|a| {
-                a.iter()
-                    .map(|p| {
-                        let us = load::json::f64_at(p, &["run_us"]).map_or("?".into(), |v| {
-                            if v.fract() == 0.0 {
-                                format!("{v:.0}")
-                            } else {
-                                common::fmt_val(v)
-                            }
-                        });
-                        match load::json::str_at(p, &["lock"]) {
-                            Some(l) => format!("{us} us under {l}"),
-                            None => format!("{us} us"),
+    let out: Vec<String> = run
+        .livefx
+        .as_ref()?
+        .workers
+        .iter()
+        .map(|w| {
+            let plugins: Vec<String> = w
+                .plugins
+                .iter()
+                .map(|p| {
+                    let us = p.run_us.map_or("?".into(), |v| {
+                        if v.fract() == 0.0 {
+                            format!("{v:.0}")
+                        } else {
+                            common::fmt_val(v)
                         }
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        out.push(format!(
-            "{name} FIFO {prio}{}: {}",
-            if cpus.is_empty() {
-                String::new()
-            } else {
-                format!(" on CPU {}", cpus.join(","))
-            },
-            plugins.join(", ")
-        ));
-    }
+                    });
+                    match &p.lock {
+                        Some(l) => format!("{us} us under {l}"),
+                        None => format!("{us} us"),
+                    }
+                })
+                .collect();
+            let cpus: Vec<String> = w.cpus.iter().map(u64::to_string).collect();
+            format!(
+                "{} FIFO {}{}: {}",
+                w.name.as_deref().unwrap_or("worker"),
+                w.priority.map_or("?".into(), |p| p.to_string()),
+                if cpus.is_empty() {
+                    String::new()
+                } else {
+                    format!(" on CPU {}", cpus.join(","))
+                },
+                plugins.join(", ")
+            )
+        })
+        .collect();
     (!out.is_empty()).then(|| out.join("; "))
 }
 
@@ -338,4 +331,29 @@ pub fn main(dir: &Path, redact: bool) -> Result<i32, String> {
         }
     );
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use results::run::RunDoc;
+
+    #[test]
+    fn workers_in_one_line() {
+        let run = RunDoc::from_json(
+            r#"{"livefx": {"workers": [
+                {"name": "fx.0", "priority": 60, "cpus": [0, 2],
+                 "plugins": [{"run_us": 150}, {"run_us": 60.5, "lock": "bus"}]},
+                {"priority": "x", "plugins": [{"lock": "state"}]}
+            ]}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            super::workers(&run).unwrap(),
+            format!(
+                "fx.0 FIFO 60 on CPU 0,2: 150 us, {} us under bus; worker FIFO ?: ? us under state",
+                super::common::fmt_val(60.5)
+            )
+        );
+        assert_eq!(super::workers(&RunDoc::default()), None);
+    }
 }
