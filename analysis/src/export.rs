@@ -237,7 +237,7 @@ pub fn livefx(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<(), String
     }
     ctx.write("export/trials.csv", &s)?;
     // events.csv, streamed.
-    let ev = res.dir.join("events.jsonl");
+    let ev = res.dir.join(results::EVENTS_JSONL);
     if ev.is_file() {
         let out_path = ctx.dir.join("export/events.csv");
         let f = std::fs::File::create(&out_path)

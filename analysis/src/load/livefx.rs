@@ -22,8 +22,16 @@ pub struct Latency {
     pub callback: LogHist,
     pub lateness: LogHist,
     pub wake: LogHist,
-    /// "cycles" (raw) or "histograms.json".
-    pub source: &'static str,
+    pub source: Source,
+}
+
+/// Where a latency distribution was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Every cycle's raw record (cycles/*.bin).
+    Cycles,
+    /// The run's histograms.json, when the cycle files are gone.
+    Histograms,
 }
 
 pub struct LivefxData {
@@ -56,16 +64,6 @@ impl LivefxData {
     }
 }
 
-/// `<setting>__<variant>__<trial>.bin` -> (setting, variant).
-fn key_from_name(name: &str) -> Option<(String, String)> {
-    let stem = name.strip_suffix(".bin")?;
-    let mut parts = stem.rsplitn(3, "__");
-    let _trial = parts.next()?;
-    let variant = parts.next()?;
-    let setting = parts.next()?;
-    Some((setting.to_string(), variant.to_string()))
-}
-
 /// The cycle files to read, with their (setting, variant).
 fn cycle_files(dir: &Path, trials: &[LTrial]) -> Vec<((String, String), PathBuf)> {
     let mut out: Vec<((String, String), PathBuf)> = Vec::new();
@@ -78,7 +76,7 @@ fn cycle_files(dir: &Path, trials: &[LTrial]) -> Vec<((String, String), PathBuf)
         }
     }
     if out.is_empty()
-        && let Ok(rd) = std::fs::read_dir(dir.join("cycles"))
+        && let Ok(rd) = std::fs::read_dir(dir.join(results::CYCLES_DIR))
     {
         let mut names: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).collect();
         names.sort();
@@ -88,7 +86,7 @@ fn cycle_files(dir: &Path, trials: &[LTrial]) -> Vec<((String, String), PathBuf)
                 .and_then(|n| n.to_str())
                 .unwrap_or("")
                 .to_string();
-            if let Some(k) = key_from_name(&name) {
+            if let Some(k) = results::cycles_file_key(&name) {
                 out.push((k, p));
             }
         }
@@ -158,7 +156,7 @@ fn hist_from_entry(e: &HistEntry) -> LogHist {
 
 pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<LivefxData, String> {
     let Summary { rows, trials, .. } = Summary::deserialize(summary)
-        .map_err(|e| format!("{}: {e}", dir.join("summary.json").display()))?;
+        .map_err(|e| format!("{}: {e}", dir.join(results::SUMMARY_JSON).display()))?;
     for r in &rows {
         if let Causes::Unreadable(e) = &r.why {
             warnings.push(format!(
@@ -183,13 +181,13 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<L
                 callback: st.callback.clone(),
                 lateness: st.lateness.clone(),
                 wake: st.wake.clone(),
-                source: "cycles",
+                source: Source::Cycles,
             },
         );
     }
     if latency.is_empty() {
         // No raw cycles: fall back to the run's histograms.
-        if let Ok(h) = read_hists(&dir.join("histograms.json")) {
+        if let Ok(h) = read_hists(&dir.join(results::HISTOGRAMS_JSON)) {
             for e in &h {
                 let k = (e.setting.clone(), e.variant.clone());
                 let hist = hist_from_entry(e);
@@ -197,7 +195,7 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<L
                     callback: LogHist::new(),
                     lateness: LogHist::new(),
                     wake: LogHist::new(),
-                    source: "histograms.json",
+                    source: Source::Histograms,
                 });
                 match e.metric.as_str() {
                     CALLBACK_DURATION => ent.callback = hist,
@@ -234,7 +232,7 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<L
             ));
         }
     }
-    let ev = dir.join("events.jsonl");
+    let ev = dir.join(results::EVENTS_JSONL);
     let timeline = if ev.is_file() {
         let hint = rows.iter().filter_map(|r| r.trial_s()).fold(0.0, f64::max);
         let known: Vec<(String, String, Option<u32>)> = trials
@@ -259,18 +257,4 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<L
         latency,
         timeline,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_split_from_the_right() {
-        assert_eq!(
-            key_from_name("RT__PUSH__pi__3.bin"),
-            Some(("RT__PUSH".into(), "pi".into()))
-        );
-        assert_eq!(key_from_name("x.bin"), None);
-    }
 }

@@ -18,6 +18,16 @@ pub enum Kind {
     Livefx(Box<LivefxData>),
 }
 
+impl Kind {
+    /// summary.json's `kind` for these results.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Kind::Trials(_) => results::KIND_TRIALS,
+            Kind::Livefx(_) => results::KIND_LIVEFX,
+        }
+    }
+}
+
 pub struct Results {
     pub dir: PathBuf,
     pub rig: String,

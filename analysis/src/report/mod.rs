@@ -70,10 +70,6 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
         .map_err(|e| format!("cannot create plots/: {e}"))?;
     std::fs::create_dir_all(ctx.dir.join("export"))
         .map_err(|e| format!("cannot create export/: {e}"))?;
-    let kind = match &res.kind {
-        Kind::Trials(_) => "trials",
-        Kind::Livefx(_) => "livefx",
-    };
     let mut doc = Doc {
         title: format!("xrunrig report: {}", res.rig),
         subtitle: None,
@@ -166,19 +162,18 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
                     vec![Block::Pre(ev)],
                 ));
             }
-            let src: Vec<&str> = d.latency.values().map(|l| l.source).collect();
-            if let Some(s) = src.first() {
+            if let Some(s) = d.latency.values().map(|l| l.source).next() {
                 sections.push((
                     "Where the numbers come from".to_string(),
                     vec![Block::Para(format!(
                         "Latency percentiles from {}; counts from {}.",
-                        if *s == "cycles" {
+                        if s == crate::load::livefx::Source::Cycles {
                             "every cycle's raw record (cycles/*.bin)"
                         } else {
-                            "histograms.json"
+                            results::HISTOGRAMS_JSON
                         },
                         if d.cycle_stats.is_empty() {
-                            "summary.json"
+                            results::SUMMARY_JSON
                         } else {
                             "the raw cycle records"
                         }
@@ -198,7 +193,7 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
     doc.section("Verdict", verdict_blocks);
     doc.section(
         "What ran",
-        vec![common::what_ran(&res.run, &res.rig, kind, extra_sections.0)],
+        vec![common::what_ran(&res.run, &res.rig, res.kind.name(), extra_sections.0)],
     );
     doc.section("Kernel", common::kernel(&res.run, res.has_run));
     doc.section("Settings in force", common::settings(&res.run));
@@ -300,7 +295,7 @@ pub fn write_all(dir: &Path, redact: bool) -> Result<(String, Vec<String>), Stri
     ctx.write("report.html", &html)?;
     let json = serde_json::json!({
         "rig": res.rig,
-        "kind": match res.kind { Kind::Trials(_) => results::KIND_TRIALS, Kind::Livefx(_) => results::KIND_LIVEFX },
+        "kind": res.kind.name(),
         "conclusion": b.conclusion,
         "verdict": b.verdict,
         "warnings": res.warnings,
