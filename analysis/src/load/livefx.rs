@@ -44,20 +44,10 @@ pub struct LivefxData {
 }
 
 impl LivefxData {
+    /// (setting, variant) as the summary rows, then the latency distributions, name them.
     pub fn keys(&self) -> Vec<(String, String)> {
-        let mut out: Vec<(String, String)> = Vec::new();
-        for r in &self.rows {
-            let k = (r.setting.clone(), r.variant.clone());
-            if !out.contains(&k) {
-                out.push(k);
-            }
-        }
-        for k in self.latency.keys() {
-            if !out.contains(k) {
-                out.push(k.clone());
-            }
-        }
-        out
+        let rows = self.rows.iter().map(|r| (r.setting.clone(), r.variant.clone()));
+        super::first_seen(rows.chain(self.latency.keys().cloned()))
     }
     pub fn row(&self, s: &str, v: &str) -> Option<&LRow> {
         self.rows.iter().find(|r| r.setting == s && r.variant == v)

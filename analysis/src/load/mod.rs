@@ -41,34 +41,32 @@ pub struct Results {
 }
 
 impl Results {
-    /// Settings in the order the run swept them.
-    pub fn settings(&self) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        let keys: Vec<(String, String)> = match &self.kind {
+    fn keys(&self) -> Vec<(String, String)> {
+        match &self.kind {
             Kind::Trials(t) => t.keys(),
             Kind::Livefx(l) => l.keys(),
-        };
-        for (s, _) in keys {
-            if !out.contains(&s) {
-                out.push(s);
-            }
         }
-        out
+    }
+
+    /// Settings in the order the run swept them.
+    pub fn settings(&self) -> Vec<String> {
+        first_seen(self.keys().into_iter().map(|k| k.0))
     }
 
     pub fn variants(&self) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        let keys: Vec<(String, String)> = match &self.kind {
-            Kind::Trials(t) => t.keys(),
-            Kind::Livefx(l) => l.keys(),
-        };
-        for (_, v) in keys {
-            if !out.contains(&v) {
-                out.push(v);
-            }
-        }
-        out
+        first_seen(self.keys().into_iter().map(|k| k.1))
     }
+}
+
+/// Each item once, in the order first seen (the order the run wrote them).
+pub(crate) fn first_seen<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for x in items {
+        if !out.contains(&x) {
+            out.push(x);
+        }
+    }
+    out
 }
 
 fn read_value(path: &Path) -> Result<serde_json::Value, String> {

@@ -28,21 +28,11 @@ pub struct TrialsData {
 }
 
 impl TrialsData {
+    /// (setting, variant) as the summary rows, then the trials, name them.
     pub fn keys(&self) -> Vec<(String, String)> {
-        let mut out: Vec<(String, String)> = Vec::new();
-        for r in &self.rows {
-            let k = (r.setting.clone(), r.variant.clone());
-            if !out.contains(&k) {
-                out.push(k);
-            }
-        }
-        for t in &self.trials {
-            let k = (t.setting.clone(), t.variant.clone());
-            if !out.contains(&k) {
-                out.push(k);
-            }
-        }
-        out
+        let rows = self.rows.iter().map(|r| (&r.setting, &r.variant));
+        let trials = self.trials.iter().map(|t| (&t.setting, &t.variant));
+        super::first_seen(rows.chain(trials).map(|(s, v)| (s.clone(), v.clone())))
     }
 
     pub fn metrics(&self) -> Vec<(String, String, Option<String>)> {
