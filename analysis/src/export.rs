@@ -6,7 +6,8 @@ use crate::load::Results;
 use crate::load::cycles;
 use crate::load::livefx::LivefxData;
 use crate::load::trials::TrialsData;
-use crate::report::{Ctx, safe};
+use crate::out::Ctx;
+use results::file_part as safe;
 use std::io::{BufRead, Write};
 
 /// export/events.csv: the original columns first, then the newer writers' (empty when

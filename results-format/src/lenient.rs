@@ -204,10 +204,9 @@ mod tests {
 
     #[test]
     fn wrong_shapes_read_as_absent() {
-        let t: T = serde_json::from_str(
-            r#"{"n":3.0,"small":300,"total":"4","x":"2.5","s":7,"r":[9,2]}"#,
-        )
-        .unwrap();
+        let t: T =
+            serde_json::from_str(r#"{"n":3.0,"small":300,"total":"4","x":"2.5","s":7,"r":[9,2]}"#)
+                .unwrap();
         assert_eq!(t.n, Some(3));
         assert_eq!(t.small, None, "300 does not fit a u8");
         assert_eq!(t.total, 4);
@@ -251,7 +250,11 @@ mod tests {
                 "flag":"true"}"#,
         )
         .unwrap();
-        assert_eq!(l.counts, vec![1, 2, 3], "numeric strings count, negatives do not");
+        assert_eq!(
+            l.counts,
+            vec![1, 2, 3],
+            "numeric strings count, negatives do not"
+        );
         assert_eq!(l.numbers, vec![1.0, 3.5], "strings are not numbers here");
         assert_eq!(l.texts, vec!["a", "b"]);
         assert_eq!(l.count_lists.keys().collect::<Vec<_>>(), vec!["ok"]);

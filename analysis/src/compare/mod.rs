@@ -6,12 +6,13 @@
 use crate::doc::{self, Block, Doc};
 use crate::hist::LogHist;
 use crate::load::{self, Kind, Results};
+use crate::out::Ctx;
 use crate::plot::cdf::{Figure, Panel, PanelKind, Series, hist_ccdf};
 use crate::plot::strip::{Column, Strip};
 use crate::redact::Redactor;
 use crate::report::common::{fmt_us, fmt_val};
-use crate::report::{Ctx, safe};
 use crate::stats::{cv_percent, fmt_p, mann_whitney, mann_whitney_hist, median, rate_p, sorted};
+use results::file_part as safe;
 use std::path::{Path, PathBuf};
 
 /// Significance level for calling a change real.

@@ -46,7 +46,10 @@ pub struct LivefxData {
 impl LivefxData {
     /// (setting, variant) as the summary rows, then the latency distributions, name them.
     pub fn keys(&self) -> Vec<(String, String)> {
-        let rows = self.rows.iter().map(|r| (r.setting.clone(), r.variant.clone()));
+        let rows = self
+            .rows
+            .iter()
+            .map(|r| (r.setting.clone(), r.variant.clone()));
         super::first_seen(rows.chain(self.latency.keys().cloned()))
     }
     pub fn row(&self, s: &str, v: &str) -> Option<&LRow> {

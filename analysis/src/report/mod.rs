@@ -7,37 +7,12 @@ pub mod trials;
 
 use crate::doc::{self, Block, Doc};
 use crate::load::{self, Kind, Results};
-use crate::plot::{self, Plot};
+use crate::out::Ctx;
 use crate::redact::Redactor;
-use std::path::{Path, PathBuf};
-
-/// Where a report's files go; every text written passes through the redactor.
-pub struct Ctx {
-    pub dir: PathBuf,
-    pub red: Redactor,
-    pub rig: String,
-    /// Files written, relative to `dir`.
-    pub files: Vec<String>,
-}
-
-impl Ctx {
-    pub fn save(&mut self, p: &impl Plot, rel: &str) -> Result<(), String> {
-        plot::save(p, &self.dir.join(rel), &self.red)?;
-        self.files.push(format!("{rel}.png"));
-        self.files.push(format!("{rel}.svg"));
-        Ok(())
-    }
-    pub fn write(&mut self, rel: &str, text: &str) -> Result<(), String> {
-        let p = self.dir.join(rel);
-        std::fs::write(&p, self.red.apply(text))
-            .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
-        self.files.push(rel.to_string());
-        Ok(())
-    }
-}
+use std::path::Path;
 
 /// A name safe in a file name: the results format's rule, so plots and exports are
-/// named as the engine names a trial's files.
+/// named as the engine names a trial's files (the livefx engine imports it from here).
 pub use results::file_part as safe;
 
 pub fn redactor_for(res: &Results, redact: bool) -> Redactor {
@@ -193,7 +168,12 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
     doc.section("Verdict", verdict_blocks);
     doc.section(
         "What ran",
-        vec![common::what_ran(&res.run, &res.rig, res.kind.name(), extra_sections.0)],
+        vec![common::what_ran(
+            &res.run,
+            &res.rig,
+            res.kind.name(),
+            extra_sections.0,
+        )],
     );
     doc.section("Kernel", common::kernel(&res.run, res.has_run));
     doc.section("Settings in force", common::settings(&res.run));

@@ -3,9 +3,10 @@
 //! the plots.
 
 use super::common::{bound_words, fmt_val};
-use super::{Ctx, safe};
+use super::safe;
 use crate::doc::Block;
 use crate::load::trials::{TRow, TrialsData};
+use crate::out::Ctx;
 use crate::plot::cdf::{Figure, Panel, PanelKind, Series, ecdf_with_missing, value_steps};
 use crate::plot::strip::{Column, Strip};
 use crate::stats::{fmt_p, mann_whitney, min_p, sorted, sureness};
