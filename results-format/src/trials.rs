@@ -133,6 +133,27 @@ pub struct Row {
     pub values: Vec<f64>,
 }
 
+/// What a reader makes of a row with nothing in it (or nothing readable): the defaults
+/// each field reads with.
+impl Default for Row {
+    fn default() -> Row {
+        Row {
+            setting: dash(),
+            variant: default_variant(),
+            metric: default_metric(),
+            unit: String::new(),
+            bound: None,
+            n: 0,
+            within_bound: None,
+            missing: 0,
+            median: None,
+            min: None,
+            max: None,
+            values: Vec::new(),
+        }
+    }
+}
+
 /// summary.json of a trial rig.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
@@ -190,6 +211,15 @@ fn status<'de, D: Deserializer<'de>>(d: D) -> Result<TrialStatus, D::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_row_reads_as_the_default_row() {
+        let empty: Row = serde_json::from_str("{}").unwrap();
+        assert_eq!(
+            serde_json::to_value(&empty).unwrap(),
+            serde_json::to_value(Row::default()).unwrap()
+        );
+    }
 
     #[test]
     fn statuses_keep_their_names_on_disk() {
