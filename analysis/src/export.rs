@@ -6,7 +6,8 @@ use crate::load::Results;
 use crate::load::cycles;
 use crate::load::livefx::LivefxData;
 use crate::load::trials::TrialsData;
-use crate::report::{Ctx, safe};
+use crate::out::Ctx;
+use results::file_part as safe;
 use std::io::{BufRead, Write};
 
 /// export/events.csv: the original columns first, then the newer writers' (empty when
@@ -237,7 +238,7 @@ pub fn livefx(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<(), String
     }
     ctx.write("export/trials.csv", &s)?;
     // events.csv, streamed.
-    let ev = res.dir.join("events.jsonl");
+    let ev = res.dir.join(results::EVENTS_JSONL);
     if ev.is_file() {
         let out_path = ctx.dir.join("export/events.csv");
         let f = std::fs::File::create(&out_path)

@@ -11,6 +11,7 @@ pub mod doc;
 pub mod export;
 pub mod hist;
 pub mod load;
+pub mod out;
 pub mod plot;
 pub mod redact;
 pub mod report;

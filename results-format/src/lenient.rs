@@ -1,7 +1,10 @@
-//! serde `deserialize_with` helpers for reading results written by other versions: a
-//! field of the wrong shape (an integer written as a float, a number as a string, a
-//! null) reads as absent or as its default instead of failing the whole record.
+//! serde `deserialize_with` helpers for reading results leniently: results written by
+//! other versions may add fields, leave some null, write an integer as a float or a
+//! number as a string. A field of the wrong shape reads as absent or as its default
+//! instead of failing the whole record (a run.json section, a summary row, a line of
+//! events.jsonl).
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -31,29 +34,30 @@ pub fn number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> 
         .filter(|x| x.is_finite()))
 }
 
-/// A count: a non-negative number, an integer written as a float rounds.
-pub fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    Ok(number(d)?.filter(|x| *x >= 0.0).map(|x| x.round() as u64))
-}
-
-/// A count, 0 when absent or of the wrong shape.
-pub fn count_or_zero<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
-    Ok(count(d)?.unwrap_or(0) as usize)
-}
-
-/// A count as usize; None when absent or of the wrong shape.
-pub fn count_usize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
-    Ok(count(d)?.map(|x| x as usize))
-}
-
-/// A count as u32, 0 when absent or of the wrong shape.
-pub fn count_u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
-    Ok(count(d)?.unwrap_or(0) as u32)
-}
-
 /// A number, NaN (unknown) when absent or of the wrong shape.
 pub fn number_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(number(d)?.unwrap_or(f64::NAN))
+}
+
+/// A count: a non-negative number, an integer written as a float rounds; one that does
+/// not fit the type reads as absent.
+pub fn count<'de, D: Deserializer<'de>, T: TryFrom<u64>>(d: D) -> Result<Option<T>, D::Error> {
+    Ok(number(d)?
+        .filter(|x| *x >= 0.0)
+        .and_then(|x| T::try_from(x.round() as u64).ok()))
+}
+
+/// A count that reads as 0 when absent or unreadable (the totals of a row, a trial's
+/// index).
+pub fn count_or_zero<'de, D: Deserializer<'de>, T: TryFrom<u64> + Default>(
+    d: D,
+) -> Result<T, D::Error> {
+    Ok(count(d)?.unwrap_or_default())
+}
+
+/// A signed integer (a number, rounded).
+pub fn integer<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    Ok(number(d)?.map(|x| x.round() as i64))
 }
 
 /// A string, or a number/bool rendered as text.
@@ -87,16 +91,53 @@ pub fn range<'de, D: Deserializer<'de>>(d: D) -> Result<Option<(f64, f64)>, D::E
         .map(|(a, b)| (a.min(b), a.max(b))))
 }
 
-/// A list of numbers; elements that are not numbers are dropped, a non-list is empty.
-pub fn numbers<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
-    Ok(list_of_numbers(Option::<Value>::deserialize(d)?))
+/// A value of any serde type, or its default when absent or of the wrong shape.
+pub fn or_default<'de, D: Deserializer<'de>, T: DeserializeOwned + Default>(
+    d: D,
+) -> Result<T, D::Error> {
+    Ok(Option::<Value>::deserialize(d)?
+        .and_then(|v| T::deserialize(v).ok())
+        .unwrap_or_default())
 }
 
-fn list_of_numbers(v: Option<Value>) -> Vec<f64> {
+/// The elements of a list, or nothing when there is no list.
+fn elements(v: Option<Value>) -> Vec<Value> {
     match v {
-        Some(Value::Array(a)) => a.iter().filter_map(Value::as_f64).collect(),
-        _ => vec![],
+        Some(Value::Array(a)) => a,
+        _ => Vec::new(),
     }
+}
+
+/// A list of records: each one that does not read becomes the default record (the
+/// others still read); no list at all reads as empty.
+pub fn records<'de, D: Deserializer<'de>, T: DeserializeOwned + Default>(
+    d: D,
+) -> Result<Vec<T>, D::Error> {
+    Ok(elements(Option::<Value>::deserialize(d)?)
+        .into_iter()
+        .map(|v| T::deserialize(v).unwrap_or_default())
+        .collect())
+}
+
+/// Non-negative numbers (numeric strings too), rounded; anything else in the list is
+/// left out.
+pub fn counts<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
+    Ok(elements(Option::<Value>::deserialize(d)?)
+        .iter()
+        .filter_map(num)
+        .filter(|x| *x >= 0.0)
+        .map(|x| x.round() as u64)
+        .collect())
+}
+
+/// A list of JSON numbers; elements that are not numbers (strings included) are
+/// dropped, a non-list is empty.
+pub fn numbers<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    Ok(json_numbers(Option::<Value>::deserialize(d)?))
+}
+
+fn json_numbers(v: Option<Value>) -> Vec<f64> {
+    elements(v).iter().filter_map(Value::as_f64).collect()
 }
 
 /// `{name: [numbers]}`, each list read as `numbers` does.
@@ -106,7 +147,7 @@ pub fn number_lists<'de, D: Deserializer<'de>>(
     Ok(match Option::<Value>::deserialize(d)? {
         Some(Value::Object(o)) => o
             .into_iter()
-            .map(|(k, v)| (k, list_of_numbers(Some(v))))
+            .map(|(k, v)| (k, json_numbers(Some(v))))
             .collect(),
         _ => BTreeMap::new(),
     })
@@ -120,8 +161,7 @@ pub fn count_lists<'de, D: Deserializer<'de>>(
         Some(Value::Object(o)) => o
             .into_iter()
             .filter_map(|(k, v)| {
-                let a = v.as_array()?;
-                let c: Option<Vec<u64>> = a.iter().map(Value::as_u64).collect();
+                let c: Option<Vec<u64>> = v.as_array()?.iter().map(Value::as_u64).collect();
                 Some((k, c?))
             })
             .collect(),
@@ -131,27 +171,29 @@ pub fn count_lists<'de, D: Deserializer<'de>>(
 
 /// A list of strings; elements that are not strings are dropped.
 pub fn texts<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    Ok(match Option::<Value>::deserialize(d)? {
-        Some(Value::Array(a)) => a
-            .into_iter()
-            .filter_map(|x| match x {
-                Value::String(s) => Some(s),
-                _ => None,
-            })
-            .collect(),
-        _ => vec![],
-    })
+    Ok(elements(Option::<Value>::deserialize(d)?)
+        .into_iter()
+        .filter_map(|x| match x {
+            Value::String(s) => Some(s),
+            _ => None,
+        })
+        .collect())
 }
 
 #[cfg(test)]
 mod tests {
     use serde::Deserialize;
+    use std::collections::BTreeMap;
 
     #[derive(Deserialize, Default, Debug)]
     #[serde(default)]
     struct T {
         #[serde(deserialize_with = "super::count")]
         n: Option<u64>,
+        #[serde(deserialize_with = "super::count")]
+        small: Option<u8>,
+        #[serde(deserialize_with = "super::count_or_zero")]
+        total: usize,
         #[serde(deserialize_with = "super::number")]
         x: Option<f64>,
         #[serde(deserialize_with = "super::text")]
@@ -162,14 +204,63 @@ mod tests {
 
     #[test]
     fn wrong_shapes_read_as_absent() {
-        let t: T = serde_json::from_str(r#"{"n":3.0,"x":"2.5","s":7,"r":[9,2]}"#).unwrap();
+        let t: T =
+            serde_json::from_str(r#"{"n":3.0,"small":300,"total":"4","x":"2.5","s":7,"r":[9,2]}"#)
+                .unwrap();
         assert_eq!(t.n, Some(3));
+        assert_eq!(t.small, None, "300 does not fit a u8");
+        assert_eq!(t.total, 4);
         assert_eq!(t.x, Some(2.5));
         assert_eq!(t.s.as_deref(), Some("7"));
         assert_eq!(t.r, Some((2.0, 9.0)));
-        let t: T = serde_json::from_str(r#"{"n":-1,"x":{},"s":[1],"r":[1,2,3]}"#).unwrap();
-        assert_eq!((t.n, t.x, t.s, t.r), (None, None, None, None));
+        let t: T =
+            serde_json::from_str(r#"{"n":-1,"total":-2,"x":{},"s":[1],"r":[1,2,3]}"#).unwrap();
+        assert_eq!((t.n, t.total, t.x, t.s, t.r), (None, 0, None, None, None));
         let t: T = serde_json::from_str(r#"{"n":null,"r":null}"#).unwrap();
         assert_eq!((t.n, t.r), (None, None));
+    }
+
+    #[derive(Deserialize, Default, Debug, PartialEq)]
+    #[serde(default)]
+    struct L {
+        #[serde(deserialize_with = "super::counts")]
+        counts: Vec<u64>,
+        #[serde(deserialize_with = "super::numbers")]
+        numbers: Vec<f64>,
+        #[serde(deserialize_with = "super::texts")]
+        texts: Vec<String>,
+        #[serde(deserialize_with = "super::count_lists")]
+        count_lists: BTreeMap<String, Vec<u64>>,
+        #[serde(deserialize_with = "super::records")]
+        records: Vec<R>,
+        #[serde(deserialize_with = "super::flag")]
+        flag: bool,
+    }
+
+    #[derive(Deserialize, Default, Debug, PartialEq)]
+    struct R {
+        a: u32,
+    }
+
+    #[test]
+    fn lists_keep_what_reads() {
+        let l: L = serde_json::from_str(
+            r#"{"counts":[1,"2",-3,2.6,"x"],"numbers":[1,"2",3.5],"texts":["a",1,"b"],
+                "count_lists":{"ok":[1,2],"bad":[1,-2]},"records":[{"a":1},{"a":"x"},{"a":3}],
+                "flag":"true"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            l.counts,
+            vec![1, 2, 3],
+            "numeric strings count, negatives do not"
+        );
+        assert_eq!(l.numbers, vec![1.0, 3.5], "strings are not numbers here");
+        assert_eq!(l.texts, vec!["a", "b"]);
+        assert_eq!(l.count_lists.keys().collect::<Vec<_>>(), vec!["ok"]);
+        assert_eq!(l.records, vec![R { a: 1 }, R { a: 0 }, R { a: 3 }]);
+        assert!(!l.flag, "only a JSON true is true");
+        let l: L = serde_json::from_str(r#"{"counts":7,"records":{}}"#).unwrap();
+        assert_eq!(l, L::default(), "a non-list reads as empty");
     }
 }

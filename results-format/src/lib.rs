@@ -51,7 +51,25 @@ pub fn trial_stem(setting: &str, variant: &str, trial: u32) -> String {
 
 /// The file of one trial's raw cycle records, inside `CYCLES_DIR`.
 pub fn cycles_file(setting: &str, variant: &str, trial: u32) -> String {
-    format!("{}.bin", trial_stem(setting, variant, trial))
+    format!("{}{CYCLES_EXT}", trial_stem(setting, variant, trial))
+}
+
+const CYCLES_EXT: &str = ".bin";
+
+/// `cycles_file` as a trial row records it: relative to the results directory.
+pub fn cycles_path(setting: &str, variant: &str, trial: u32) -> String {
+    format!("{CYCLES_DIR}/{}", cycles_file(setting, variant, trial))
+}
+
+/// The (setting, variant) a cycles file is named for, split from the right (a setting's
+/// name may itself hold `__`); None for a name `cycles_file` does not make.
+pub fn cycles_file_key(name: &str) -> Option<(String, String)> {
+    let stem = name.strip_suffix(CYCLES_EXT)?;
+    let mut parts = stem.rsplitn(3, "__");
+    let _trial = parts.next()?;
+    let variant = parts.next()?;
+    let setting = parts.next()?;
+    Some((setting.to_string(), variant.to_string()))
 }
 
 /// Refuses results written in a newer format than this version reads. `file` names the
@@ -85,6 +103,13 @@ mod tests {
     fn file_names() {
         assert_eq!(file_part("NO_RT PUSH/x"), "NO_RT_PUSH_x");
         assert_eq!(cycles_file("as is", "pi", 3), "as_is__pi__3.bin");
+        assert_eq!(cycles_path("A", "pi", 0), "cycles/A__pi__0.bin");
+        assert_eq!(
+            cycles_file_key("RT__PUSH__pi__3.bin"),
+            Some(("RT__PUSH".into(), "pi".into()))
+        );
+        assert_eq!(cycles_file_key("x.bin"), None);
+        assert_eq!(cycles_file_key("a__b__0.txt"), None);
     }
 
     #[test]

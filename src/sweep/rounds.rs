@@ -11,6 +11,7 @@ use crate::output::summary::TrialRecord;
 use crate::output::table;
 use crate::rig::{self};
 use results::run::SchedFeatures;
+use results::trials::TrialStatus;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -56,8 +57,8 @@ pub fn sweep(
     let (started, _) = crate::sys::utc_now();
     let features_before = features_json();
     let mut session = KnobSession::begin(&io, &knobs::state_dir(), &p.knobs)?;
-    let mut samples = std::fs::File::create(p.dir.join("samples.jsonl"))
-        .map_err(|e| format!("cannot create samples.jsonl: {e}"))?;
+    let mut samples = std::fs::File::create(p.dir.join(results::SAMPLES_JSONL))
+        .map_err(|e| format!("cannot create {}: {e}", results::SAMPLES_JSONL))?;
     let total = p.trials as usize * p.settings.len() * p.variants.len();
     let mut done = 0usize;
     let mut records = Vec::new();
@@ -96,7 +97,7 @@ pub fn sweep(
                     "{}",
                     serde_json::to_string(&rec).unwrap_or_default()
                 );
-                let stuck = rec.status == "stuck";
+                let stuck = rec.status == TrialStatus::Stuck;
                 records.push(rec);
                 if stuck {
                     fatal = Some(
@@ -159,7 +160,7 @@ fn progress_line(r: &TrialRecord, trials: u32, metrics: &[rig::Metric]) -> Strin
             vals.join(", ")
         }
     );
-    if r.status != "ok" {
+    if r.status != TrialStatus::Ok {
         s.push_str(&format!(
             " [{}{}]",
             r.status,

@@ -183,7 +183,7 @@ mod tests {
     fn bins_events_and_skips_bad_lines() {
         let dir = std::env::temp_dir().join(format!("analysis-events-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("events.jsonl");
+        let p = dir.join(results::EVENTS_JSONL);
         let mut s = String::new();
         for i in 0..10 {
             s += &format!(
@@ -211,7 +211,7 @@ mod tests {
     fn bursts_shade_their_bins_and_are_not_events() {
         let dir = std::env::temp_dir().join(format!("analysis-bursts-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("events.jsonl");
+        let p = dir.join(results::EVENTS_JSONL);
         // 60 s trials: 0.1 s bins. A caught burst 10.0-10.5 s, a plain one 30.0-30.25 s
         // (its index and count written as floats), a miss in the first.
         let s = [

@@ -22,8 +22,16 @@ pub struct Latency {
     pub callback: LogHist,
     pub lateness: LogHist,
     pub wake: LogHist,
-    /// "cycles" (raw) or "histograms.json".
-    pub source: &'static str,
+    pub source: Source,
+}
+
+/// Where a latency distribution was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Every cycle's raw record (cycles/*.bin).
+    Cycles,
+    /// The run's histograms.json, when the cycle files are gone.
+    Histograms,
 }
 
 pub struct LivefxData {
@@ -36,34 +44,17 @@ pub struct LivefxData {
 }
 
 impl LivefxData {
+    /// (setting, variant) as the summary rows, then the latency distributions, name them.
     pub fn keys(&self) -> Vec<(String, String)> {
-        let mut out: Vec<(String, String)> = Vec::new();
-        for r in &self.rows {
-            let k = (r.setting.clone(), r.variant.clone());
-            if !out.contains(&k) {
-                out.push(k);
-            }
-        }
-        for k in self.latency.keys() {
-            if !out.contains(k) {
-                out.push(k.clone());
-            }
-        }
-        out
+        let rows = self
+            .rows
+            .iter()
+            .map(|r| (r.setting.clone(), r.variant.clone()));
+        super::first_seen(rows.chain(self.latency.keys().cloned()))
     }
     pub fn row(&self, s: &str, v: &str) -> Option<&LRow> {
         self.rows.iter().find(|r| r.setting == s && r.variant == v)
     }
-}
-
-/// `<setting>__<variant>__<trial>.bin` -> (setting, variant).
-fn key_from_name(name: &str) -> Option<(String, String)> {
-    let stem = name.strip_suffix(".bin")?;
-    let mut parts = stem.rsplitn(3, "__");
-    let _trial = parts.next()?;
-    let variant = parts.next()?;
-    let setting = parts.next()?;
-    Some((setting.to_string(), variant.to_string()))
 }
 
 /// The cycle files to read, with their (setting, variant).
@@ -78,7 +69,7 @@ fn cycle_files(dir: &Path, trials: &[LTrial]) -> Vec<((String, String), PathBuf)
         }
     }
     if out.is_empty()
-        && let Ok(rd) = std::fs::read_dir(dir.join("cycles"))
+        && let Ok(rd) = std::fs::read_dir(dir.join(results::CYCLES_DIR))
     {
         let mut names: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).collect();
         names.sort();
@@ -88,7 +79,7 @@ fn cycle_files(dir: &Path, trials: &[LTrial]) -> Vec<((String, String), PathBuf)
                 .and_then(|n| n.to_str())
                 .unwrap_or("")
                 .to_string();
-            if let Some(k) = key_from_name(&name) {
+            if let Some(k) = results::cycles_file_key(&name) {
                 out.push((k, p));
             }
         }
@@ -158,7 +149,7 @@ fn hist_from_entry(e: &HistEntry) -> LogHist {
 
 pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<LivefxData, String> {
     let Summary { rows, trials, .. } = Summary::deserialize(summary)
-        .map_err(|e| format!("{}: {e}", dir.join("summary.json").display()))?;
+        .map_err(|e| format!("{}: {e}", dir.join(results::SUMMARY_JSON).display()))?;
     for r in &rows {
         if let Causes::Unreadable(e) = &r.why {
             warnings.push(format!(
@@ -183,13 +174,13 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<L
                 callback: st.callback.clone(),
                 lateness: st.lateness.clone(),
                 wake: st.wake.clone(),
-                source: "cycles",
+                source: Source::Cycles,
             },
         );
     }
     if latency.is_empty() {
         // No raw cycles: fall back to the run's histograms.
-        if let Ok(h) = read_hists(&dir.join("histograms.json")) {
+        if let Ok(h) = read_hists(&dir.join(results::HISTOGRAMS_JSON)) {
             for e in &h {
                 let k = (e.setting.clone(), e.variant.clone());
                 let hist = hist_from_entry(e);
@@ -197,7 +188,7 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<L
                     callback: LogHist::new(),
                     lateness: LogHist::new(),
                     wake: LogHist::new(),
-                    source: "histograms.json",
+                    source: Source::Histograms,
                 });
                 match e.metric.as_str() {
                     CALLBACK_DURATION => ent.callback = hist,
@@ -234,7 +225,7 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<L
             ));
         }
     }
-    let ev = dir.join("events.jsonl");
+    let ev = dir.join(results::EVENTS_JSONL);
     let timeline = if ev.is_file() {
         let hint = rows.iter().filter_map(|r| r.trial_s()).fold(0.0, f64::max);
         let known: Vec<(String, String, Option<u32>)> = trials
@@ -259,18 +250,4 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<L
         latency,
         timeline,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_split_from_the_right() {
-        assert_eq!(
-            key_from_name("RT__PUSH__pi__3.bin"),
-            Some(("RT__PUSH".into(), "pi".into()))
-        );
-        assert_eq!(key_from_name("x.bin"), None);
-    }
 }

@@ -3,7 +3,6 @@
 
 pub mod cycles;
 pub mod events;
-pub mod json;
 pub mod livefx;
 pub mod trials;
 
@@ -19,6 +18,16 @@ pub enum Kind {
     Livefx(Box<LivefxData>),
 }
 
+impl Kind {
+    /// summary.json's `kind` for these results.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Kind::Trials(_) => results::KIND_TRIALS,
+            Kind::Livefx(_) => results::KIND_LIVEFX,
+        }
+    }
+}
+
 pub struct Results {
     pub dir: PathBuf,
     pub rig: String,
@@ -32,34 +41,38 @@ pub struct Results {
 }
 
 impl Results {
-    /// Settings in the order the run swept them.
-    pub fn settings(&self) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        let keys: Vec<(String, String)> = match &self.kind {
+    fn keys(&self) -> Vec<(String, String)> {
+        match &self.kind {
             Kind::Trials(t) => t.keys(),
             Kind::Livefx(l) => l.keys(),
-        };
-        for (s, _) in keys {
-            if !out.contains(&s) {
-                out.push(s);
-            }
         }
-        out
+    }
+
+    /// Settings in the order the run swept them.
+    pub fn settings(&self) -> Vec<String> {
+        first_seen(self.keys().into_iter().map(|k| k.0))
     }
 
     pub fn variants(&self) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        let keys: Vec<(String, String)> = match &self.kind {
-            Kind::Trials(t) => t.keys(),
-            Kind::Livefx(l) => l.keys(),
-        };
-        for (_, v) in keys {
-            if !out.contains(&v) {
-                out.push(v);
-            }
-        }
-        out
+        first_seen(self.keys().into_iter().map(|k| k.1))
     }
+}
+
+/// Each item once, in the order first seen (the order the run wrote them).
+pub(crate) fn first_seen<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for x in items {
+        if !out.contains(&x) {
+            out.push(x);
+        }
+    }
+    out
+}
+
+fn read_value(path: &Path) -> Result<serde_json::Value, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{} is not valid JSON: {e}", path.display()))
 }
 
 pub fn load(dir: &Path) -> Result<Results, String> {
@@ -70,7 +83,7 @@ pub fn load(dir: &Path) -> Result<Results, String> {
             dir.display()
         ));
     }
-    let summary = json::read_value(&summary_path).map_err(|e| {
+    let summary = read_value(&summary_path).map_err(|e| {
         format!("{e}; a results directory holds summary.json, run.json and samples (run `xrunrig run` first)")
     })?;
     let head: SummaryHead = serde_json::from_value(summary.clone())

@@ -1,6 +1,7 @@
 //! Trial rigs: summary rows and samples.jsonl (results::trials), read line by line.
 
 use results::trials::{Row, TrialRecord};
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -28,21 +29,11 @@ pub struct TrialsData {
 }
 
 impl TrialsData {
+    /// (setting, variant) as the summary rows, then the trials, name them.
     pub fn keys(&self) -> Vec<(String, String)> {
-        let mut out: Vec<(String, String)> = Vec::new();
-        for r in &self.rows {
-            let k = (r.setting.clone(), r.variant.clone());
-            if !out.contains(&k) {
-                out.push(k);
-            }
-        }
-        for t in &self.trials {
-            let k = (t.setting.clone(), t.variant.clone());
-            if !out.contains(&k) {
-                out.push(k);
-            }
-        }
-        out
+        let rows = self.rows.iter().map(|r| (&r.setting, &r.variant));
+        let trials = self.trials.iter().map(|t| (&t.setting, &t.variant));
+        super::first_seen(rows.chain(trials).map(|(s, v)| (s.clone(), v.clone())))
     }
 
     pub fn metrics(&self) -> Vec<(String, String, Option<String>)> {
@@ -73,31 +64,17 @@ impl TrialsData {
     }
 }
 
-#[derive(serde::Deserialize, Default)]
+/// The rows of a trial rig's summary.json; a row of the wrong shape reads as the
+/// default row, the others still read.
+#[derive(Deserialize, Default)]
 struct TrialsSummary {
-    #[serde(default, deserialize_with = "rows")]
+    #[serde(default, deserialize_with = "results::lenient::records")]
     rows: Vec<Row>,
 }
 
-/// Rows that are not objects are skipped; the rest read leniently (results::trials).
-fn rows<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Row>, D::Error> {
-    use serde::Deserialize;
-    Ok(match Option::<Value>::deserialize(d)? {
-        Some(Value::Array(a)) => a
-            .into_iter()
-            .map(|v| serde_json::from_value(v).unwrap_or_else(|_| empty_row()))
-            .collect(),
-        _ => vec![],
-    })
-}
-
-/// A row with every field absent, as a summary row of the wrong shape reads.
-fn empty_row() -> Row {
-    serde_json::from_str("{}").expect("every Row field has a default")
-}
-
 pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<TrialsData, String> {
-    let rows = TrialsSummary::deserialize_lenient(summary).rows;
+    // A summary whose rows do not read at all reads as one without rows.
+    let rows = TrialsSummary::deserialize(summary).unwrap_or_default().rows;
     let mut data = TrialsData {
         rows,
         ..Default::default()
@@ -151,12 +128,6 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<T
         ));
     }
     Ok(data)
-}
-
-impl TrialsSummary {
-    fn deserialize_lenient(v: &Value) -> TrialsSummary {
-        serde_json::from_value(v.clone()).unwrap_or_default()
-    }
 }
 
 /// Rows for metrics that samples.jsonl holds but summary.json does not (instrument

@@ -2,11 +2,12 @@
 //! cycles, a verdict per setting in LatencyMon's terms, the timeline and the plots.
 
 use super::common::{fmt_count, fmt_dur, fmt_us};
-use super::{Ctx, safe};
+use super::safe;
 use crate::doc::Block;
 use crate::hist::LogHist;
 use crate::load::events::Event;
 use crate::load::livefx::{LRow, LivefxData};
+use crate::out::Ctx;
 use crate::plot::cdf::{Figure, Panel, PanelKind, Series, hist_ccdf, hist_cdf, hist_steps};
 use crate::plot::timeline::TimelinePlot;
 use crate::stats::{fmt_p, mann_whitney_hist, rate_p, sureness, zero_events_upper_per_hour};

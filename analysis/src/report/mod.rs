@@ -7,37 +7,12 @@ pub mod trials;
 
 use crate::doc::{self, Block, Doc};
 use crate::load::{self, Kind, Results};
-use crate::plot::{self, Plot};
+use crate::out::Ctx;
 use crate::redact::Redactor;
-use std::path::{Path, PathBuf};
-
-/// Where a report's files go; every text written passes through the redactor.
-pub struct Ctx {
-    pub dir: PathBuf,
-    pub red: Redactor,
-    pub rig: String,
-    /// Files written, relative to `dir`.
-    pub files: Vec<String>,
-}
-
-impl Ctx {
-    pub fn save(&mut self, p: &impl Plot, rel: &str) -> Result<(), String> {
-        plot::save(p, &self.dir.join(rel), &self.red)?;
-        self.files.push(format!("{rel}.png"));
-        self.files.push(format!("{rel}.svg"));
-        Ok(())
-    }
-    pub fn write(&mut self, rel: &str, text: &str) -> Result<(), String> {
-        let p = self.dir.join(rel);
-        std::fs::write(&p, self.red.apply(text))
-            .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
-        self.files.push(rel.to_string());
-        Ok(())
-    }
-}
+use std::path::Path;
 
 /// A name safe in a file name: the results format's rule, so plots and exports are
-/// named as the engine names a trial's files.
+/// named as the engine names a trial's files (the livefx engine imports it from here).
 pub use results::file_part as safe;
 
 pub fn redactor_for(res: &Results, redact: bool) -> Redactor {
@@ -70,10 +45,6 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
         .map_err(|e| format!("cannot create plots/: {e}"))?;
     std::fs::create_dir_all(ctx.dir.join("export"))
         .map_err(|e| format!("cannot create export/: {e}"))?;
-    let kind = match &res.kind {
-        Kind::Trials(_) => "trials",
-        Kind::Livefx(_) => "livefx",
-    };
     let mut doc = Doc {
         title: format!("xrunrig report: {}", res.rig),
         subtitle: None,
@@ -166,19 +137,18 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
                     vec![Block::Pre(ev)],
                 ));
             }
-            let src: Vec<&str> = d.latency.values().map(|l| l.source).collect();
-            if let Some(s) = src.first() {
+            if let Some(s) = d.latency.values().map(|l| l.source).next() {
                 sections.push((
                     "Where the numbers come from".to_string(),
                     vec![Block::Para(format!(
                         "Latency percentiles from {}; counts from {}.",
-                        if *s == "cycles" {
+                        if s == crate::load::livefx::Source::Cycles {
                             "every cycle's raw record (cycles/*.bin)"
                         } else {
-                            "histograms.json"
+                            results::HISTOGRAMS_JSON
                         },
                         if d.cycle_stats.is_empty() {
-                            "summary.json"
+                            results::SUMMARY_JSON
                         } else {
                             "the raw cycle records"
                         }
@@ -198,7 +168,12 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
     doc.section("Verdict", verdict_blocks);
     doc.section(
         "What ran",
-        vec![common::what_ran(&res.run, &res.rig, kind, extra_sections.0)],
+        vec![common::what_ran(
+            &res.run,
+            &res.rig,
+            res.kind.name(),
+            extra_sections.0,
+        )],
     );
     doc.section("Kernel", common::kernel(&res.run, res.has_run));
     doc.section("Settings in force", common::settings(&res.run));
@@ -223,51 +198,44 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
 
 /// run.json's livefx worker layout in one line: "fx.0 FIFO 60 on CPU 0: 150 us, 60 us
 /// under bus, 40 us under state; ...".
-// The livefx section is results::livefx::LivefxSection, typed with the livefx results;
-// until this reads its fields it walks the section's JSON.
 fn workers(run: &results::run::RunDoc) -> Option<String> {
-    let lf = serde_json::to_value(run.livefx.as_ref()?).ok()?;
-    let ws = load::json::at(&lf, &["workers"])?.as_array()?;
-    let mut out = Vec::new();
-    for w in ws {
-        let name = load::json::str_at(w, &["name"]).unwrap_or_else(|| "worker".into());
-        let prio = load::json::str_at(w, &["priority"]).unwrap_or_else(|| "?".into());
-        let cpus: Vec<String> = w
-            .get("cpus")
-            .and_then(|c| c.as_array())
-            .map(|a| a.iter().map(|x| x.to_string()).collect())
-            .unwrap_or_default();
-        let plugins: Vec<String> = w
-            .get("plugins")
-            .and_then(|p| p.as_array())
-            .map(|a| {
-                a.iter()
-                    .map(|p| {
-                        let us = load::json::f64_at(p, &["run_us"]).map_or("?".into(), |v| {
-                            if v.fract() == 0.0 {
-                                format!("{v:.0}")
-                            } else {
-                                common::fmt_val(v)
-                            }
-                        });
-                        match load::json::str_at(p, &["lock"]) {
-                            Some(l) => format!("{us} us under {l}"),
-                            None => format!("{us} us"),
+    let out: Vec<String> = run
+        .livefx
+        .as_ref()?
+        .workers
+        .iter()
+        .map(|w| {
+            let plugins: Vec<String> = w
+                .plugins
+                .iter()
+                .map(|p| {
+                    let us = p.run_us.map_or("?".into(), |v| {
+                        if v.fract() == 0.0 {
+                            format!("{v:.0}")
+                        } else {
+                            common::fmt_val(v)
                         }
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        out.push(format!(
-            "{name} FIFO {prio}{}: {}",
-            if cpus.is_empty() {
-                String::new()
-            } else {
-                format!(" on CPU {}", cpus.join(","))
-            },
-            plugins.join(", ")
-        ));
-    }
+                    });
+                    match &p.lock {
+                        Some(l) => format!("{us} us under {l}"),
+                        None => format!("{us} us"),
+                    }
+                })
+                .collect();
+            let cpus: Vec<String> = w.cpus.iter().map(u64::to_string).collect();
+            format!(
+                "{} FIFO {}{}: {}",
+                w.name.as_deref().unwrap_or("worker"),
+                w.priority.map_or("?".into(), |p| p.to_string()),
+                if cpus.is_empty() {
+                    String::new()
+                } else {
+                    format!(" on CPU {}", cpus.join(","))
+                },
+                plugins.join(", ")
+            )
+        })
+        .collect();
     (!out.is_empty()).then(|| out.join("; "))
 }
 
@@ -307,7 +275,7 @@ pub fn write_all(dir: &Path, redact: bool) -> Result<(String, Vec<String>), Stri
     ctx.write("report.html", &html)?;
     let json = serde_json::json!({
         "rig": res.rig,
-        "kind": match res.kind { Kind::Trials(_) => results::KIND_TRIALS, Kind::Livefx(_) => results::KIND_LIVEFX },
+        "kind": res.kind.name(),
         "conclusion": b.conclusion,
         "verdict": b.verdict,
         "warnings": res.warnings,
@@ -338,4 +306,29 @@ pub fn main(dir: &Path, redact: bool) -> Result<i32, String> {
         }
     );
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use results::run::RunDoc;
+
+    #[test]
+    fn workers_in_one_line() {
+        let run = RunDoc::from_json(
+            r#"{"livefx": {"workers": [
+                {"name": "fx.0", "priority": 60, "cpus": [0, 2],
+                 "plugins": [{"run_us": 150}, {"run_us": 60.5, "lock": "bus"}]},
+                {"priority": "x", "plugins": [{"lock": "state"}]}
+            ]}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            super::workers(&run).unwrap(),
+            format!(
+                "fx.0 FIFO 60 on CPU 0,2: 150 us, {} us under bus; worker FIFO ?: ? us under state",
+                super::common::fmt_val(60.5)
+            )
+        );
+        assert_eq!(super::workers(&RunDoc::default()), None);
+    }
 }

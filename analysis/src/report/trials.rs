@@ -3,12 +3,14 @@
 //! the plots.
 
 use super::common::{bound_words, fmt_val};
-use super::{Ctx, safe};
+use super::safe;
 use crate::doc::Block;
 use crate::load::trials::{TRow, TrialsData};
+use crate::out::Ctx;
 use crate::plot::cdf::{Figure, Panel, PanelKind, Series, ecdf_with_missing, value_steps};
 use crate::plot::strip::{Column, Strip};
 use crate::stats::{fmt_p, mann_whitney, min_p, sorted, sureness};
+use results::trials::TrialStatus;
 use results::units::bound_limit;
 
 pub fn table(t: &TrialsData) -> Block {
@@ -318,7 +320,7 @@ pub fn verdict(t: &TrialsData) -> (Vec<String>, String) {
         let st = t.statuses(s, v);
         let odd: Vec<String> = st
             .iter()
-            .filter(|(k, _)| k.as_str() != "ok")
+            .filter(|(k, _)| k.as_str() != TrialStatus::Ok.as_str())
             .map(|(k, c)| format!("{c} {k}"))
             .collect();
         if !odd.is_empty() {
@@ -326,7 +328,7 @@ pub fn verdict(t: &TrialsData) -> (Vec<String>, String) {
                 "{}: {} of {} trials did not end normally ({}); they count as outside the bound.",
                 name(s, v),
                 st.iter()
-                    .filter(|(k, _)| k.as_str() != "ok")
+                    .filter(|(k, _)| k.as_str() != TrialStatus::Ok.as_str())
                     .map(|(_, c)| c)
                     .sum::<usize>(),
                 st.values().sum::<usize>(),

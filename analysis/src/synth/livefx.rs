@@ -92,11 +92,11 @@ fn fixed(x: f64, decimals: usize) -> f64 {
 
 /// Writes the directory; returns the total number of cycles written.
 pub fn generate(dir: &Path, spec: &Spec) -> Result<u64, String> {
-    std::fs::create_dir_all(dir.join("cycles"))
+    std::fs::create_dir_all(dir.join(results::CYCLES_DIR))
         .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let period_ns = spec.period as f64 * 1e9 / spec.rate as f64;
     let mut rng = Rng::new(spec.seed);
-    let ev_path = dir.join("events.jsonl");
+    let ev_path = dir.join(results::EVENTS_JSONL);
     let mut events = std::io::BufWriter::new(
         std::fs::File::create(&ev_path)
             .map_err(|e| format!("cannot write {}: {e}", ev_path.display()))?,
@@ -117,7 +117,7 @@ pub fn generate(dir: &Path, spec: &Spec) -> Result<u64, String> {
             wake: LogHist::new(),
         };
         for t in 0..spec.trials {
-            let name = format!("cycles/{}__{}__{t}.bin", s.name, spec.variant);
+            let name = results::cycles_path(&s.name, &spec.variant, t);
             let p = dir.join(&name);
             let mut w = std::io::BufWriter::with_capacity(
                 1 << 20,
@@ -256,11 +256,11 @@ pub fn generate(dir: &Path, spec: &Spec) -> Result<u64, String> {
         r["note"] = "unknown extra field: readers must ignore it".into();
     }
     write(
-        &dir.join("summary.json"),
+        &dir.join(results::SUMMARY_JSON),
         &(serde_json::to_string_pretty(&summary).unwrap() + "\n"),
     )?;
     write(
-        &dir.join("histograms.json"),
+        &dir.join(results::HISTOGRAMS_JSON),
         &(serde_json::to_string(&hists).unwrap() + "\n"),
     )?;
     let settings: Vec<(&str, &str, &str)> = spec
@@ -270,13 +270,13 @@ pub fn generate(dir: &Path, spec: &Spec) -> Result<u64, String> {
         .collect();
     let run = run_json(
         "livefx",
-        "livefx",
+        results::KIND_LIVEFX,
         &settings,
         &[(spec.variant.as_str(), "synthetic")],
         spec.trials,
     );
     write(
-        &dir.join("run.json"),
+        &dir.join(results::RUN_JSON),
         &(serde_json::to_string_pretty(&run).unwrap() + "\n"),
     )?;
     write(

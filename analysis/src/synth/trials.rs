@@ -110,7 +110,7 @@ pub fn generate(dir: &Path) -> Result<(), String> {
     write(&dir.join(results::SAMPLES_JSONL), &lines)?;
     let run = run_json(
         "pi-boost-synthetic",
-        "trials",
+        results::KIND_TRIALS,
         &[
             ("RT_PUSH_IPI", "push IPIs on", "RT_PUSH_IPI"),
             (

@@ -1,7 +1,7 @@
 //! events.jsonl: one JSON object per line for every xrun, deadline miss, injected
 //! overrun, loopback discontinuity, server loss and burst of background load.
 
-use super::lenient;
+use crate::lenient;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 

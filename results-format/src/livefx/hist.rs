@@ -1,7 +1,7 @@
 //! histograms.json: per setting, variant and latency, the non-empty buckets of the run's
 //! histogram, so distributions survive when the cycle files are not kept.
 
-use super::lenient;
+use crate::lenient;
 use serde::{Deserialize, Deserializer, Serialize};
 
 pub const CALLBACK_DURATION: &str = "callback_duration";

@@ -7,7 +7,6 @@ pub mod counters;
 pub mod cycles;
 pub mod events;
 pub mod hist;
-pub mod lenient;
 pub mod rows;
 
 pub use counters::{BurstCounts, Counters};
@@ -16,6 +15,7 @@ pub use events::Event;
 pub use hist::HistEntry;
 pub use rows::{Cause, Causes, Pcts, Row, RowCounts, Summary, TrialRow};
 
+use crate::lenient;
 use serde::{Deserialize, Serialize};
 
 /// The `livefx` section of run.json: what each setting ran on and the worker layout.

@@ -3,7 +3,7 @@
 //! Option or has a default; numbers are read leniently (see `lenient`).
 
 use super::counters::{BurstCounts, Counters};
-use super::lenient;
+use crate::lenient;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 
@@ -315,7 +315,7 @@ pub struct TrialRow {
     pub setting: String,
     #[serde(default = "default_variant", deserialize_with = "variant_name")]
     pub variant: String,
-    #[serde(default, deserialize_with = "trial_index")]
+    #[serde(default, deserialize_with = "lenient::count_or_zero")]
     pub trial: u32,
     /// The trial's cycles/*.bin, relative to the results directory.
     #[serde(default, deserialize_with = "lenient::text")]
@@ -354,10 +354,6 @@ pub struct TrialRow {
         skip_serializing_if = "Option::is_none"
     )]
     pub instruments: Option<BTreeMap<String, Vec<f64>>>,
-}
-
-fn trial_index<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
-    Ok(lenient::count(d)?.unwrap_or(0))
 }
 
 /// What a reader makes of a trial with nothing in it (or nothing readable).
