@@ -14,6 +14,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use xrunrig::audio::{BackendKind, LoopbackSpec, StreamSpec};
 use xrunrig::livefx::{config, rt, trial};
+use xrunrig::output::summary::TrialStatus;
 
 struct Counting;
 
@@ -177,7 +178,7 @@ fn clock_rt_path_allocates_nothing() {
         return;
     }
     let (o, allocs, entered) = run(BackendKind::Clock, None, 256);
-    assert_eq!(o.status, "ok", "{:?}", o.detail);
+    assert_eq!(o.status, TrialStatus::Ok, "{:?}", o.detail);
     assert!(
         o.stats.counts.cycles > 400,
         "cycles: {}",
@@ -202,7 +203,7 @@ fn jack_rt_path_allocates_nothing() {
     let j = support::jackd::PrivateJackd::start("noalloc", 256);
     let (o, allocs, entered) = run(BackendKind::Jack, Some(j.name.clone()), 256);
     drop(j);
-    assert_eq!(o.status, "ok", "{:?}", o.detail);
+    assert_eq!(o.status, TrialStatus::Ok, "{:?}", o.detail);
     assert!(
         o.stats.counts.cycles > 400,
         "cycles: {}",

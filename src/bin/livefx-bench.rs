@@ -287,7 +287,9 @@ fn rss(args: &[String]) -> i32 {
         }
     }
     let end = last;
-    let (cycles, misses, status) = h.join().unwrap_or((0, 0, "failed"));
+    let (cycles, misses, status) =
+        h.join()
+            .unwrap_or((0, 0, xrunrig::output::summary::TrialStatus::Failed));
     let _ = std::fs::remove_file(&path);
     println!(
         "RSS after {minutes} min: {end} kB ({} kB since 1 min); {cycles} cycles, {misses} misses, trial {status}",

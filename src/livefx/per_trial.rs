@@ -13,6 +13,7 @@ use crate::output::summary::TrialRecord;
 use crate::sweep::Prepared;
 use results::livefx::Counters;
 use results::livefx::rows::TrialRow;
+use results::trials::TrialStatus;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -67,7 +68,7 @@ impl Trials<'_> {
             setting: s.name.clone(),
             variant: var.name.clone(),
             trial: t,
-            status: "failed".into(),
+            status: TrialStatus::Failed,
             detail: None,
             duration_ms: 0.0,
             metrics: BTreeMap::new(),
@@ -102,7 +103,7 @@ impl Trials<'_> {
         let told = tell(cfg, var, &mut o, found.records.take(), period_ns);
         found.evidence.extend(told.evidence.iter().cloned());
         self.tally.server_gone |= o.server_gone;
-        if o.status == "failed" && self.tally.any_failed.is_none() {
+        if o.status == TrialStatus::Failed && self.tally.any_failed.is_none() {
             self.tally.any_failed = Some(o.detail.clone().unwrap_or_default());
         }
         self.events.trial(&s.name, var, t, &o, &told, cfg);
@@ -123,7 +124,7 @@ impl Trials<'_> {
         {
             tally::group(g, pr, &done);
         }
-        let row = tally::row(&s.name, &var.name, t, &file, &done, &found);
+        let row = tally::row(&s.name, &var.name, t, &done, &found);
         self.tally.rows.push(row);
         tally::record(rec, &done, found)
     }

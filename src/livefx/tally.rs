@@ -8,7 +8,6 @@ use super::report::Group;
 use super::trial::{Outcome, Params};
 use crate::instruments::TrialFindings;
 use crate::output::summary::TrialRecord;
-use results::CYCLES_DIR;
 use results::livefx::Counters;
 use results::livefx::rows::TrialRow;
 
@@ -63,22 +62,15 @@ pub fn group(g: &mut Group, pr: &Params, d: &Done) {
     }
 }
 
-/// The trial's row of summary.json; `file` is its cycles file (`results::cycles_file`).
-pub fn row(
-    setting: &str,
-    variant: &str,
-    t: u32,
-    file: &str,
-    d: &Done,
-    found: &TrialFindings,
-) -> TrialRow {
+/// The trial's row of summary.json.
+pub fn row(setting: &str, variant: &str, t: u32, d: &Done, found: &TrialFindings) -> TrialRow {
     let o = d.o;
     let mut row = TrialRow {
         setting: setting.to_string(),
         variant: variant.to_string(),
         trial: t,
-        cycles_file: Some(format!("{CYCLES_DIR}/{file}")),
-        status: Some(o.status.into()),
+        cycles_file: Some(results::cycles_path(setting, variant, t)),
+        status: Some(o.status),
         detail: o.detail.clone(),
         instruments: (!found.metrics.is_empty()).then(|| found.metrics.clone()),
         ..Default::default()
@@ -97,7 +89,7 @@ pub fn row(
 /// instruments' metrics and evidence.
 pub fn record(mut rec: TrialRecord, d: &Done, found: TrialFindings) -> TrialRecord {
     let (o, counts) = (d.o, &d.counts);
-    rec.status = o.status.into();
+    rec.status = o.status;
     rec.detail = o.detail.clone();
     rec.duration_ms = o.duration_ns as f64 / 1e6;
     for (k, v) in [

@@ -8,6 +8,7 @@ use super::writer::{self, Event, Marker, Progress, RECORD_BYTES, Side, Stats};
 use crate::audio::{self, BackendKind, Notes, StreamInfo, StreamSpec};
 use crate::rig::Plan;
 use crate::sys::now_ns;
+use results::trials::TrialStatus;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::sync::Arc;
@@ -30,7 +31,7 @@ pub struct Params {
 
 pub struct Outcome {
     /// "ok", "aborted" or "failed".
-    pub status: &'static str,
+    pub status: TrialStatus,
     pub detail: Option<String>,
     pub info: Option<StreamInfo>,
     pub stats: Stats,
@@ -54,7 +55,7 @@ pub struct Outcome {
 
 fn failed(detail: String) -> Outcome {
     Outcome {
-        status: "failed",
+        status: TrialStatus::Failed,
         detail: Some(detail),
         info: None,
         stats: Stats::new(),
@@ -165,13 +166,13 @@ pub fn run(
         loop_result.clone(),
     );
     let stream = audio::open(p.kind, &p.spec, Box::new(process), notes.clone());
-    let mut status = "ok";
+    let mut status = TrialStatus::Ok;
     let mut detail = None;
     let mut info = None;
     let mut server_gone = false;
     match stream {
         Err(e) => {
-            status = "failed";
+            status = TrialStatus::Failed;
             detail = Some(e);
         }
         Ok(s) => {
@@ -184,7 +185,7 @@ pub fn run(
                     break;
                 }
                 if stop.load(Ordering::SeqCst) {
-                    status = "aborted";
+                    status = TrialStatus::Aborted;
                     break;
                 }
                 if notes.is_gone() {
@@ -209,7 +210,7 @@ pub fn run(
                 && !server_gone
                 && !notes.is_gone()
             {
-                status = "failed";
+                status = TrialStatus::Failed;
                 detail = Some(e);
             }
             server_gone |= notes.is_gone();
@@ -229,13 +230,13 @@ pub fn run(
     wdone.store(true, Ordering::SeqCst);
     let mut stats = wh.join().unwrap_or_default();
     if let Some(e) = stats.io_error.take() {
-        status = "failed";
+        status = TrialStatus::Failed;
         detail = Some(e);
     }
     if let Some(r) = load_end
         && let crate::engine::trial::TrialStatus::Failed(e) = r.status
     {
-        status = "failed";
+        status = TrialStatus::Failed;
         detail = Some(format!("background load: {e}"));
     }
     // JACK's notifications, tied to cycles and marked in the cycles file.
@@ -244,7 +245,7 @@ pub fn run(
     if !notes_v.is_empty() {
         xruns += notes_v.len() as u64;
         if let Err(e) = tie_xruns(cycles_path, t0, &notes_v, &mut stats) {
-            status = "failed";
+            status = TrialStatus::Failed;
             detail = Some(e);
         }
     }
@@ -268,7 +269,7 @@ pub fn run(
         None
     };
     if server_gone {
-        status = "failed";
+        status = TrialStatus::Failed;
         let at = notes.gone_at_ns.load(Ordering::SeqCst).saturating_sub(t0) as f64 / 1e9;
         detail = Some(format!(
             "the JACK server went away {at:.1} s into the trial; the results cover the {} cycles recorded before",

@@ -4,6 +4,7 @@
 
 use super::counters::{BurstCounts, Counters};
 use crate::lenient;
+use crate::trials::TrialStatus;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 
@@ -322,9 +323,9 @@ pub struct TrialRow {
     pub cycles_file: Option<String>,
     #[serde(flatten)]
     pub counts: RowCounts,
-    /// "ok", "aborted" or "failed".
-    #[serde(default, deserialize_with = "lenient::text")]
-    pub status: Option<String>,
+    /// Ok, aborted or failed.
+    #[serde(default, deserialize_with = "lenient::status")]
+    pub status: Option<TrialStatus>,
     #[serde(default, deserialize_with = "lenient::text")]
     pub detail: Option<String>,
     /// Rigs with bursts: this trial's bursts, those that caught the lock holder, and
