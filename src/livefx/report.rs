@@ -143,9 +143,8 @@ pub fn row(g: &Group) -> Row {
         ..Row::new(&g.setting, &g.variant)
     };
     row.counts.set(&g.counts);
-    row.counts.discontinuities = g.discontinuities;
-    row.counts.discontinuities_unexplained = g.unexplained;
-    row.counts.roundtrip_frames = g.roundtrip;
+    row.counts
+        .set_loopback(g.discontinuities, g.unexplained, g.roundtrip);
     if let Some(b) = &g.bursts {
         row.set_bursts(b);
     }
@@ -364,7 +363,10 @@ mod tests {
         let max = r.callback_us.max.unwrap();
         assert!((399.0..=401.0).contains(&max), "{max}");
         assert_eq!(r.wake_us.p50, None);
-        assert_eq!((r.why.list().map(|w| w.len()), r.bursts), (Some(0), None));
+        assert_eq!(
+            (r.why.list().map(|w| w.len()), r.burst.bursts),
+            (Some(0), None)
+        );
         let h = hists(&g);
         assert_eq!(h.len(), 3);
         assert_eq!(h[0].count, 4);

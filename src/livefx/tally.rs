@@ -76,9 +76,8 @@ pub fn row(setting: &str, variant: &str, t: u32, d: &Done, found: &TrialFindings
         ..Default::default()
     };
     row.counts.set(&d.counts);
-    row.counts.discontinuities = o.discontinuities;
-    row.counts.discontinuities_unexplained = o.unexplained;
-    row.counts.roundtrip_frames = o.roundtrip;
+    row.counts
+        .set_loopback(o.discontinuities, o.unexplained, o.roundtrip);
     if let Some(b) = &d.bursts {
         row.set_bursts(b);
     }

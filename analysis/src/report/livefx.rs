@@ -241,7 +241,7 @@ pub fn burst_table(cs: &[Case]) -> Vec<Block> {
     let with: Vec<(&Case, &LRow)> = cs
         .iter()
         .filter_map(|c| Some((c, c.row?)))
-        .filter(|(_, b)| b.bursts.is_some())
+        .filter(|(_, b)| b.burst.bursts.is_some())
         .collect();
     if with.is_empty() {
         return vec![];
@@ -257,10 +257,10 @@ pub fn burst_table(cs: &[Case]) -> Vec<Block> {
         .map(|(c, b)| {
             vec![
                 case_name(c, mv),
-                opt(b.bursts),
-                opt(b.bursts_caught),
-                share(b.bursts_caught_missed, b.bursts_caught),
-                share(b.bursts_missed, b.bursts),
+                opt(b.burst.bursts),
+                opt(b.burst.bursts_caught),
+                share(b.burst.bursts_caught_missed, b.burst.bursts_caught),
+                share(b.bursts_missed, b.burst.bursts),
                 match (b.misses_per_min, b.misses_per_min_ci95) {
                     (Some(r), Some((lo, hi))) => {
                         format!("{} ({})", fmt_small(r), fmt_range(lo, hi))

@@ -158,6 +158,18 @@ impl RowCounts {
         self.injected_undetected = Some(c.injected_undetected);
         self.misses_not_injected = Some(c.misses_not_injected);
     }
+
+    /// The loopback check's figures (None without a loopback).
+    pub fn set_loopback(
+        &mut self,
+        discontinuities: Option<u64>,
+        unexplained: Option<u64>,
+        roundtrip_frames: Option<u32>,
+    ) {
+        self.discontinuities = discontinuities;
+        self.discontinuities_unexplained = unexplained;
+        self.roundtrip_frames = roundtrip_frames;
+    }
 }
 
 /// One row of summary.json: a setting and variant, summed over its trials.
@@ -205,24 +217,8 @@ pub struct Row {
     pub why: Causes,
     /// Rigs with bursts of background load (livefx-push-ipi): written together, absent
     /// otherwise; see `BurstCounts`.
-    #[serde(
-        default,
-        deserialize_with = "lenient::count",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub bursts: Option<u64>,
-    #[serde(
-        default,
-        deserialize_with = "lenient::count",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub bursts_caught: Option<u64>,
-    #[serde(
-        default,
-        deserialize_with = "lenient::count",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub bursts_caught_missed: Option<u64>,
+    #[serde(flatten)]
+    pub burst: BurstFields,
     #[serde(
         default,
         deserialize_with = "lenient::count",
@@ -259,9 +255,7 @@ impl Default for Row {
             misses_per_min: None,
             misses_per_min_ci95: None,
             why: Causes::Absent,
-            bursts: None,
-            bursts_caught: None,
-            bursts_caught_missed: None,
+            burst: BurstFields::default(),
             bursts_missed: None,
             misses_in_bursts: None,
         }
@@ -279,9 +273,7 @@ impl Row {
     }
 
     pub fn set_bursts(&mut self, b: &BurstCounts) {
-        self.bursts = Some(b.bursts);
-        self.bursts_caught = Some(b.caught);
-        self.bursts_caught_missed = Some(b.caught_missed);
+        self.burst.set(b);
         self.bursts_missed = Some(b.missed);
         self.misses_in_bursts = Some(b.misses_in_bursts);
     }
@@ -330,24 +322,8 @@ pub struct TrialRow {
     pub detail: Option<String>,
     /// Rigs with bursts: this trial's bursts, those that caught the lock holder, and
     /// of those the ones with a miss.
-    #[serde(
-        default,
-        deserialize_with = "lenient::count",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub bursts: Option<u64>,
-    #[serde(
-        default,
-        deserialize_with = "lenient::count",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub bursts_caught: Option<u64>,
-    #[serde(
-        default,
-        deserialize_with = "lenient::count",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub bursts_caught_missed: Option<u64>,
+    #[serde(flatten)]
+    pub burst: BurstFields,
     /// The rig's instruments' per-trial metrics, when they measured any.
     #[serde(
         default,
@@ -368,9 +344,7 @@ impl Default for TrialRow {
             counts: RowCounts::default(),
             status: None,
             detail: None,
-            bursts: None,
-            bursts_caught: None,
-            bursts_caught_missed: None,
+            burst: BurstFields::default(),
             instruments: None,
         }
     }
@@ -378,6 +352,36 @@ impl Default for TrialRow {
 
 impl TrialRow {
     pub fn set_bursts(&mut self, b: &BurstCounts) {
+        self.burst.set(b);
+    }
+}
+
+/// Bursts of background load (livefx-push-ipi), in a summary row and in each trial's row:
+/// written together, absent for rigs without bursts; see `BurstCounts`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct BurstFields {
+    #[serde(
+        default,
+        deserialize_with = "lenient::count",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bursts: Option<u64>,
+    #[serde(
+        default,
+        deserialize_with = "lenient::count",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bursts_caught: Option<u64>,
+    #[serde(
+        default,
+        deserialize_with = "lenient::count",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bursts_caught_missed: Option<u64>,
+}
+
+impl BurstFields {
+    pub fn set(&mut self, b: &BurstCounts) {
         self.bursts = Some(b.bursts);
         self.bursts_caught = Some(b.caught);
         self.bursts_caught_missed = Some(b.caught_missed);
@@ -400,7 +404,7 @@ mod tests {
         assert_eq!(r.callback_us.p50, Some(1.0));
         assert_eq!(r.callback_us.p99, None);
         assert!((r.period_us().unwrap() - 2666.666).abs() < 0.01);
-        assert_eq!((r.bursts, &r.why), (None, &Causes::Absent));
+        assert_eq!((r.burst.bursts, &r.why), (None, &Causes::Absent));
         let r: Row = serde_json::from_str(r#"{"setting":7,"variant":null,"wake_us":5}"#).unwrap();
         assert_eq!((r.setting.as_str(), r.variant.as_str()), ("7", "default"));
         assert_eq!((r.backend.as_str(), r.wake_us), ("?", Pcts::default()));
@@ -427,9 +431,9 @@ mod tests {
         .unwrap();
         assert_eq!(
             (
-                r.bursts,
-                r.bursts_caught,
-                r.bursts_caught_missed,
+                r.burst.bursts,
+                r.burst.bursts_caught,
+                r.burst.bursts_caught_missed,
                 r.bursts_missed
             ),
             (Some(40), Some(11), Some(9), Some(10))
