@@ -197,192 +197,19 @@ pub(super) fn compile(
     let at = def.span();
     let lf = def.get_ref();
     let mut ck = Ck { problems: vec![] };
-    let duration_ns = lf
-        .duration
-        .as_ref()
-        .map_or(DEFAULT_DURATION_NS, |d| ck.duration(d));
-    if let Some(d) = &lf.duration
-        && duration_ns == 0
-    {
-        ck.err(d.span(), "duration must be more than 0");
-    }
-    let backend = lf
-        .backend
-        .as_ref()
-        .map_or("auto".to_string(), |b| b.get_ref().clone());
-    if let Some(b) = &lf.backend
-        && let Err(e) = crate::audio::BackendChoice::parse(b.get_ref())
-    {
-        ck.err(b.span(), e);
-    }
-    let pos = |v: &Option<Spanned<u32>>, def: u32, what: &str, ck: &mut Ck| {
-        let x = v.as_ref().map_or(def, |s| *s.get_ref());
-        if x == 0 {
-            ck.err(
-                v.as_ref().map_or(at.clone(), |s| s.span()),
-                format!("{what} must be at least 1"),
-            );
-        }
-        x
-    };
-    let period = pos(&lf.period, 256, "period", &mut ck);
-    let rate = pos(&lf.rate, 48000, "rate", &mut ck);
-    let nperiods = pos(&lf.nperiods, 2, "nperiods", &mut ck);
+    // Checked in the order the problems are reported: timing, callback, loopback,
+    // bursts, workers.
+    let duration_ns = ck.trial_duration(&lf.duration);
+    let backend = ck.backend(&lf.backend);
+    let period = ck.at_least_one(&lf.period, 256, "period", &at);
+    let rate = ck.at_least_one(&lf.rate, 48000, "rate", &at);
+    let nperiods = ck.at_least_one(&lf.nperiods, 2, "nperiods", &at);
     let inject_every = lf.inject_every.as_ref().map_or(0, |s| *s.get_ref());
-    let inject_factor = lf.inject_factor.as_ref().map_or(1.5, |s| *s.get_ref());
-    if let Some(f) = &lf.inject_factor
-        && !(0.0..=100.0).contains(f.get_ref())
-    {
-        ck.err(f.span(), "inject_factor must be between 0 and 100 periods");
-    }
-    let (callback_priority, callback_cpus) = match &lf.callback {
-        None => (70, vec![]),
-        Some(c) => {
-            let c = c.get_ref();
-            (
-                c.priority.as_ref().map_or(70, |p| ck.rt_priority(p)),
-                c.cpus.as_ref().map_or(vec![], |s| ck.cpus(s)),
-            )
-        }
-    };
-    let loopback = match &lf.loopback {
-        None => LoopbackCfg::default(),
-        Some(l) => {
-            let s = l.get_ref();
-            if let Some(c) = &s.clock_latency
-                && *c.get_ref() < period
-            {
-                ck.err(
-                    c.span(),
-                    format!("clock_latency must be at least one period ({period} frames)"),
-                );
-            }
-            LoopbackCfg {
-                enabled: s.enabled.unwrap_or(true),
-                playback: s.playback.clone(),
-                capture: s.capture.clone(),
-                clock_latency: s.clock_latency.as_ref().map(|c| *c.get_ref()),
-            }
-        }
-    };
-    let bursts = lf.bursts.as_ref().and_then(|b| {
-        let b = b.get_ref();
-        let mut one = |m: &Spanned<String>| -> Option<(String, String)> {
-            let known = marks.iter().any(|x| x == m.get_ref());
-            let split = m.get_ref().split_once('.');
-            if !known || split.is_none() {
-                ck.err(
-                    m.span(),
-                    format!(
-                        "'{}' is not a mark of the rig's [[threads]]: name one as \"thread.mark\" \
-                         (e.g. add {{ mark = \"on\" }} to the hog's steps and write \"hog.on\")",
-                        m.get_ref()
-                    ),
-                );
-                return None;
-            }
-            split.map(|(t, m)| (t.to_string(), m.to_string()))
-        };
-        let (from, to) = (one(&b.from)?, one(&b.to)?);
-        if from.0 != to.0 {
-            ck.err(
-                b.to.span(),
-                "bursts: from and to must be marks of the same thread",
-            );
-            return None;
-        }
-        Some(BurstsCfg {
-            thread: from.0,
-            from: from.1,
-            to: to.1,
-        })
-    });
-    let mut workers = Vec::new();
-    let mut names = std::collections::BTreeSet::new();
-    for w in &lf.workers {
-        let wd = w.get_ref();
-        let name = wd.name.get_ref();
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
-            ck.err(
-                wd.name.span(),
-                format!("worker name '{name}' must be letters, digits, '_' or '-'"),
-            );
-        }
-        if !names.insert(name.clone()) {
-            ck.err(wd.name.span(), format!("worker '{name}' is defined twice"));
-        }
-        let instances = wd.instances.as_ref().map_or(1, |i| *i.get_ref());
-        if let Some(i) = &wd.instances
-            && !(1..=64).contains(i.get_ref())
-        {
-            ck.err(i.span(), "instances must be 1..=64");
-        }
-        let priority = ck.rt_priority(&wd.priority);
-        let cpus = wd.cpus.as_ref().map_or(vec![], |s| ck.cpus(s));
-        let mask = match wd.pin.as_ref().map(|p| (p.get_ref().as_str(), p.span())) {
-            None | Some(("each", _)) => false,
-            Some(("mask", _)) => true,
-            Some((other, span)) => {
-                ck.err(
-                    span,
-                    format!("pin = \"{other}\": use \"each\" (one CPU per instance) or \"mask\" (all of cpus)"),
-                );
-                false
-            }
-        };
-        if wd.plugins.is_empty() {
-            ck.err(
-                w.span(),
-                format!("worker '{name}' has no plugins: add plugins = [ {{ run = \"100 us\" }} ]"),
-            );
-        }
-        let mut plugins = Vec::new();
-        for p in &wd.plugins {
-            let pd = p.get_ref();
-            let work_ns = ck.duration(&pd.run);
-            let jitter_ns = pd.jitter.as_ref().map_or(0, |j| ck.duration(j));
-            let lock = pd.lock.as_ref().and_then(|l| {
-                let i = lock_names.iter().position(|n| n == l.get_ref());
-                if i.is_none() {
-                    ck.err(
-                        l.span(),
-                        format!(
-                            "lock '{}' is not defined: add [locks.{}] with protocol = \"inherit\" or \"none\"",
-                            l.get_ref(),
-                            l.get_ref()
-                        ),
-                    );
-                }
-                i
-            });
-            plugins.push(PluginCfg {
-                work_ns,
-                jitter_ns,
-                lock,
-            });
-        }
-        for i in 0..instances {
-            workers.push(WorkerCfg {
-                name: if instances == 1 {
-                    name.clone()
-                } else {
-                    format!("{name}.{i}")
-                },
-                priority,
-                cpus: if cpus.is_empty() || mask {
-                    cpus.clone()
-                } else {
-                    vec![cpus[i as usize % cpus.len()]]
-                },
-                waited: wd.wait.unwrap_or(true),
-                plugins: plugins.clone(),
-            });
-        }
-    }
+    let inject_factor = ck.inject_factor(&lf.inject_factor);
+    let (callback_priority, callback_cpus) = ck.callback(&lf.callback);
+    let loopback = ck.loopback(&lf.loopback, period);
+    let bursts = lf.bursts.as_ref().and_then(|b| ck.bursts(b, marks));
+    let workers = ck.workers(&lf.workers, lock_names);
     if workers.len() > 254 {
         ck.err(at.clone(), "at most 254 worker instances");
     }
@@ -405,6 +232,258 @@ pub(super) fn compile(
         loopback,
         workers,
         bursts,
+    }
+}
+
+/// The seams of `compile`, one per part of the table; each reports its problems in
+/// the order `compile` always has.
+impl Ck {
+    /// `duration`: the default when absent, and never 0.
+    fn trial_duration(&mut self, d: &Option<Spanned<String>>) -> u64 {
+        let duration_ns = d.as_ref().map_or(DEFAULT_DURATION_NS, |d| self.duration(d));
+        if let Some(d) = d
+            && duration_ns == 0
+        {
+            self.err(d.span(), "duration must be more than 0");
+        }
+        duration_ns
+    }
+
+    /// `backend`: "auto" when absent, else one `BackendChoice` knows (kept as written).
+    fn backend(&mut self, b: &Option<Spanned<String>>) -> String {
+        let backend = b
+            .as_ref()
+            .map_or("auto".to_string(), |b| b.get_ref().clone());
+        if let Some(b) = b
+            && let Err(e) = crate::audio::BackendChoice::parse(b.get_ref())
+        {
+            self.err(b.span(), e);
+        }
+        backend
+    }
+
+    /// A count that must be at least 1 (`period`, `rate`, `nperiods`); a bad default
+    /// would be reported at the table (`at`).
+    fn at_least_one(
+        &mut self,
+        v: &Option<Spanned<u32>>,
+        def: u32,
+        what: &str,
+        at: &Range<usize>,
+    ) -> u32 {
+        let x = v.as_ref().map_or(def, |s| *s.get_ref());
+        if x == 0 {
+            self.err(
+                v.as_ref().map_or(at.clone(), |s| s.span()),
+                format!("{what} must be at least 1"),
+            );
+        }
+        x
+    }
+
+    /// `inject_factor`: 1.5 periods by default, 0..=100.
+    fn inject_factor(&mut self, f: &Option<Spanned<f64>>) -> f64 {
+        let inject_factor = f.as_ref().map_or(1.5, |s| *s.get_ref());
+        if let Some(f) = f
+            && !(0.0..=100.0).contains(f.get_ref())
+        {
+            self.err(f.span(), "inject_factor must be between 0 and 100 periods");
+        }
+        inject_factor
+    }
+
+    /// `[livefx.callback]`: its priority (70 by default) and CPUs (none: not pinned).
+    fn callback(&mut self, c: &Option<Spanned<CallbackDef>>) -> (i32, Vec<usize>) {
+        match c {
+            None => (70, vec![]),
+            Some(c) => {
+                let c = c.get_ref();
+                (
+                    c.priority.as_ref().map_or(70, |p| self.rt_priority(p)),
+                    c.cpus.as_ref().map_or(vec![], |s| self.cpus(s)),
+                )
+            }
+        }
+    }
+
+    /// `[livefx.loopback]`: enabled by default once the table is there; its clock
+    /// latency must cover at least one `period`.
+    fn loopback(&mut self, l: &Option<Spanned<LoopbackDef>>, period: u32) -> LoopbackCfg {
+        match l {
+            None => LoopbackCfg::default(),
+            Some(l) => {
+                let s = l.get_ref();
+                if let Some(c) = &s.clock_latency
+                    && *c.get_ref() < period
+                {
+                    self.err(
+                        c.span(),
+                        format!("clock_latency must be at least one period ({period} frames)"),
+                    );
+                }
+                LoopbackCfg {
+                    enabled: s.enabled.unwrap_or(true),
+                    playback: s.playback.clone(),
+                    capture: s.capture.clone(),
+                    clock_latency: s.clock_latency.as_ref().map(|c| *c.get_ref()),
+                }
+            }
+        }
+    }
+
+    /// `[livefx.bursts]`: two known marks of one thread. Stops at the first bad mark,
+    /// as `from` then `to` are checked.
+    fn bursts(&mut self, b: &Spanned<BurstsDef>, marks: &[String]) -> Option<BurstsCfg> {
+        let b = b.get_ref();
+        let (from, to) = (
+            self.burst_mark(&b.from, marks)?,
+            self.burst_mark(&b.to, marks)?,
+        );
+        if from.0 != to.0 {
+            self.err(
+                b.to.span(),
+                "bursts: from and to must be marks of the same thread",
+            );
+            return None;
+        }
+        Some(BurstsCfg {
+            thread: from.0,
+            from: from.1,
+            to: to.1,
+        })
+    }
+
+    /// One `thread.mark` of `bursts`, split, if the rig's threads have it.
+    fn burst_mark(&mut self, m: &Spanned<String>, marks: &[String]) -> Option<(String, String)> {
+        let known = marks.iter().any(|x| x == m.get_ref());
+        let split = m.get_ref().split_once('.');
+        if !known || split.is_none() {
+            self.err(
+                m.span(),
+                format!(
+                    "'{}' is not a mark of the rig's [[threads]]: name one as \"thread.mark\" \
+                     (e.g. add {{ mark = \"on\" }} to the hog's steps and write \"hog.on\")",
+                    m.get_ref()
+                ),
+            );
+            return None;
+        }
+        split.map(|(t, m)| (t.to_string(), m.to_string()))
+    }
+
+    /// `[[livefx.workers]]`, each expanded into its instances, in order.
+    fn workers(&mut self, defs: &[Spanned<WorkerDef>], lock_names: &[String]) -> Vec<WorkerCfg> {
+        let mut workers = Vec::new();
+        let mut names = std::collections::BTreeSet::new();
+        for w in defs {
+            self.worker(w, lock_names, &mut names, &mut workers);
+        }
+        workers
+    }
+
+    /// One `[[livefx.workers]]` entry: checks it (its name against `names`, the ones
+    /// seen so far) and appends its instances to `workers`.
+    fn worker(
+        &mut self,
+        w: &Spanned<WorkerDef>,
+        lock_names: &[String],
+        names: &mut std::collections::BTreeSet<String>,
+        workers: &mut Vec<WorkerCfg>,
+    ) {
+        let wd = w.get_ref();
+        let name = wd.name.get_ref();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            self.err(
+                wd.name.span(),
+                format!("worker name '{name}' must be letters, digits, '_' or '-'"),
+            );
+        }
+        if !names.insert(name.clone()) {
+            self.err(wd.name.span(), format!("worker '{name}' is defined twice"));
+        }
+        let instances = wd.instances.as_ref().map_or(1, |i| *i.get_ref());
+        if let Some(i) = &wd.instances
+            && !(1..=64).contains(i.get_ref())
+        {
+            self.err(i.span(), "instances must be 1..=64");
+        }
+        let priority = self.rt_priority(&wd.priority);
+        let cpus = wd.cpus.as_ref().map_or(vec![], |s| self.cpus(s));
+        let mask = self.pin_mask(&wd.pin);
+        if wd.plugins.is_empty() {
+            self.err(
+                w.span(),
+                format!("worker '{name}' has no plugins: add plugins = [ {{ run = \"100 us\" }} ]"),
+            );
+        }
+        let plugins: Vec<PluginCfg> = wd
+            .plugins
+            .iter()
+            .map(|p| self.plugin(p, lock_names))
+            .collect();
+        for i in 0..instances {
+            workers.push(WorkerCfg {
+                name: if instances == 1 {
+                    name.clone()
+                } else {
+                    format!("{name}.{i}")
+                },
+                priority,
+                cpus: if cpus.is_empty() || mask {
+                    cpus.clone()
+                } else {
+                    vec![cpus[i as usize % cpus.len()]]
+                },
+                waited: wd.wait.unwrap_or(true),
+                plugins: plugins.clone(),
+            });
+        }
+    }
+
+    /// A worker's `pin`: true for "mask" (every instance on all its CPUs), false for
+    /// "each" (the default) and for a bad value, which is reported.
+    fn pin_mask(&mut self, pin: &Option<Spanned<String>>) -> bool {
+        match pin.as_ref().map(|p| (p.get_ref().as_str(), p.span())) {
+            None | Some(("each", _)) => false,
+            Some(("mask", _)) => true,
+            Some((other, span)) => {
+                self.err(
+                    span,
+                    format!("pin = \"{other}\": use \"each\" (one CPU per instance) or \"mask\" (all of cpus)"),
+                );
+                false
+            }
+        }
+    }
+
+    /// One plugin: its work, jitter, and the index of its lock among `lock_names`.
+    fn plugin(&mut self, p: &Spanned<PluginDef>, lock_names: &[String]) -> PluginCfg {
+        let pd = p.get_ref();
+        let work_ns = self.duration(&pd.run);
+        let jitter_ns = pd.jitter.as_ref().map_or(0, |j| self.duration(j));
+        let lock = pd.lock.as_ref().and_then(|l| {
+            let i = lock_names.iter().position(|n| n == l.get_ref());
+            if i.is_none() {
+                self.err(
+                    l.span(),
+                    format!(
+                        "lock '{}' is not defined: add [locks.{}] with protocol = \"inherit\" or \"none\"",
+                        l.get_ref(),
+                        l.get_ref()
+                    ),
+                );
+            }
+            i
+        });
+        PluginCfg {
+            work_ns,
+            jitter_ns,
+            lock,
+        }
     }
 }
 
