@@ -143,72 +143,52 @@ pub(super) fn compile(
     threads: &[String],
     problems: &mut Vec<Problem>,
 ) -> Config {
-    let mut err = |off: usize, msg: String| {
-        problems.push(Problem {
+    let mut ck = Ck { problems, threads };
+    let cpu = def.cpu.as_ref().and_then(|c| ck.instrument_cpu(c));
+    let ipi = def.ipi.as_ref().map(|i| ck.ipi(i.get_ref()));
+    let trace = def.trace.as_ref().map(|t| ck.trace(t));
+    Config { cpu, ipi, trace }
+}
+
+/// Where `compile`'s seams report problems (at a span's start), with the rig's thread
+/// names they check references against.
+struct Ck<'a> {
+    problems: &'a mut Vec<Problem>,
+    threads: &'a [String],
+}
+
+impl Ck<'_> {
+    fn err(&mut self, off: usize, msg: String) {
+        self.problems.push(Problem {
             span: off..off,
             msg,
         })
-    };
-    let known_thread = |t: &str| {
-        threads.is_empty()
-            || threads
-                .iter()
-                .any(|n| n == t.split('.').next().unwrap_or(t))
-    };
-    let cpu = def.cpu.as_ref().and_then(|c| {
+    }
+
+    /// `cpu`: the instrument threads' CPU.
+    fn instrument_cpu(&mut self, c: &Spanned<i64>) -> Option<usize> {
         if (0..4096).contains(c.get_ref()) {
             Some(*c.get_ref() as usize)
         } else {
-            err(
+            self.err(
                 c.span().start,
                 format!("cpu = {} is not a CPU number", c.get_ref()),
             );
             None
         }
-    });
-    let ipi = def.ipi.as_ref().map(|i| {
-        let d = i.get_ref();
-        let interval_ns = match &d.interval {
-            None => 5_000_000_000,
-            Some(s) => match parse_duration(s.get_ref()) {
-                Ok(v) if v >= 10_000_000 => v,
-                Ok(_) => {
-                    err(s.span().start, "ipi interval must be at least 10 ms".into());
-                    0
-                }
-                Err(e) => {
-                    err(s.span().start, e);
-                    0
-                }
-            },
-        };
-        let counters = match &d.counters {
-            None => vec!["IWI".into(), "RES".into(), "CAL".into()],
-            Some(v) => {
-                let mut out = Vec::new();
-                for c in v {
-                    let n = c.get_ref();
-                    if n.is_empty() || !n.chars().all(|x| x.is_ascii_alphanumeric()) {
-                        err(
-                            c.span().start,
-                            format!(
-                                "'{n}' is not a /proc/interrupts row name (e.g. IWI, RES, CAL)"
-                            ),
-                        );
-                    } else {
-                        out.push(n.clone());
-                    }
-                }
-                out
-            }
-        };
+    }
+
+    /// `[instruments.ipi]`: interval, /proc/interrupts rows and CPUs sampled.
+    fn ipi(&mut self, d: &IpiDef) -> IpiConfig {
+        let interval_ns = self.ipi_interval(&d.interval);
+        let counters = self.ipi_counters(&d.counters);
         let mut cpus = Vec::new();
         if let Some(c) = &d.cpus {
             for &x in c.get_ref() {
                 if (0..4096).contains(&x) {
                     cpus.push(x as usize);
                 } else {
-                    err(c.span().start, format!("CPU {x} is not a CPU number"));
+                    self.err(c.span().start, format!("CPU {x} is not a CPU number"));
                 }
             }
             cpus.sort_unstable();
@@ -220,90 +200,94 @@ pub(super) fn compile(
             cpus,
             senders: d.senders.unwrap_or(false),
         }
-    });
-    let trace = def.trace.as_ref().map(|t| {
-        let d = t.get_ref();
-        let events: Vec<String> = match &d.events {
-            None => SCHED_EVENTS.iter().map(|s| s.to_string()).collect(),
-            Some(v) => v
-                .iter()
-                .filter_map(|e| {
-                    let n = e.get_ref();
-                    let ok = !n.is_empty()
-                        && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '/')
-                        && n.matches('/').count() <= 1;
-                    if !ok {
-                        err(e.span().start, format!("'{n}' is not a trace event name (e.g. sched_switch or ipi/ipi_send_cpu)"));
+    }
+
+    /// The IPI sampling interval: 5 s by default, at least 10 ms (0 when bad).
+    fn ipi_interval(&mut self, interval: &Option<Spanned<String>>) -> u64 {
+        match interval {
+            None => 5_000_000_000,
+            Some(s) => match parse_duration(s.get_ref()) {
+                Ok(v) if v >= 10_000_000 => v,
+                Ok(_) => {
+                    self.err(s.span().start, "ipi interval must be at least 10 ms".into());
+                    0
+                }
+                Err(e) => {
+                    self.err(s.span().start, e);
+                    0
+                }
+            },
+        }
+    }
+
+    /// The /proc/interrupts rows counted: IWI, RES and CAL by default; bad names are
+    /// reported and left out.
+    fn ipi_counters(&mut self, counters: &Option<Vec<Spanned<String>>>) -> Vec<String> {
+        match counters {
+            None => vec!["IWI".into(), "RES".into(), "CAL".into()],
+            Some(v) => {
+                let mut out = Vec::new();
+                for c in v {
+                    let n = c.get_ref();
+                    if n.is_empty() || !n.chars().all(|x| x.is_ascii_alphanumeric()) {
+                        self.err(
+                            c.span().start,
+                            format!(
+                                "'{n}' is not a /proc/interrupts row name (e.g. IWI, RES, CAL)"
+                            ),
+                        );
+                    } else {
+                        out.push(n.clone());
                     }
-                    ok.then(|| n.clone())
-                })
-                .collect(),
-        };
+                }
+                out
+            }
+        }
+    }
+
+    /// `[instruments.trace]`: its events, buffer, thread references and metrics, then
+    /// whether the events cover what the metrics, distribution and evidence read.
+    fn trace(&mut self, t: &Spanned<TraceDef>) -> TraceConfig {
+        let d = t.get_ref();
+        let events = self.trace_events(&d.events);
         let buffer_kb = match &d.buffer_kb {
             None => 8192,
             Some(b) if (64..=1_048_576).contains(b.get_ref()) => *b.get_ref(),
             Some(b) => {
-                err(b.span().start, "buffer_kb must be 64..=1048576 (KiB per CPU)".into());
+                self.err(
+                    b.span().start,
+                    "buffer_kb must be 64..=1048576 (KiB per CPU)".into(),
+                );
                 8192
             }
         };
-        let check_thread = |s: &Spanned<String>, err: &mut dyn FnMut(usize, String)| {
-            if !known_thread(s.get_ref()) {
-                err(s.span().start, format!("no thread '{}' in this rig; threads: {}", s.get_ref(), threads.join(", ")));
-            }
-            s.get_ref().clone()
-        };
-        let traced: Vec<String> = d.threads.iter().map(|s| check_thread(s, &mut err)).collect();
-        let evidence: Vec<String> = d.evidence.iter().map(|s| check_thread(s, &mut err)).collect();
-        let distribution: Vec<String> = d.distribution.iter().map(|s| check_thread(s, &mut err)).collect();
+        let traced: Vec<String> = d.threads.iter().map(|s| self.thread_ref(s)).collect();
+        let evidence: Vec<String> = d.evidence.iter().map(|s| self.thread_ref(s)).collect();
+        let distribution: Vec<String> = d.distribution.iter().map(|s| self.thread_ref(s)).collect();
         let mut metrics = Vec::new();
         for (name, m) in &d.metrics {
-            let md = m.get_ref();
-            let above = md.above.as_ref().map(|a| (a.span().start, parse_duration(a.get_ref())));
-            let of = match (md.of.get_ref().as_str(), above) {
-                ("intervals_above", Some((_, Ok(ns)))) => Some(Of::IntervalsAbove(ns)),
-                ("intervals_above", Some((at, Err(e)))) => {
-                    err(at, e);
-                    None
-                }
-                ("intervals_above", None) => {
-                    err(m.span().start, format!("metric '{name}': intervals_above needs above = \"8 ms\" (a duration)"));
-                    None
-                }
-                (_, Some((at, _))) => {
-                    err(at, format!("metric '{name}': 'above' belongs to of = \"intervals_above\""));
-                    None
-                }
-                ("intervals", None) => Some(Of::Intervals),
-                ("interval_p50", None) => Some(Of::IntervalQuantile(0.5)),
-                ("interval_p99", None) => Some(Of::IntervalQuantile(0.99)),
-                ("interval_max", None) => Some(Of::IntervalQuantile(1.0)),
-                ("migrations", None) => Some(Of::Migrations),
-                ("preempted_migrate_disabled", None) => Some(Of::PreemptedMigrateDisabled),
-                ("boost_to_run", None) => Some(Of::BoostToRun),
-                (other, None) => {
-                    err(md.of.span().start, format!(
-                        "unknown trace metric '{other}': use intervals_above, intervals, interval_p50, interval_p99, interval_max, migrations, preempted_migrate_disabled or boost_to_run"
-                    ));
-                    None
-                }
-            };
-            let thread = md.thread.as_ref().map(|s| check_thread(s, &mut err));
-            if let Some(of) = of {
-                metrics.push(TraceMetric {
-                    name: name.clone(),
-                    of,
-                    thread,
-                    description: md.description.clone().unwrap_or_default(),
-                });
+            if let Some(metric) = self.trace_metric(name, m) {
+                metrics.push(metric);
             }
         }
-        let needs = |e: &str| !events.iter().any(|x| x == e || x.ends_with(&format!("/{e}")));
-        if (!metrics.is_empty() || !distribution.is_empty() || !evidence.is_empty()) && needs("sched_switch") {
-            err(t.span().start, "trace metrics, distribution and evidence need sched_switch in events".into());
+        let needs = |e: &str| {
+            !events
+                .iter()
+                .any(|x| x == e || x.ends_with(&format!("/{e}")))
+        };
+        if (!metrics.is_empty() || !distribution.is_empty() || !evidence.is_empty())
+            && needs("sched_switch")
+        {
+            self.err(
+                t.span().start,
+                "trace metrics, distribution and evidence need sched_switch in events".into(),
+            );
         }
         if !evidence.is_empty() && (needs("sched_pi_setprio") || needs("sched_migrate_task")) {
-            err(t.span().start, "evidence needs sched_pi_setprio and sched_migrate_task in events".into());
+            self.err(
+                t.span().start,
+                "evidence needs sched_pi_setprio and sched_migrate_task in events".into(),
+            );
         }
         TraceConfig {
             events,
@@ -313,6 +297,99 @@ pub(super) fn compile(
             distribution,
             metrics,
         }
-    });
-    Config { cpu, ipi, trace }
+    }
+
+    /// The trace events: the sched ones by default; bad names are reported and left out.
+    fn trace_events(&mut self, events: &Option<Vec<Spanned<String>>>) -> Vec<String> {
+        match events {
+            None => SCHED_EVENTS.iter().map(|s| s.to_string()).collect(),
+            Some(v) => v
+                .iter()
+                .filter_map(|e| {
+                    let n = e.get_ref();
+                    let ok = !n.is_empty()
+                        && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '/')
+                        && n.matches('/').count() <= 1;
+                    if !ok {
+                        self.err(e.span().start, format!("'{n}' is not a trace event name (e.g. sched_switch or ipi/ipi_send_cpu)"));
+                    }
+                    ok.then(|| n.clone())
+                })
+                .collect(),
+        }
+    }
+
+    /// A thread named by the trace (base name or instance), reported when the rig has no
+    /// such thread; kept as written either way.
+    fn thread_ref(&mut self, s: &Spanned<String>) -> String {
+        let t = s.get_ref();
+        let known = self.threads.is_empty()
+            || self
+                .threads
+                .iter()
+                .any(|n| n == t.split('.').next().unwrap_or(t));
+        if !known {
+            self.err(
+                s.span().start,
+                format!(
+                    "no thread '{}' in this rig; threads: {}",
+                    s.get_ref(),
+                    self.threads.join(", ")
+                ),
+            );
+        }
+        s.get_ref().clone()
+    }
+
+    /// One `[instruments.trace.metrics.NAME]`: None when its `of`/`above` are bad (its
+    /// thread is checked either way).
+    fn trace_metric(&mut self, name: &str, m: &Spanned<TraceMetricDef>) -> Option<TraceMetric> {
+        let md = m.get_ref();
+        let above = md
+            .above
+            .as_ref()
+            .map(|a| (a.span().start, parse_duration(a.get_ref())));
+        let of = match (md.of.get_ref().as_str(), above) {
+            ("intervals_above", Some((_, Ok(ns)))) => Some(Of::IntervalsAbove(ns)),
+            ("intervals_above", Some((at, Err(e)))) => {
+                self.err(at, e);
+                None
+            }
+            ("intervals_above", None) => {
+                self.err(
+                    m.span().start,
+                    format!("metric '{name}': intervals_above needs above = \"8 ms\" (a duration)"),
+                );
+                None
+            }
+            (_, Some((at, _))) => {
+                self.err(
+                    at,
+                    format!("metric '{name}': 'above' belongs to of = \"intervals_above\""),
+                );
+                None
+            }
+            ("intervals", None) => Some(Of::Intervals),
+            ("interval_p50", None) => Some(Of::IntervalQuantile(0.5)),
+            ("interval_p99", None) => Some(Of::IntervalQuantile(0.99)),
+            ("interval_max", None) => Some(Of::IntervalQuantile(1.0)),
+            ("migrations", None) => Some(Of::Migrations),
+            ("preempted_migrate_disabled", None) => Some(Of::PreemptedMigrateDisabled),
+            ("boost_to_run", None) => Some(Of::BoostToRun),
+            (other, None) => {
+                self.err(md.of.span().start, format!(
+                    "unknown trace metric '{other}': use intervals_above, intervals, interval_p50, interval_p99, interval_max, migrations, preempted_migrate_disabled or boost_to_run"
+                ));
+                None
+            }
+        };
+        let thread = md.thread.as_ref().map(|s| self.thread_ref(s));
+        let of = of?;
+        Some(TraceMetric {
+            name: name.to_string(),
+            of,
+            thread,
+            description: md.description.clone().unwrap_or_default(),
+        })
+    }
 }
