@@ -3,7 +3,7 @@
 //! order, and tie JACK's xrun notifications to cycles.
 
 use super::config::Config;
-use super::rt::{LivefxProcess, LoopResult, RtCounters, Shared, Workers};
+use super::rt::{Hold, LivefxProcess, LoopResult, RtCounters, Shared, Workers};
 use super::writer::{self, Event, Marker, Progress, RECORD_BYTES, Side, Stats};
 use crate::audio::{self, BackendKind, Notes, StreamInfo, StreamSpec};
 use crate::rig::Plan;
@@ -13,6 +13,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
 
 /// Everything one trial needs, resolved from the rig, the setting and the command line.
 #[derive(Debug, Clone)]
@@ -86,6 +87,9 @@ pub struct Out<'a> {
     pub marker: Option<std::fs::File>,
 }
 
+/// One trial, its steps in this order: start the workers and tell `on_ready`, start the
+/// writer and the background load, open the stream and play it for the duration, stop
+/// the workers, the load and the writer, then read the results back.
 pub fn run(
     cfg: &Config,
     plan: &Plan,
@@ -99,13 +103,7 @@ pub fn run(
         label,
         marker,
     } = out;
-    let protocols: Vec<_> = plan.locks.iter().map(|l| l.protocol).collect();
-    let waited: Vec<bool> = cfg.workers.iter().map(|w| w.waited).collect();
-    let sh = match Shared::new(&waited, &protocols) {
-        Ok(s) => s,
-        Err(e) => return failed(e),
-    };
-    let (workers, holds) = match Workers::start(sh.clone(), &cfg.workers) {
+    let (sh, workers, holds) = match start_workers(cfg, plan) {
         Ok(w) => w,
         Err(e) => return failed(e),
     };
@@ -122,17 +120,7 @@ pub fn run(
     let counters = Arc::new(RtCounters::default());
     let loop_result = Arc::new(LoopResult::default());
     let notes = Arc::new(Notes::default());
-    let marker = marker.map(|file| {
-        if let Ok(f) = file.try_clone() {
-            let _ = notes.marker.set(f);
-        }
-        Marker {
-            file,
-            workers: cfg.workers.iter().map(|w| w.name.clone()).collect(),
-            locks: plan.locks.iter().map(|l| l.name.clone()).collect(),
-            tids: named.iter().map(|(n, t)| (*t, n.clone())).collect(),
-        }
-    });
+    let marker = marker.map(|file| trace_marker(file, &notes, cfg, plan, &named));
     let progress = Arc::new(Progress::default());
     let wdone = Arc::new(AtomicBool::new(false));
     let t0 = now_ns();
@@ -149,13 +137,7 @@ pub fn run(
             marker,
         },
     );
-    // Background load: the rig's ordinary threads, run as a trial beside the audio.
-    let load_stop = Arc::new(AtomicBool::new(false));
-    let load = (!plan.threads.is_empty()).then(|| {
-        let (plan2, ls) = (plan.clone(), load_stop.clone());
-        let bound = p.duration_ns + 5_000_000_000;
-        std::thread::spawn(move || crate::engine::trial::run_trial(&plan2, bound, &ls))
-    });
+    let (load_stop, load) = spawn_load(plan, p.duration_ns);
     let process = LivefxProcess::new(
         sh.clone(),
         tx,
@@ -166,52 +148,26 @@ pub fn run(
         loop_result.clone(),
     );
     let stream = audio::open(p.kind, &p.spec, Box::new(process), notes.clone());
-    let mut status = TrialStatus::Ok;
-    let mut detail = None;
+    let mut end = Ending {
+        status: TrialStatus::Ok,
+        detail: None,
+    };
     let mut info = None;
     let mut server_gone = false;
     match stream {
-        Err(e) => {
-            status = TrialStatus::Failed;
-            detail = Some(e);
-        }
+        Err(e) => end.fail(e),
         Ok(s) => {
             info = Some(s.info().clone());
-            let end = now_ns() + p.duration_ns;
-            let mut next_print = now_ns();
-            loop {
-                let now = now_ns();
-                if now >= end {
-                    break;
-                }
-                if stop.load(Ordering::SeqCst) {
-                    status = TrialStatus::Aborted;
-                    break;
-                }
-                if notes.is_gone() {
-                    server_gone = true;
-                    break;
-                }
-                if p.progress && now >= next_print {
-                    next_print = now + 500_000_000;
-                    eprint!(
-                        "\r  {label}: {:>5.1}/{:.0} s  cycles {}  xruns {}  misses {}   ",
-                        (now - t0) as f64 / 1e9,
-                        p.duration_ns as f64 / 1e9,
-                        progress.cycles.load(Ordering::Relaxed),
-                        progress.xruns.load(Ordering::Relaxed)
-                            + notes.xrun_count.load(Ordering::Relaxed),
-                        progress.misses.load(Ordering::Relaxed),
-                    );
-                }
-                std::thread::sleep(std::time::Duration::from_millis(20));
+            match wait_out(p, stop, &notes, &progress, t0, label) {
+                Waited::Elapsed => {}
+                Waited::Stopped => end.status = TrialStatus::Aborted,
+                Waited::ServerGone => server_gone = true,
             }
             if let Err(e) = s.stop()
                 && !server_gone
                 && !notes.is_gone()
             {
-                status = TrialStatus::Failed;
-                detail = Some(e);
+                end.fail(e);
             }
             server_gone |= notes.is_gone();
         }
@@ -230,63 +186,27 @@ pub fn run(
     wdone.store(true, Ordering::SeqCst);
     let mut stats = wh.join().unwrap_or_default();
     if let Some(e) = stats.io_error.take() {
-        status = TrialStatus::Failed;
-        detail = Some(e);
+        end.fail(e);
     }
     if let Some(r) = load_end
         && let crate::engine::trial::TrialStatus::Failed(e) = r.status
     {
-        status = TrialStatus::Failed;
-        detail = Some(format!("background load: {e}"));
+        end.fail(format!("background load: {e}"));
     }
-    // JACK's notifications, tied to cycles and marked in the cycles file.
-    let notes_v = notes.take_xruns();
-    let mut xruns = stats.counts.xruns;
-    if !notes_v.is_empty() {
-        xruns += notes_v.len() as u64;
-        if let Err(e) = tie_xruns(cycles_path, t0, &notes_v, &mut stats) {
-            status = TrialStatus::Failed;
-            detail = Some(e);
-        }
-    }
+    // The RT path's own xruns, counted before JACK's are tied in.
+    let rt_xruns = stats.counts.xruns;
+    let xruns = rt_xruns + tie_notes(cycles_path, t0, &notes, &mut stats, &mut end);
     let enabled = loop_result.enabled.load(Ordering::SeqCst);
     let rt = loop_result.roundtrip_plus1.load(Ordering::SeqCst);
-    let unexplained = if enabled {
-        // The window covers the round trip: a dropout arrives that many frames late.
-        let period = p.spec.period.max(1) as usize;
-        let window = 4 + rt as usize / period;
-        match std::fs::read(cycles_path) {
-            Ok(b) => {
-                let flags: Vec<u32> = b
-                    .chunks_exact(RECORD_BYTES)
-                    .map(|c| writer::decode(c).flags)
-                    .collect();
-                Some(super::xrun::unexplained_discontinuities(&flags, window))
-            }
-            Err(_) => None,
-        }
-    } else {
-        None
-    };
+    let unexplained = enabled
+        .then(|| unexplained_in(cycles_path, p.spec.period, rt))
+        .flatten();
     if server_gone {
-        status = TrialStatus::Failed;
-        let at = notes.gone_at_ns.load(Ordering::SeqCst).saturating_sub(t0) as f64 / 1e9;
-        detail = Some(format!(
-            "the JACK server went away {at:.1} s into the trial; the results cover the {} cycles recorded before",
-            stats.counts.cycles
-        ));
-        stats.event(Event {
-            kind: "server_gone",
-            cycle: stats.counts.cycles,
-            t_s: at,
-            usecs: None,
-            mono_ns: notes.gone_at_ns.load(Ordering::SeqCst),
-            cause: None,
-        });
+        end.fail(server_gone_detail(&notes, t0, &mut stats));
     }
     Outcome {
-        status,
-        detail,
+        status: end.status,
+        detail: end.detail,
         info,
         xruns,
         discontinuities: enabled.then(|| loop_result.discontinuities.load(Ordering::SeqCst)),
@@ -300,6 +220,172 @@ pub fn run(
         bursts,
         t0_ns: t0,
     }
+}
+
+/// How a trial is ending so far: a later failure replaces an earlier one's detail.
+struct Ending {
+    status: TrialStatus,
+    detail: Option<String>,
+}
+
+impl Ending {
+    fn fail(&mut self, detail: String) {
+        self.status = TrialStatus::Failed;
+        self.detail = Some(detail);
+    }
+}
+
+/// The shared state the callback and the workers meet in, and the workers started on
+/// it, with the queues their lock holds come back on.
+fn start_workers(
+    cfg: &Config,
+    plan: &Plan,
+) -> Result<(Arc<Shared>, Workers, Vec<rtrb::Consumer<Hold>>), String> {
+    let protocols: Vec<_> = plan.locks.iter().map(|l| l.protocol).collect();
+    let waited: Vec<bool> = cfg.workers.iter().map(|w| w.waited).collect();
+    let sh = Shared::new(&waited, &protocols)?;
+    let (workers, holds) = Workers::start(sh.clone(), &cfg.workers)?;
+    Ok((sh, workers, holds))
+}
+
+/// The trace marker the writer notes misses and xruns in; the backend gets its own
+/// handle on the same file (through `notes`) for what it sees.
+fn trace_marker(
+    file: std::fs::File,
+    notes: &Notes,
+    cfg: &Config,
+    plan: &Plan,
+    named: &[(String, i32)],
+) -> Marker {
+    if let Ok(f) = file.try_clone() {
+        let _ = notes.marker.set(f);
+    }
+    Marker {
+        file,
+        workers: cfg.workers.iter().map(|w| w.name.clone()).collect(),
+        locks: plan.locks.iter().map(|l| l.name.clone()).collect(),
+        tids: named.iter().map(|(n, t)| (*t, n.clone())).collect(),
+    }
+}
+
+/// Background load: the rig's ordinary threads, run as a trial beside the audio (none
+/// when the rig has no threads), with the flag that stops it.
+fn spawn_load(
+    plan: &Plan,
+    duration_ns: u64,
+) -> (
+    Arc<AtomicBool>,
+    Option<JoinHandle<crate::engine::trial::TrialResult>>,
+) {
+    let load_stop = Arc::new(AtomicBool::new(false));
+    let load = (!plan.threads.is_empty()).then(|| {
+        let (plan2, ls) = (plan.clone(), load_stop.clone());
+        let bound = duration_ns + 5_000_000_000;
+        std::thread::spawn(move || crate::engine::trial::run_trial(&plan2, bound, &ls))
+    });
+    (load_stop, load)
+}
+
+/// Why the wait for the trial's end ended.
+enum Waited {
+    /// The duration is over.
+    Elapsed,
+    /// `stop` was set (Ctrl-C): the trial is aborted.
+    Stopped,
+    /// The JACK server went away.
+    ServerGone,
+}
+
+/// Waits out the trial's duration while the stream plays, printing the live progress
+/// line every 0.5 s when asked to.
+fn wait_out(
+    p: &Params,
+    stop: &AtomicBool,
+    notes: &Notes,
+    progress: &Progress,
+    t0: u64,
+    label: &str,
+) -> Waited {
+    let end = now_ns() + p.duration_ns;
+    let mut next_print = now_ns();
+    loop {
+        let now = now_ns();
+        if now >= end {
+            return Waited::Elapsed;
+        }
+        if stop.load(Ordering::SeqCst) {
+            return Waited::Stopped;
+        }
+        if notes.is_gone() {
+            return Waited::ServerGone;
+        }
+        if p.progress && now >= next_print {
+            next_print = now + 500_000_000;
+            eprint!(
+                "\r  {label}: {:>5.1}/{:.0} s  cycles {}  xruns {}  misses {}   ",
+                (now - t0) as f64 / 1e9,
+                p.duration_ns as f64 / 1e9,
+                progress.cycles.load(Ordering::Relaxed),
+                progress.xruns.load(Ordering::Relaxed) + notes.xrun_count.load(Ordering::Relaxed),
+                progress.misses.load(Ordering::Relaxed),
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// JACK's notifications, tied to cycles and marked in the cycles file: how many there
+/// were (a failure to tie them fails the trial).
+fn tie_notes(
+    cycles_path: &Path,
+    t0: u64,
+    notes: &Notes,
+    stats: &mut Stats,
+    end: &mut Ending,
+) -> u64 {
+    let notes_v = notes.take_xruns();
+    if !notes_v.is_empty()
+        && let Err(e) = tie_xruns(cycles_path, t0, &notes_v, stats)
+    {
+        end.fail(e);
+    }
+    notes_v.len() as u64
+}
+
+/// Loopback discontinuities with no xrun or miss just before them, read back from the
+/// cycles file (None when it cannot be read).
+fn unexplained_in(cycles_path: &Path, period: u32, roundtrip_plus1: u32) -> Option<u64> {
+    // The window covers the round trip: a dropout arrives that many frames late.
+    let period = period.max(1) as usize;
+    let window = 4 + roundtrip_plus1 as usize / period;
+    match std::fs::read(cycles_path) {
+        Ok(b) => {
+            let flags: Vec<u32> = b
+                .chunks_exact(RECORD_BYTES)
+                .map(|c| writer::decode(c).flags)
+                .collect();
+            Some(super::xrun::unexplained_discontinuities(&flags, window))
+        }
+        Err(_) => None,
+    }
+}
+
+/// The detail of a trial the JACK server left, with its `server_gone` event logged.
+fn server_gone_detail(notes: &Notes, t0: u64, stats: &mut Stats) -> String {
+    let at = notes.gone_at_ns.load(Ordering::SeqCst).saturating_sub(t0) as f64 / 1e9;
+    let detail = format!(
+        "the JACK server went away {at:.1} s into the trial; the results cover the {} cycles recorded before",
+        stats.counts.cycles
+    );
+    stats.event(Event {
+        kind: "server_gone",
+        cycle: stats.counts.cycles,
+        t_s: at,
+        usecs: None,
+        mono_ns: notes.gone_at_ns.load(Ordering::SeqCst),
+        cause: None,
+    });
+    detail
 }
 
 /// The bursts of the background load from its marks: the n-th `from` with the n-th
