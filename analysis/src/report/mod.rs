@@ -57,107 +57,18 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
             vec![Block::Bullets(doctor)],
         );
     }
-    let (conclusion, verdict, table, extra_sections, plots) = match &res.kind {
-        Kind::Trials(t) => {
-            let (bullets, conclusion) = trials::verdict(t);
-            let trials_run = t.trials.len();
-            let extra = vec![(
-                "trials".to_string(),
-                format!(
-                    "{} run{}",
-                    trials_run,
-                    res.run
-                        .trials
-                        .map_or(String::new(), |n| format!(", {n} per setting and variant"))
-                ),
-            )];
-            let table = vec![trials::table(t)];
-            let ev = trials::evidence(t);
-            let plots = trials::plots(t, ctx)?;
-            crate::export::trials(t, ctx)?;
-            let mut sections = Vec::new();
-            if !ev.is_empty() {
-                sections.push(("Trace evidence".to_string(), vec![Block::Pre(ev)]));
-            }
-            (conclusion, bullets, table, (extra, sections), plots)
-        }
-        Kind::Livefx(d) => {
-            let cs = livefx::cases(d);
-            let (bullets, conclusion) = livefx::verdict(&cs);
-            let mut extra = Vec::new();
-            if let Some(r) = d.rows.first() {
-                let mut b = r.backend.clone();
-                if let Some(n) = &r.backend_note {
-                    b += &format!(" ({n})");
-                }
-                extra.push(("backend".to_string(), b));
-                extra.push((
-                    "audio".to_string(),
-                    format!(
-                        "{} frames at {} Hz{}",
-                        r.period.map_or("?".into(), |p| format!("{p:.0}")),
-                        r.rate.map_or("?".into(), |x| format!("{x:.0}")),
-                        r.period_us().map_or(String::new(), |p| format!(
-                            " ({} per period)",
-                            common::fmt_us(p)
-                        ))
-                    ),
-                ));
-                if let Some(w) = workers(&res.run) {
-                    extra.push(("workers".to_string(), w));
-                }
-                if let Some(rt) = r.counts.roundtrip_frames {
-                    extra.push(("round trip".into(), format!("{rt} frames (loopback)")));
-                }
-            }
-            extra.push((
-                "trials".to_string(),
-                format!(
-                    "{} trial{} in all{}",
-                    d.trials.len(),
-                    if d.trials.len() == 1 { "" } else { "s" },
-                    d.rows
-                        .first()
-                        .and_then(|r| r.trial_s())
-                        .map_or(String::new(), |s| format!(", {} each", common::fmt_dur(s)))
-                ),
-            ));
-            let table = livefx::tables(&cs);
-            let ev = livefx::first_events(d);
-            let plots = livefx::plots(d, &cs, ctx)?;
-            crate::export::livefx(res, d, ctx)?;
-            let mut sections = Vec::new();
-            let why = livefx::why_blocks(&cs);
-            if !why.is_empty() {
-                sections.push(("Why the misses".to_string(), why));
-            }
-            if !ev.is_empty() {
-                sections.push((
-                    "First events (events.jsonl)".to_string(),
-                    vec![Block::Pre(ev)],
-                ));
-            }
-            if let Some(s) = d.latency.values().map(|l| l.source).next() {
-                sections.push((
-                    "Where the numbers come from".to_string(),
-                    vec![Block::Para(format!(
-                        "Latency percentiles from {}; counts from {}.",
-                        if s == crate::load::livefx::Source::Cycles {
-                            "every cycle's raw record (cycles/*.bin)"
-                        } else {
-                            results::HISTOGRAMS_JSON
-                        },
-                        if d.cycle_stats.is_empty() {
-                            results::SUMMARY_JSON
-                        } else {
-                            "the raw cycle records"
-                        }
-                    ))],
-                ));
-            }
-            (conclusion, bullets, table, (extra, sections), plots)
-        }
+    let part = match &res.kind {
+        Kind::Trials(t) => trials_part(res, t, ctx)?,
+        Kind::Livefx(d) => livefx_part(res, d, ctx)?,
     };
+    let Part {
+        conclusion,
+        verdict,
+        table,
+        what_ran,
+        sections,
+        plots,
+    } = part;
     let mut verdict_blocks = vec![
         Block::Para(conclusion.clone()),
         Block::Bullets(verdict.clone()),
@@ -172,13 +83,13 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
             &res.run,
             &res.rig,
             res.kind.name(),
-            extra_sections.0,
+            what_ran,
         )],
     );
     doc.section("Kernel", common::kernel(&res.run, res.has_run));
     doc.section("Settings in force", common::settings(&res.run));
     doc.section("Results", table.clone());
-    for (t, b) in extra_sections.1 {
+    for (t, b) in sections {
         doc.section(&t, b);
     }
     if !res.warnings.is_empty() {
@@ -194,6 +105,154 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
         verdict,
         table,
     })
+}
+
+/// What one kind of rig contributes to the report; `build` lays it out the same way
+/// for every kind.
+struct Part {
+    conclusion: String,
+    verdict: Vec<String>,
+    table: Vec<Block>,
+    /// Lines added to "What ran".
+    what_ran: Vec<(String, String)>,
+    /// Sections after "Results", in order.
+    sections: Vec<(String, Vec<Block>)>,
+    plots: Vec<Block>,
+}
+
+/// A trial rig's part, writing its plots and exports.
+fn trials_part(res: &Results, t: &load::trials::TrialsData, ctx: &mut Ctx) -> Result<Part, String> {
+    let (bullets, conclusion) = trials::verdict(t);
+    let trials_run = t.trials.len();
+    let what_ran = vec![(
+        "trials".to_string(),
+        format!(
+            "{} run{}",
+            trials_run,
+            res.run
+                .trials
+                .map_or(String::new(), |n| format!(", {n} per setting and variant"))
+        ),
+    )];
+    let table = vec![trials::table(t)];
+    let ev = trials::evidence(t);
+    let plots = trials::plots(t, ctx)?;
+    crate::export::trials(t, ctx)?;
+    let mut sections = Vec::new();
+    if !ev.is_empty() {
+        sections.push(("Trace evidence".to_string(), vec![Block::Pre(ev)]));
+    }
+    Ok(Part {
+        conclusion,
+        verdict: bullets,
+        table,
+        what_ran,
+        sections,
+        plots,
+    })
+}
+
+/// A livefx rig's part, writing its plots and exports.
+fn livefx_part(res: &Results, d: &load::livefx::LivefxData, ctx: &mut Ctx) -> Result<Part, String> {
+    let cs = livefx::cases(d);
+    let (bullets, conclusion) = livefx::verdict(&cs);
+    let what_ran = livefx_what_ran(res, d);
+    let table = livefx::tables(&cs);
+    let ev = livefx::first_events(d);
+    let plots = livefx::plots(d, &cs, ctx)?;
+    crate::export::livefx(res, d, ctx)?;
+    let sections = livefx_sections(d, &cs, ev);
+    Ok(Part {
+        conclusion,
+        verdict: bullets,
+        table,
+        what_ran,
+        sections,
+        plots,
+    })
+}
+
+/// "What ran" for a livefx rig: the backend, the audio format, the workers, the round
+/// trip (from the first row) and the trials.
+fn livefx_what_ran(res: &Results, d: &load::livefx::LivefxData) -> Vec<(String, String)> {
+    let mut extra = Vec::new();
+    if let Some(r) = d.rows.first() {
+        let mut b = r.backend.clone();
+        if let Some(n) = &r.backend_note {
+            b += &format!(" ({n})");
+        }
+        extra.push(("backend".to_string(), b));
+        extra.push((
+            "audio".to_string(),
+            format!(
+                "{} frames at {} Hz{}",
+                r.period.map_or("?".into(), |p| format!("{p:.0}")),
+                r.rate.map_or("?".into(), |x| format!("{x:.0}")),
+                r.period_us().map_or(String::new(), |p| format!(
+                    " ({} per period)",
+                    common::fmt_us(p)
+                ))
+            ),
+        ));
+        if let Some(w) = workers(&res.run) {
+            extra.push(("workers".to_string(), w));
+        }
+        if let Some(rt) = r.counts.roundtrip_frames {
+            extra.push(("round trip".into(), format!("{rt} frames (loopback)")));
+        }
+    }
+    extra.push((
+        "trials".to_string(),
+        format!(
+            "{} trial{} in all{}",
+            d.trials.len(),
+            if d.trials.len() == 1 { "" } else { "s" },
+            d.rows
+                .first()
+                .and_then(|r| r.trial_s())
+                .map_or(String::new(), |s| format!(", {} each", common::fmt_dur(s)))
+        ),
+    ));
+    extra
+}
+
+/// A livefx report's sections after "Results": why the misses, the first events
+/// (`ev`), and where the numbers come from.
+fn livefx_sections(
+    d: &load::livefx::LivefxData,
+    cs: &[livefx::Case],
+    ev: Vec<String>,
+) -> Vec<(String, Vec<Block>)> {
+    let mut sections = Vec::new();
+    let why = livefx::why_blocks(cs);
+    if !why.is_empty() {
+        sections.push(("Why the misses".to_string(), why));
+    }
+    if !ev.is_empty() {
+        sections.push((
+            "First events (events.jsonl)".to_string(),
+            vec![Block::Pre(ev)],
+        ));
+    }
+    if let Some(s) = d.latency.values().map(|l| l.source).next() {
+        sections.push((
+            "Where the numbers come from".to_string(),
+            vec![Block::Para(format!(
+                "Latency percentiles from {}; counts from {}.",
+                if s == crate::load::livefx::Source::Cycles {
+                    "every cycle's raw record (cycles/*.bin)"
+                } else {
+                    results::HISTOGRAMS_JSON
+                },
+                if d.cycle_stats.is_empty() {
+                    results::SUMMARY_JSON
+                } else {
+                    "the raw cycle records"
+                }
+            ))],
+        ));
+    }
+    sections
 }
 
 /// run.json's livefx worker layout in one line: "fx.0 FIFO 60 on CPU 0: 150 us, 60 us

@@ -168,31 +168,66 @@ fn describe(r: &TRow, name: &str) -> String {
 /// Verdict bullets and the one-paragraph conclusion.
 pub fn verdict(t: &TrialsData) -> (Vec<String>, String) {
     let keys = t.keys();
-    let mut settings: Vec<String> = Vec::new();
-    let mut variants: Vec<String> = Vec::new();
-    for (s, v) in &keys {
-        if !settings.contains(s) {
-            settings.push(s.clone());
-        }
-        if !variants.contains(v) {
-            variants.push(v.clone());
+    let ax = Axes::of(&keys);
+    let mut bullets = Vec::new();
+    // Each group's conclusion fragments, one per metric, in order of first appearance.
+    let mut groups_out: Vec<(String, Vec<String>)> = Vec::new();
+    for (metric, _unit, bound) in t.metrics() {
+        let rows: Vec<&TRow> = t.rows.iter().filter(|r| r.metric == metric).collect();
+        bullets.extend(ax.contrasts(&rows));
+        for (g, c) in ax.group_sentences(&metric, &bound, &rows) {
+            match groups_out
+                .iter_mut()
+                .find(|x: &&mut (String, Vec<String>)| x.0 == g)
+            {
+                Some(x) => x.1.push(c),
+                None => groups_out.push((g, vec![c])),
+            }
         }
     }
-    let name = |s: &str, v: &str| -> String {
-        match (settings.len() > 1, variants.len() > 1) {
+    let conclusion = ax.conclusion(groups_out);
+    bullets.extend(ax.odd_endings(t, &keys));
+    (bullets, format!("Conclusion: {}", conclusion.join(" ")))
+}
+
+/// A trial rig's settings and variants, each in order of first appearance: what the
+/// verdict contrasts (settings when there are several, else variants).
+struct Axes {
+    settings: Vec<String>,
+    variants: Vec<String>,
+}
+
+impl Axes {
+    fn of(keys: &[(String, String)]) -> Axes {
+        let mut settings: Vec<String> = Vec::new();
+        let mut variants: Vec<String> = Vec::new();
+        for (s, v) in keys {
+            if !settings.contains(s) {
+                settings.push(s.clone());
+            }
+            if !variants.contains(v) {
+                variants.push(v.clone());
+            }
+        }
+        Axes { settings, variants }
+    }
+
+    /// A (setting, variant) as the prose names it: only the parts that vary.
+    fn name(&self, s: &str, v: &str) -> String {
+        match (self.settings.len() > 1, self.variants.len() > 1) {
             (true, true) => format!("{s} / {v}"),
             (true, false) => s.to_string(),
             _ => v.to_string(),
         }
-    };
-    let mut bullets = Vec::new();
-    let mut conclusion = Vec::new();
-    let mut groups_out: Vec<(String, Vec<String>)> = Vec::new();
-    for (metric, _unit, bound) in t.metrics() {
-        let rows: Vec<&TRow> = t.rows.iter().filter(|r| r.metric == metric).collect();
-        let mut best_p: Option<f64> = None;
+    }
+
+    /// One metric's bullets: each setting against the first (per variant), else each
+    /// variant against the first, else the lone row described.
+    fn contrasts(&self, rows: &[&TRow]) -> Vec<String> {
+        let (settings, variants) = (&self.settings, &self.variants);
+        let mut bullets = Vec::new();
         if settings.len() > 1 {
-            for v in &variants {
+            for v in variants {
                 let Some(base) = rows
                     .iter()
                     .find(|r| &r.variant == v && r.setting == settings[0])
@@ -206,12 +241,7 @@ pub fn verdict(t: &TrialsData) -> (Vec<String>, String) {
                         } else {
                             format!("under {}", settings[0])
                         };
-                        let (text, p) = contrast(o, base, &name(s, v), &bn);
-                        bullets.push(text);
-                        best_p = match (best_p, p) {
-                            (Some(a), Some(b)) => Some(a.min(b)),
-                            (a, b) => a.or(b),
-                        };
+                        bullets.push(contrast(o, base, &self.name(s, v), &bn).0);
                     }
                 }
             }
@@ -223,22 +253,26 @@ pub fn verdict(t: &TrialsData) -> (Vec<String>, String) {
             {
                 for v in variants.iter().skip(1) {
                     if let Some(o) = rows.iter().find(|r| &r.setting == s && &r.variant == v) {
-                        let (text, p) = contrast(o, base, v, &format!("with {}", variants[0]));
-                        bullets.push(text);
-                        best_p = match (best_p, p) {
-                            (Some(a), Some(b)) => Some(a.min(b)),
-                            (a, b) => a.or(b),
-                        };
+                        bullets.push(contrast(o, base, v, &format!("with {}", variants[0])).0);
                     }
                 }
             }
         } else if let Some(r) = rows.first() {
-            bullets.push(describe(r, &name(&r.setting, &r.variant)));
+            bullets.push(describe(r, &self.name(&r.setting, &r.variant)));
         }
-        // Conclusion, LatencyMon style: what happened, under which setting, how sure:
-        // one sentence per group that was contrasted.
-        let groups: Vec<(String, Vec<&TRow>)> = if settings.len() > 1 {
-            variants
+        bullets
+    }
+
+    /// One metric's conclusion, LatencyMon style: what happened, under which setting,
+    /// how sure: one sentence per group that was contrasted, with the group's name.
+    fn group_sentences(
+        &self,
+        metric: &str,
+        bound: &Option<String>,
+        rows: &[&TRow],
+    ) -> Vec<(String, String)> {
+        let groups: Vec<(String, Vec<&TRow>)> = if self.settings.len() > 1 {
+            self.variants
                 .iter()
                 .map(|v| {
                     (
@@ -248,95 +282,105 @@ pub fn verdict(t: &TrialsData) -> (Vec<String>, String) {
                 })
                 .collect()
         } else {
-            vec![(settings[0].clone(), rows.clone())]
+            vec![(self.settings[0].clone(), rows.to_vec())]
         };
-        for (g, grows) in groups {
-            let label = |r: &TRow| {
-                if settings.len() > 1 {
-                    r.setting.clone()
-                } else {
-                    r.variant.clone()
-                }
-            };
-            let parts: Vec<String> = grows
-                .iter()
-                .map(|r| match (within(r), r.median) {
-                    (Some((w, n)), _) if bound.is_some() => format!("{w}/{n} with {}", label(r)),
-                    (_, Some(m)) => format!("median {} {} with {}", fmt_val(m), r.unit, label(r)),
-                    _ => format!("no value with {}", label(r)),
-                })
-                .collect();
-            let what = match &bound {
-                Some(b) => format!("{metric} {} in", bound_words(b)),
-                None => metric.clone(),
-            };
-            let mut c = format!("{what} {}", parts.join(", "));
-            // The strongest contrast inside this group, if the sizes allow any.
-            let mut best: Option<f64> = None;
-            let mut testable = false;
-            if let Some(base) = grows.first() {
-                for o in grows.iter().skip(1) {
-                    if min_p(o.values.len() + o.missing, base.values.len() + base.missing) <= 0.05 {
-                        testable = true;
-                        if let (_, Some(p)) = contrast(o, base, "", "") {
-                            best = Some(best.map_or(p, |b: f64| b.min(p)));
-                        }
+        groups
+            .into_iter()
+            .map(|(g, grows)| (g, self.group_sentence(metric, bound, &grows)))
+            .collect()
+    }
+
+    /// One group's sentence: each row's share within the bound (or median), then how
+    /// sure the strongest contrast inside the group is, if the sizes allow any.
+    fn group_sentence(&self, metric: &str, bound: &Option<String>, grows: &[&TRow]) -> String {
+        let label = |r: &TRow| {
+            if self.settings.len() > 1 {
+                r.setting.clone()
+            } else {
+                r.variant.clone()
+            }
+        };
+        let parts: Vec<String> = grows
+            .iter()
+            .map(|r| match (within(r), r.median) {
+                (Some((w, n)), _) if bound.is_some() => format!("{w}/{n} with {}", label(r)),
+                (_, Some(m)) => format!("median {} {} with {}", fmt_val(m), r.unit, label(r)),
+                _ => format!("no value with {}", label(r)),
+            })
+            .collect();
+        let what = match bound {
+            Some(b) => format!("{metric} {} in", bound_words(b)),
+            None => metric.to_string(),
+        };
+        let mut c = format!("{what} {}", parts.join(", "));
+        let mut best: Option<f64> = None;
+        let mut testable = false;
+        if let Some(base) = grows.first() {
+            for o in grows.iter().skip(1) {
+                if min_p(o.values.len() + o.missing, base.values.len() + base.missing) <= 0.05 {
+                    testable = true;
+                    if let (_, Some(p)) = contrast(o, base, "", "") {
+                        best = Some(best.map_or(p, |b: f64| b.min(p)));
                     }
                 }
             }
-            let same = grows.windows(2).all(|w| within(w[0]) == within(w[1])) && bound.is_some();
-            match best {
-                _ if grows.len() < 2 => {}
-                Some(p) if p < 0.05 => c += &format!(" ({}: {})", fmt_p(p), sureness(p)),
-                _ if same => c += " (the same everywhere)",
-                _ if !testable => c += " (too few trials to tell)",
-                Some(p) => c += &format!(" ({}: {})", fmt_p(p), sureness(p)),
-                None => {}
-            }
-            match groups_out
-                .iter_mut()
-                .find(|x: &&mut (String, Vec<String>)| x.0 == g)
-            {
-                Some(x) => x.1.push(c),
-                None => groups_out.push((g, vec![c])),
-            }
         }
-        let _ = best_p;
+        let same = grows.windows(2).all(|w| within(w[0]) == within(w[1])) && bound.is_some();
+        match best {
+            _ if grows.len() < 2 => {}
+            Some(p) if p < 0.05 => c += &format!(" ({}: {})", fmt_p(p), sureness(p)),
+            _ if same => c += " (the same everywhere)",
+            _ if !testable => c += " (too few trials to tell)",
+            Some(p) => c += &format!(" ({}: {})", fmt_p(p), sureness(p)),
+            None => {}
+        }
+        c
     }
-    let kind = if settings.len() > 1 {
-        "variant"
-    } else {
-        "setting"
-    };
-    for (g, frags) in groups_out {
-        if variants.len() > 1 || settings.len() > 1 {
-            conclusion.push(format!("{kind} {g}: {}.", frags.join("; ")));
+
+    /// The conclusion's sentences: one per group, named when anything varies.
+    fn conclusion(&self, groups_out: Vec<(String, Vec<String>)>) -> Vec<String> {
+        let kind = if self.settings.len() > 1 {
+            "variant"
         } else {
-            conclusion.push(format!("{}.", frags.join("; ")));
-        }
+            "setting"
+        };
+        groups_out
+            .into_iter()
+            .map(|(g, frags)| {
+                if self.variants.len() > 1 || self.settings.len() > 1 {
+                    format!("{kind} {g}: {}.", frags.join("; "))
+                } else {
+                    format!("{}.", frags.join("; "))
+                }
+            })
+            .collect()
     }
-    // Trials that did not finish normally.
-    for (s, v) in &keys {
-        let st = t.statuses(s, v);
-        let odd: Vec<String> = st
-            .iter()
-            .filter(|(k, _)| k.as_str() != TrialStatus::Ok.as_str())
-            .map(|(k, c)| format!("{c} {k}"))
-            .collect();
-        if !odd.is_empty() {
-            bullets.push(format!(
-                "{}: {} of {} trials did not end normally ({}); they count as outside the bound.",
-                name(s, v),
-                st.iter()
-                    .filter(|(k, _)| k.as_str() != TrialStatus::Ok.as_str())
-                    .map(|(_, c)| c)
-                    .sum::<usize>(),
-                st.values().sum::<usize>(),
-                odd.join(", ")
-            ));
+
+    /// A bullet per (setting, variant) with trials that did not finish normally.
+    fn odd_endings(&self, t: &TrialsData, keys: &[(String, String)]) -> Vec<String> {
+        let mut bullets = Vec::new();
+        for (s, v) in keys {
+            let st = t.statuses(s, v);
+            let odd: Vec<String> = st
+                .iter()
+                .filter(|(k, _)| k.as_str() != TrialStatus::Ok.as_str())
+                .map(|(k, c)| format!("{c} {k}"))
+                .collect();
+            if !odd.is_empty() {
+                bullets.push(format!(
+                    "{}: {} of {} trials did not end normally ({}); they count as outside the bound.",
+                    self.name(s, v),
+                    st.iter()
+                        .filter(|(k, _)| k.as_str() != TrialStatus::Ok.as_str())
+                        .map(|(_, c)| c)
+                        .sum::<usize>(),
+                    st.values().sum::<usize>(),
+                    odd.join(", ")
+                ));
+            }
         }
+        bullets
     }
-    (bullets, format!("Conclusion: {}", conclusion.join(" ")))
 }
 
 pub fn evidence(t: &TrialsData) -> Vec<String> {
