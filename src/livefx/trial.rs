@@ -148,51 +148,14 @@ pub fn run(
         loop_result.clone(),
     );
     let stream = audio::open(p.kind, &p.spec, Box::new(process), notes.clone());
-    let mut end = Ending {
-        status: TrialStatus::Ok,
-        detail: None,
-    };
-    let mut info = None;
-    let mut server_gone = false;
-    match stream {
-        Err(e) => end.fail(e),
-        Ok(s) => {
-            info = Some(s.info().clone());
-            match wait_out(p, stop, &notes, &progress, t0, label) {
-                Waited::Elapsed => {}
-                Waited::Stopped => end.status = TrialStatus::Aborted,
-                Waited::ServerGone => server_gone = true,
-            }
-            if let Err(e) = s.stop()
-                && !server_gone
-                && !notes.is_gone()
-            {
-                end.fail(e);
-            }
-            server_gone |= notes.is_gone();
-        }
-    }
+    let (mut end, info, server_gone) = play(stream, p, stop, &notes, &progress, t0, label);
     let duration_ns = now_ns() - t0;
     if p.progress {
         eprint!("\r{:79}\r", "");
     }
     workers.stop();
-    load_stop.store(true, Ordering::SeqCst);
-    let load_end = load.and_then(|h| h.join().ok());
-    let bursts = match (&cfg.bursts, &load_end) {
-        (Some(b), Some(r)) => bursts_of(plan, b, r, now_ns()),
-        _ => vec![],
-    };
-    wdone.store(true, Ordering::SeqCst);
-    let mut stats = wh.join().unwrap_or_default();
-    if let Some(e) = stats.io_error.take() {
-        end.fail(e);
-    }
-    if let Some(r) = load_end
-        && let crate::engine::trial::TrialStatus::Failed(e) = r.status
-    {
-        end.fail(format!("background load: {e}"));
-    }
+    let (load_end, bursts) = stop_load(&load_stop, load, cfg, plan);
+    let mut stats = join_writer(&wdone, wh, load_end, &mut end);
     // The RT path's own xruns, counted before JACK's are tied in.
     let rt_xruns = stats.counts.xruns;
     let xruns = rt_xruns + tie_notes(cycles_path, t0, &notes, &mut stats, &mut end);
@@ -233,6 +196,82 @@ impl Ending {
         self.status = TrialStatus::Failed;
         self.detail = Some(detail);
     }
+}
+
+/// Plays the opened stream (if it opened) until the trial's end, then stops it: how
+/// the trial is ending so far, the stream's info and whether the JACK server went away.
+fn play(
+    stream: Result<Box<dyn audio::Stream>, String>,
+    p: &Params,
+    stop: &AtomicBool,
+    notes: &Notes,
+    progress: &Progress,
+    t0: u64,
+    label: &str,
+) -> (Ending, Option<StreamInfo>, bool) {
+    let mut end = Ending {
+        status: TrialStatus::Ok,
+        detail: None,
+    };
+    let mut info = None;
+    let mut server_gone = false;
+    match stream {
+        Err(e) => end.fail(e),
+        Ok(s) => {
+            info = Some(s.info().clone());
+            match wait_out(p, stop, notes, progress, t0, label) {
+                Waited::Elapsed => {}
+                Waited::Stopped => end.status = TrialStatus::Aborted,
+                Waited::ServerGone => server_gone = true,
+            }
+            if let Err(e) = s.stop()
+                && !server_gone
+                && !notes.is_gone()
+            {
+                end.fail(e);
+            }
+            server_gone |= notes.is_gone();
+        }
+    }
+    (end, info, server_gone)
+}
+
+/// Stops the background load and waits for it: its result, and the bursts its marks
+/// show (none without a `bursts` table or a result).
+fn stop_load(
+    load_stop: &AtomicBool,
+    load: Option<JoinHandle<crate::engine::trial::TrialResult>>,
+    cfg: &Config,
+    plan: &Plan,
+) -> (Option<crate::engine::trial::TrialResult>, Vec<(u64, u64)>) {
+    load_stop.store(true, Ordering::SeqCst);
+    let load_end = load.and_then(|h| h.join().ok());
+    let bursts = match (&cfg.bursts, &load_end) {
+        (Some(b), Some(r)) => bursts_of(plan, b, r, now_ns()),
+        _ => vec![],
+    };
+    (load_end, bursts)
+}
+
+/// Lets the writer drain the queue and end: its stats. Its I/O error, then a failed
+/// background load, fail the trial.
+fn join_writer(
+    wdone: &AtomicBool,
+    wh: JoinHandle<Stats>,
+    load_end: Option<crate::engine::trial::TrialResult>,
+    end: &mut Ending,
+) -> Stats {
+    wdone.store(true, Ordering::SeqCst);
+    let mut stats = wh.join().unwrap_or_default();
+    if let Some(e) = stats.io_error.take() {
+        end.fail(e);
+    }
+    if let Some(r) = load_end
+        && let crate::engine::trial::TrialStatus::Failed(e) = r.status
+    {
+        end.fail(format!("background load: {e}"));
+    }
+    stats
 }
 
 /// The shared state the callback and the workers meet in, and the workers started on
