@@ -6,6 +6,7 @@ use super::config::Config;
 use super::rt::{Hold, LivefxProcess, LoopResult, RtCounters, Shared, Workers};
 use super::writer::{self, Event, Marker, Progress, RECORD_BYTES, Side, Stats};
 use crate::audio::{self, BackendKind, Notes, StreamInfo, StreamSpec};
+use crate::engine::trial::TrialResult;
 use crate::rig::Plan;
 use crate::sys::now_ns;
 use results::trials::TrialStatus;
@@ -240,10 +241,10 @@ fn play(
 /// show (none without a `bursts` table or a result).
 fn stop_load(
     load_stop: &AtomicBool,
-    load: Option<JoinHandle<crate::engine::trial::TrialResult>>,
+    load: Option<JoinHandle<TrialResult>>,
     cfg: &Config,
     plan: &Plan,
-) -> (Option<crate::engine::trial::TrialResult>, Vec<(u64, u64)>) {
+) -> (Option<TrialResult>, Vec<(u64, u64)>) {
     load_stop.store(true, Ordering::SeqCst);
     let load_end = load.and_then(|h| h.join().ok());
     let bursts = match (&cfg.bursts, &load_end) {
@@ -258,7 +259,7 @@ fn stop_load(
 fn join_writer(
     wdone: &AtomicBool,
     wh: JoinHandle<Stats>,
-    load_end: Option<crate::engine::trial::TrialResult>,
+    load_end: Option<TrialResult>,
     end: &mut Ending,
 ) -> Stats {
     wdone.store(true, Ordering::SeqCst);
@@ -274,12 +275,12 @@ fn join_writer(
     stats
 }
 
-/// The shared state the callback and the workers meet in, and the workers started on
-/// it, with the queues their lock holds come back on.
-fn start_workers(
-    cfg: &Config,
-    plan: &Plan,
-) -> Result<(Arc<Shared>, Workers, Vec<rtrb::Consumer<Hold>>), String> {
+/// The shared state the callback and the workers meet in, the workers started on it,
+/// and the queues their lock holds come back on.
+type Started = (Arc<Shared>, Workers, Vec<rtrb::Consumer<Hold>>);
+
+/// Starts the workers (see `Started`).
+fn start_workers(cfg: &Config, plan: &Plan) -> Result<Started, String> {
     let protocols: Vec<_> = plan.locks.iter().map(|l| l.protocol).collect();
     let waited: Vec<bool> = cfg.workers.iter().map(|w| w.waited).collect();
     let sh = Shared::new(&waited, &protocols)?;
@@ -309,13 +310,7 @@ fn trace_marker(
 
 /// Background load: the rig's ordinary threads, run as a trial beside the audio (none
 /// when the rig has no threads), with the flag that stops it.
-fn spawn_load(
-    plan: &Plan,
-    duration_ns: u64,
-) -> (
-    Arc<AtomicBool>,
-    Option<JoinHandle<crate::engine::trial::TrialResult>>,
-) {
+fn spawn_load(plan: &Plan, duration_ns: u64) -> (Arc<AtomicBool>, Option<JoinHandle<TrialResult>>) {
     let load_stop = Arc::new(AtomicBool::new(false));
     let load = (!plan.threads.is_empty()).then(|| {
         let (plan2, ls) = (plan.clone(), load_stop.clone());
@@ -432,7 +427,7 @@ fn server_gone_detail(notes: &Notes, t0: u64, stats: &mut Stats) -> String {
 fn bursts_of(
     plan: &Plan,
     b: &super::config::BurstsCfg,
-    r: &crate::engine::trial::TrialResult,
+    r: &TrialResult,
     end_ns: u64,
 ) -> Vec<(u64, u64)> {
     let slot = |m: &str| {
