@@ -21,4 +21,7 @@ pub mod rig;
 pub mod run;
 pub mod sweep;
 pub mod sys;
+/// The tests' skip mechanism (shared by unit and integration tests); not an API.
+#[doc(hidden)]
+pub mod testkit;
 pub mod trials;

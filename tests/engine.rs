@@ -6,6 +6,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use xrunrig::testkit;
+
 const BIN: &str = env!("CARGO_BIN_EXE_xrunrig");
 
 /// RT tests share CPU 1: run them one at a time.
@@ -15,16 +17,10 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
+/// The test's own directory, 0700: it is also the run's XRUNRIG_STATE_DIR, so the
+/// machine's real journal is never read or restored by a test.
 fn tmp(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("xrunrig-e2e-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    testkit::private_dir(&format!("e2e-{tag}"))
 }
 
 fn xrunrig(args: &[&str], state: &Path) -> Output {
@@ -62,8 +58,7 @@ fn fmt_val(v: f64) -> String {
 
 #[test]
 fn pi_inversion_inherit_waits_less_than_half_of_none() {
-    if !is_root() {
-        eprintln!("skipped: SCHED_FIFO needs root");
+    if !testkit::root() {
         return;
     }
     let _g = serial();
@@ -125,11 +120,14 @@ fn pi_inversion_inherit_waits_less_than_half_of_none() {
 #[test]
 fn pi_boost_affinity_refuses_on_a_small_machine_and_changes_nothing() {
     let online = xrunrig::sys::online_cpus();
-    if online.len() >= 4 {
-        eprintln!(
-            "skipped: this machine has {} CPUs, the rig fits",
+    // The refusal needs a machine the rig does not fit (CI's is 2 CPUs).
+    if !testkit::have(
+        online.len() < 4,
+        &format!(
+            "a machine with fewer than 4 online CPUs (this one has {}: the rig fits)",
             online.len()
-        );
+        ),
+    ) {
         return;
     }
     let _g = serial();
@@ -164,12 +162,13 @@ fn pi_boost_affinity_refuses_on_a_small_machine_and_changes_nothing() {
 
 #[test]
 fn locked_down_features_stop_the_run_unless_settings_as_is() {
-    if xrunrig::knobs::features_snapshot().is_ok() {
-        eprintln!("skipped: sched features are readable here, no lockdown to test");
+    if !testkit::have(
+        xrunrig::knobs::features_snapshot().is_err(),
+        "a kernel whose sched features cannot be read (lockdown); they are readable here",
+    ) {
         return;
     }
-    if !is_root() {
-        eprintln!("skipped: needs root for the SCHED_FIFO part");
+    if !testkit::root() {
         return;
     }
     let _g = serial();
@@ -283,8 +282,7 @@ fn start_changed(d: &Path, rig: &Path, prof: &Path, target: &str) -> std::proces
 
 #[test]
 fn sigkill_leaves_a_journal_and_the_next_start_restores_it() {
-    if !is_root() {
-        eprintln!("skipped: writing sysctls needs root");
+    if !testkit::root() {
         return;
     }
     let _g = serial();
@@ -327,8 +325,7 @@ fn sigkill_leaves_a_journal_and_the_next_start_restores_it() {
 
 #[test]
 fn ctrl_c_restores_and_keeps_what_was_recorded() {
-    if !is_root() {
-        eprintln!("skipped: writing sysctls needs root");
+    if !testkit::root() {
         return;
     }
     let _g = serial();
@@ -357,8 +354,7 @@ fn ctrl_c_restores_and_keeps_what_was_recorded() {
 
 #[test]
 fn profile_is_applied_read_back_interleaved_and_restored() {
-    if !is_root() {
-        eprintln!("skipped: writing sysctls needs root");
+    if !testkit::root() {
         return;
     }
     let _g = serial();
@@ -455,8 +451,7 @@ fn existing_results_are_never_overwritten() {
 
 #[test]
 fn hard_time_bound_stops_a_spinning_run_and_restores() {
-    if !is_root() {
-        eprintln!("skipped: writing sysctls needs root");
+    if !testkit::root() {
         return;
     }
     let _g = serial();

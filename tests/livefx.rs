@@ -12,22 +12,32 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
+use xrunrig::testkit;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// livefx needs SCHED_FIFO: root, or a visible skip (see `xrunrig::testkit`).
 fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let r = unsafe { libc::geteuid() } == 0;
-    if !r {
-        eprintln!("skipped: livefx needs SCHED_FIFO (root)");
-    }
-    r
+    testkit::root()
 }
 
+/// The test's own directory (0700): the run's XRUNRIG_STATE_DIR, so no test reads or
+/// restores the machine's real journal; results go to `res` inside it.
+fn own_dir(tag: &str) -> PathBuf {
+    testkit::private_dir(&format!("livefx-{tag}"))
+}
+
+/// The results directory of run `tag` (not created: xrunrig creates it).
 fn out_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("xrr-livefx-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+    own_dir(tag).join("res")
+}
+
+/// `xrunrig` with the state directory of the test's own (the parent of `out`).
+fn xrunrig(out: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_xrunrig"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("XRUNRIG_STATE_DIR", out.parent().expect("out has a parent"));
+    c
 }
 
 struct Run {
@@ -43,9 +53,8 @@ fn run(tag: &str, args: &[&str], envs: &[(&str, &str)]) -> Run {
 
 fn run_rig(tag: &str, rig: &str, args: &[&str], envs: &[(&str, &str)]) -> Run {
     let dir = out_dir(tag);
-    let mut c = Command::new(env!("CARGO_BIN_EXE_xrunrig"));
-    c.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["run", rig, "--variant", "pi", "--out"])
+    let mut c = xrunrig(&dir);
+    c.args(["run", rig, "--variant", "pi", "--out"])
         .arg(&dir)
         .args(args);
     for (k, v) in envs {
@@ -216,7 +225,9 @@ fn jack_injected_overruns_are_all_detected_and_xruns_reported() {
     if !root() {
         return;
     }
-    let j = support::jackd::PrivateJackd::start("inj", 256);
+    let Some(j) = support::jackd::PrivateJackd::start("inj", 256) else {
+        return;
+    };
     let r = run(
         "jack-inj",
         &[
@@ -243,7 +254,9 @@ fn jack_control_at_period_1024_has_no_misses() {
     if !root() {
         return;
     }
-    let j = support::jackd::PrivateJackd::start("ctl", 1024);
+    let Some(j) = support::jackd::PrivateJackd::start("ctl", 1024) else {
+        return;
+    };
     let r = run(
         "jack-ctl",
         &["--backend", "jack", "--duration", "10 s"],
@@ -259,7 +272,9 @@ fn jack_server_death_ends_the_run_with_what_was_recorded() {
     if !root() {
         return;
     }
-    let mut j = support::jackd::PrivateJackd::start("die", 256);
+    let Some(mut j) = support::jackd::PrivateJackd::start("die", 256) else {
+        return;
+    };
     let name = j.name.clone();
     let pid = j.pid();
     let killer = std::thread::spawn(move || {
@@ -340,8 +355,10 @@ fn auto_without_a_server_or_card_picks_the_clock_and_says_why() {
     if !root() {
         return;
     }
-    if Path::new("/dev/snd").exists() {
-        eprintln!("skipped: this machine has a sound card");
+    if !testkit::have(
+        !Path::new("/dev/snd").exists(),
+        "a machine without a sound card (auto would pick ALSA here)",
+    ) {
         return;
     }
     let r = run(
@@ -368,15 +385,14 @@ fn auto_without_a_server_or_card_picks_the_clock_and_says_why() {
 #[test]
 fn bad_livefx_tables_are_refused_with_a_position() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = out_dir("bad");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = own_dir("bad");
     let text =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("rigs/livefx.toml"))
             .unwrap()
             .replace("lock = \"bus\"", "lock = \"mixer\"");
     let rig = dir.join("bad.toml");
     std::fs::write(&rig, text).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_xrunrig"))
+    let o = xrunrig(&dir.join("out"))
         .args(["run"])
         .arg(&rig)
         .arg("--out")
@@ -400,8 +416,7 @@ fn jack_loopback_through_its_own_ports() {
     if !root() {
         return;
     }
-    let dir = out_dir("selfloop-rig");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = own_dir("selfloop-rig");
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("rigs/livefx.toml"))
         .unwrap()
         .replace(
@@ -414,7 +429,9 @@ fn jack_loopback_through_its_own_ports() {
     );
     let rig = dir.join("selfloop.toml");
     std::fs::write(&rig, text).unwrap();
-    let j = support::jackd::PrivateJackd::start("loop", 1024);
+    let Some(j) = support::jackd::PrivateJackd::start("loop", 1024) else {
+        return;
+    };
     let r = run_rig(
         "jack-loop",
         rig.to_str().unwrap(),
@@ -489,8 +506,7 @@ fn pi_locks_keep_the_inversion_rig_on_time() {
         return;
     }
     let dir = out_dir("inversion");
-    let o = Command::new(env!("CARGO_BIN_EXE_xrunrig"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+    let o = xrunrig(&dir)
         .args([
             "run",
             "rigs/livefx-inversion.toml",
@@ -538,8 +554,7 @@ fn instruments_run_around_livefx_trials() {
     if !root() {
         return;
     }
-    let dir = out_dir("inst-rig");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = own_dir("inst-rig");
     let text =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("rigs/livefx.toml"))
             .unwrap()

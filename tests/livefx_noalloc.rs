@@ -62,13 +62,9 @@ fn hook(on: bool) {
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// livefx needs SCHED_FIFO: root, or a visible skip (see `xrunrig::testkit`).
 fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let r = unsafe { libc::geteuid() } == 0;
-    if !r {
-        eprintln!("skipped: livefx needs SCHED_FIFO (root)");
-    }
-    r
+    xrunrig::testkit::root()
 }
 
 /// The counter itself works: an allocation on a marked thread is counted.
@@ -200,7 +196,9 @@ fn jack_rt_path_allocates_nothing() {
     if !root() {
         return;
     }
-    let j = support::jackd::PrivateJackd::start("noalloc", 256);
+    let Some(j) = support::jackd::PrivateJackd::start("noalloc", 256) else {
+        return;
+    };
     let (o, allocs, entered) = run(BackendKind::Jack, Some(j.name.clone()), 256);
     drop(j);
     assert_eq!(o.status, TrialStatus::Ok, "{:?}", o.detail);

@@ -280,12 +280,8 @@ mod tests {
 
     /// The boost itself: a FIFO 30 waiter blocked on an inherit mutex held by a FIFO 10
     /// owner lifts the owner's kernel prio from 89 to 69; with protocol none it stays 89.
-    /// Needs root (SCHED_FIFO); says so and passes without it.
-    fn boost_seen(protocol: Protocol) -> Option<(i32, i32)> {
-        if !crate::sys::is_root() {
-            eprintln!("skipped: SCHED_FIFO needs root");
-            return None;
-        }
+    /// Needs root (SCHED_FIFO): the test skips (see `testkit`) without it.
+    fn boost_seen(protocol: Protocol) -> (i32, i32) {
         let m = Arc::new(PiMutex::new(protocol).unwrap());
         let owner_tid = Arc::new(AtomicI32::new(0));
         let release = Arc::new(crate::engine::sync::Latch::new());
@@ -320,19 +316,20 @@ mod tests {
         release.signal();
         owner.join().unwrap();
         waiter.join().unwrap();
-        Some((before, during))
+        (before, during)
     }
 
     #[test]
     fn inherit_boosts_owner_and_none_does_not() {
         let _g = crate::engine::test_lock();
-        if let Some((before, during)) = boost_seen(Protocol::Inherit) {
-            assert_eq!(before, 89, "owner at FIFO 10 has kernel prio 89");
-            assert_eq!(during, 69, "boosted to the FIFO 30 waiter's kernel prio 69");
+        if !crate::testkit::root() {
+            return;
         }
-        if let Some((before, during)) = boost_seen(Protocol::None) {
-            assert_eq!(before, 89);
-            assert_eq!(during, 89, "PRIO_NONE must not boost");
-        }
+        let (before, during) = boost_seen(Protocol::Inherit);
+        assert_eq!(before, 89, "owner at FIFO 10 has kernel prio 89");
+        assert_eq!(during, 69, "boosted to the FIFO 30 waiter's kernel prio 69");
+        let (before, during) = boost_seen(Protocol::None);
+        assert_eq!(before, 89);
+        assert_eq!(during, 89, "PRIO_NONE must not boost");
     }
 }

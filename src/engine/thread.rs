@@ -150,8 +150,7 @@ mod tests {
 
     #[test]
     fn fifo_is_applied_when_root() {
-        if !crate::sys::is_root() {
-            eprintln!("skipped: SCHED_FIFO needs root");
+        if !crate::testkit::root() {
             return;
         }
         std::thread::spawn(|| {

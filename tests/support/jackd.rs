@@ -1,5 +1,13 @@
-//! A private dummy jackd for tests: started under a unique name, waited for with
-//! `jack_wait`, and stopped (SIGTERM, then SIGKILL) and reaped when dropped.
+//! A private dummy jackd for tests: started under a name of the test's own, waited for
+//! with `jack_wait`, and stopped (SIGTERM, then SIGKILL) and reaped when dropped.
+//!
+//! Shared JACK state is left alone: nothing in /dev/shm is ever deleted here (a running
+//! jackdbus or PipeWire-JACK server owns files there too). What a test server killed
+//! outright leaves behind is reclaimed by jackd itself: jackd2 frees a dead server's slot
+//! in /dev/shm/jack-shm-registry when a server of the SAME name starts (and the segments
+//! of dead allocators), so the names are fixed per test (`xrr-t-<tag>`, no pid): a
+//! killed test server's slot is taken back by that test's next run instead of leaking
+//! one of the registry's 8 slots per run.
 
 #![allow(dead_code)]
 
@@ -12,59 +20,79 @@ pub struct PrivateJackd {
     child: Option<Child>,
 }
 
-/// Whether jackd and jack_wait are installed (CI installs jackd2).
+/// Whether jackd and jack_wait are installed (.ci/setup installs jackd2).
 pub fn available() -> bool {
-    ["jackd", "jack_wait"].iter().all(|b| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {b}")])
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
+    xrunrig::testkit::on_path("jackd") && xrunrig::testkit::on_path("jack_wait")
 }
 
-/// Servers killed outright (the server-death test does that) leave their slot in
-/// /dev/shm/jack-shm-registry; jackd2 keeps at most 8 and reclaims a dead one only under
-/// the same name, so after 8 such kills every start fails with "Too many servers already
-/// active". With no jackd running at all, every JACK file in /dev/shm is stale.
-pub fn clear_stale_shm() {
-    let running = Command::new("pgrep")
-        .args(["-x", "jackd"])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if running {
-        return;
-    }
-    if let Ok(rd) = std::fs::read_dir("/dev/shm") {
-        for e in rd.flatten() {
-            if e.file_name().to_string_lossy().starts_with("jack") {
-                let p = e.path();
-                let _ = if p.is_dir() {
-                    std::fs::remove_dir_all(&p)
-                } else {
-                    std::fs::remove_file(&p)
-                };
-            }
+/// True when jackd2 is installed; otherwise a visible skip (a failure in CI).
+#[track_caller]
+pub fn available_or_skip() -> bool {
+    xrunrig::testkit::have(available(), "jackd2 (apt-get install jackd2)")
+}
+
+/// Pids of live processes whose command line names server `name` (`-n NAME`).
+fn serving(name: &str) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
+        if args.windows(2).any(|w| {
+            (w[0] == b"-n" || w[0] == b"--name") && w[1] == name.as_bytes()
+        }) {
+            v.push(pid);
         }
     }
+    v
 }
 
 impl PrivateJackd {
-    /// `jackd -n NAME -R -P 70 -d dummy -r 48000 -p PERIOD`, ready when this returns.
-    /// Fails the test, saying what to install, when jackd2 is missing.
-    pub fn start(tag: &str, period: u32) -> PrivateJackd {
+    /// `jackd -n xrr-t-TAG -R -P 70 -d dummy -r 48000 -p PERIOD`, ready when this
+    /// returns; None (after a visible skip, a failure in CI) when jackd2 is missing.
+    #[track_caller]
+    pub fn start(tag: &str, period: u32) -> Option<PrivateJackd> {
+        if !available_or_skip() {
+            return None;
+        }
+        let name = format!("xrr-t-{tag}");
+        let others = serving(&name);
         assert!(
-            available(),
-            "jackd2 is not installed (apt-get install jackd2)"
+            others.is_empty(),
+            "a jackd named '{name}' is already running (pids {others:?}): another test run? \
+             Stop it first; tests never touch a server they did not start"
         );
-        clear_stale_shm();
-        let name = format!("xrr-{tag}-{}", std::process::id());
-        let log = std::fs::File::create(std::env::temp_dir().join(format!("{name}.log")))
-            .expect("jackd log file");
+        // jackd2 reclaims a killed server's registry slot on the first start under its
+        // name but may still refuse that start ("already active"): one retry.
+        for attempt in 0..2 {
+            match Self::try_start(&name, period) {
+                Ok(j) => return Some(j),
+                Err(log) if attempt == 0 && log.contains("already active") => continue,
+                Err(log) => {
+                    let hint = if log.contains("Too many servers") {
+                        "\nthe JACK shm registry has no free slot (8 servers, some of them \
+                         dead): with no JACK server running, remove /dev/shm/jack-shm-registry \
+                         (the tests never delete shared JACK files)"
+                    } else {
+                        ""
+                    };
+                    panic!("jackd '{name}' did not come up within 5 s; its log:\n{log}{hint}");
+                }
+            }
+        }
+        unreachable!()
+    }
+
+    fn try_start(name: &str, period: u32) -> Result<PrivateJackd, String> {
+        let log_path = std::env::temp_dir().join(format!("{name}-{}.log", std::process::id()));
+        let log = std::fs::File::create(&log_path).expect("jackd log file");
         // The same command line builder the guest's jackd launcher uses.
         let args = jack_server::Command {
-            name: Some(name.clone()),
+            name: Some(name.to_string()),
             priority: Some(70),
             driver: jack_server::Driver::Dummy {
                 playback_ports: None,
@@ -82,7 +110,7 @@ impl PrivateJackd {
             .spawn()
             .expect("starting jackd");
         let mut j = PrivateJackd {
-            name,
+            name: name.to_string(),
             child: Some(child),
         };
         // jack_wait prints libjack's "cannot connect" lines while it polls.
@@ -95,9 +123,9 @@ impl PrivateJackd {
             .is_ok_and(|s| s.success());
         if !ok {
             j.stop();
-            panic!("jackd '{}' did not come up within 5 s", j.name);
+            return Err(std::fs::read_to_string(&log_path).unwrap_or_default());
         }
-        j
+        Ok(j)
     }
 
     pub fn pid(&self) -> u32 {
@@ -109,8 +137,11 @@ impl PrivateJackd {
         let Some(mut c) = self.child.take() else {
             return;
         };
-        // SAFETY: signalling our own child by pid.
-        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        // SAFETY: signalling our own child by pid. SIGCONT too: a test may have stopped it.
+        unsafe {
+            libc::kill(c.id() as i32, libc::SIGTERM);
+            libc::kill(c.id() as i32, libc::SIGCONT);
+        }
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(5) {
             if let Ok(Some(_)) = c.try_wait() {

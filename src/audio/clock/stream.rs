@@ -172,8 +172,7 @@ mod tests {
             period_explicit: true,
             loopback: None,
         };
-        if !crate::sys::is_root() {
-            eprintln!("skipped: SCHED_FIFO needs root");
+        if !crate::testkit::root() {
             return;
         }
         let t0 = now_ns();

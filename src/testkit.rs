@@ -1,0 +1,158 @@
+//! The tests' one skip mechanism, shared by the unit tests (`#[cfg(test)]` in `src/`)
+//! and the integration tests (`tests/*.rs`, which link this library as any user does).
+//!
+//! A test whose prerequisite is missing (root, jackd, qemu, a kernel event) calls
+//! [`skip`] (or [`root`] / [`have`]) and returns. A skip is never silent:
+//! - a `SKIP` line goes straight to file descriptor 2, past libtest's capture (which
+//!   only catches `print!`/`eprint!`), so the CI log shows it beside `... ok`;
+//! - the same line is appended to the skip log (`$XRUNRIG_SKIP_LOG`, else
+//!   `target/<profile>/xrunrig-skips.log`), which `.ci/test` prints with a count;
+//! - with `XRUNRIG_REQUIRE_ALL=1` (set by `.ci/test`) the skip is a failure: it panics
+//!   naming what is missing, so CI on a machine without root, jackd or qemu goes red.
+//!
+//! It lives in the library (not in `tests/support/`) because the unit tests cannot see
+//! `tests/` and the integration tests cannot see `#[cfg(test)]` code: this is the only
+//! place both reach, so there is one copy. Hidden from the docs; nothing else uses it.
+
+use std::io::Write;
+use std::panic::Location;
+use std::path::PathBuf;
+
+/// Set to 1 to turn every skip into a failure.
+pub const REQUIRE_ALL: &str = "XRUNRIG_REQUIRE_ALL";
+/// Where skip lines are appended.
+pub const SKIP_LOG: &str = "XRUNRIG_SKIP_LOG";
+
+fn require_all() -> bool {
+    std::env::var(REQUIRE_ALL).is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// `$XRUNRIG_SKIP_LOG`, else beside the test binary: target/<profile>/deps/X ->
+/// target/<profile>/xrunrig-skips.log.
+pub fn skip_log() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(SKIP_LOG) {
+        return Some(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.parent()?.join("xrunrig-skips.log"))
+}
+
+/// Records that the calling test did not run because `missing` is missing; panics under
+/// `XRUNRIG_REQUIRE_ALL=1`. The caller returns afterwards.
+#[track_caller]
+pub fn skip(missing: &str) {
+    let at = Location::caller();
+    // libtest names the test's thread after the test (unless it runs on "main").
+    let t = std::thread::current();
+    let name = t.name().filter(|n| *n != "main").unwrap_or("?");
+    let line = format!(
+        "SKIP {name} ({}:{}): missing {missing}\n",
+        at.file(),
+        at.line()
+    );
+    // One write each, O_APPEND: lines from parallel test binaries do not interleave.
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    if let Some(p) = skip_log() {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&p)
+        {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
+    if require_all() {
+        panic!(
+            "{name} ({}:{}) cannot run: missing {missing}; {REQUIRE_ALL}=1 makes a skip a failure \
+             (run as root on a machine set up by .ci/setup)",
+            at.file(),
+            at.line()
+        );
+    }
+}
+
+/// True when `ok`; otherwise skips, naming `missing`, and returns false.
+#[track_caller]
+pub fn have(ok: bool, missing: &str) -> bool {
+    if !ok {
+        skip(missing);
+    }
+    ok
+}
+
+/// True as root; otherwise skips ("root (SCHED_FIFO, sysctls, tracefs)").
+#[track_caller]
+pub fn root() -> bool {
+    have(crate::sys::is_root(), "root (SCHED_FIFO, sysctls, tracefs)")
+}
+
+/// True when `prog` is on PATH (e.g. jackd, qemu-system-x86_64).
+pub fn on_path(prog: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
+}
+
+/// A fresh directory of the test's own, mode 0700 (a root-owned state directory that
+/// xrunrig accepts for `XRUNRIG_STATE_DIR`, and no other user can write).
+pub fn private_dir(tag: &str) -> PathBuf {
+    use std::os::unix::fs::DirBuilderExt;
+    let d = std::env::temp_dir().join(format!("xrunrig-test-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .recursive(true)
+        .create(&d)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", d.display()));
+    // The mode above is masked by the umask; set it outright.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700))
+        .unwrap_or_else(|e| panic!("cannot chmod {}: {e}", d.display()));
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The mechanism itself: a skip writes its line to the log, and under REQUIRE_ALL
+    /// it panics naming what is missing. Run in a child process so the variables do not
+    /// leak into other tests.
+    #[test]
+    fn a_skip_is_logged_and_fails_under_require_all() {
+        if let Ok(what) = std::env::var("XRUNRIG_TESTKIT_CHILD") {
+            skip(&what);
+            return;
+        }
+        let d = private_dir("testkit");
+        let log = d.join("skips.log");
+        let exe = std::env::current_exe().unwrap();
+        let child = |require: &str| {
+            std::process::Command::new(&exe)
+                .args([
+                    "--exact",
+                    "testkit::tests::a_skip_is_logged_and_fails_under_require_all",
+                    "--nocapture",
+                ])
+                .env("XRUNRIG_TESTKIT_CHILD", "a unicorn")
+                .env(SKIP_LOG, &log)
+                .env(REQUIRE_ALL, require)
+                .output()
+                .unwrap()
+        };
+        let o = child("0");
+        assert!(o.status.success(), "{o:?}");
+        let o2 = child("1");
+        assert!(!o2.status.success(), "REQUIRE_ALL=1 must fail the test");
+        let err = String::from_utf8_lossy(&o2.stdout).into_owned()
+            + &String::from_utf8_lossy(&o2.stderr);
+        assert!(err.contains("missing a unicorn"), "{err}");
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(
+            text.lines()
+                .all(|l| l.starts_with("SKIP ") && l.ends_with("missing a unicorn")),
+            "{text}"
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
