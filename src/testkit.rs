@@ -52,14 +52,13 @@ pub fn skip(missing: &str) {
     );
     // One write each, O_APPEND: lines from parallel test binaries do not interleave.
     let _ = std::io::stderr().write_all(line.as_bytes());
-    if let Some(p) = skip_log() {
-        if let Ok(mut f) = std::fs::OpenOptions::new()
+    if let Some(p) = skip_log()
+        && let Ok(mut f) = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&p)
-        {
-            let _ = f.write_all(line.as_bytes());
-        }
+    {
+        let _ = f.write_all(line.as_bytes());
     }
     if require_all() {
         panic!(
@@ -143,8 +142,8 @@ mod tests {
         assert!(o.status.success(), "{o:?}");
         let o2 = child("1");
         assert!(!o2.status.success(), "REQUIRE_ALL=1 must fail the test");
-        let err = String::from_utf8_lossy(&o2.stdout).into_owned()
-            + &String::from_utf8_lossy(&o2.stderr);
+        let err =
+            String::from_utf8_lossy(&o2.stdout).into_owned() + &String::from_utf8_lossy(&o2.stderr);
         assert!(err.contains("missing a unicorn"), "{err}");
         let text = std::fs::read_to_string(&log).unwrap();
         assert_eq!(text.lines().count(), 2, "{text}");

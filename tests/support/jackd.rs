@@ -42,9 +42,10 @@ fn serving(name: &str) -> Vec<u32> {
             continue;
         };
         let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
-        if args.windows(2).any(|w| {
-            (w[0] == b"-n" || w[0] == b"--name") && w[1] == name.as_bytes()
-        }) {
+        if args
+            .windows(2)
+            .any(|w| (w[0] == b"-n" || w[0] == b"--name") && w[1] == name.as_bytes())
+        {
             v.push(pid);
         }
     }
