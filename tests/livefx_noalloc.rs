@@ -112,13 +112,6 @@ fn run(kind: BackendKind, device: Option<String>, period: u32) -> (trial::Outcom
             4
         ],
     });
-    assert!(
-        !cfg.workers.is_empty()
-            && cfg
-                .workers
-                .iter()
-                .any(|w| w.plugins.iter().any(|p| p.lock.is_some()))
-    );
     let params = trial::Params {
         kind,
         why: "test".into(),

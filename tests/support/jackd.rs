@@ -1,13 +1,13 @@
 //! A private dummy jackd for tests: started under a name of the test's own, waited for
 //! with `jack_wait`, and stopped (SIGTERM, then SIGKILL) and reaped when dropped.
 //!
-//! Shared JACK state is left alone: nothing in /dev/shm is ever deleted here (a running
-//! jackdbus or PipeWire-JACK server owns files there too). What a test server killed
-//! outright leaves behind is reclaimed by jackd itself: jackd2 frees a dead server's slot
-//! in /dev/shm/jack-shm-registry when a server of the SAME name starts (and the segments
-//! of dead allocators), so the names are fixed per test (`xrr-t-<tag>`, no pid): a
-//! killed test server's slot is taken back by that test's next run instead of leaking
-//! one of the registry's 8 slots per run.
+//! Shared JACK state is left alone (a running jackdbus or PipeWire-JACK server owns
+//! files in /dev/shm too): the only files ever deleted are those of our own server after
+//! it died without cleaning up (see `remove_own_leftovers`). Its slot in
+//! /dev/shm/jack-shm-registry is not edited: jackd2 frees a dead server's slot when a
+//! server of the SAME name starts, so the names are fixed per test (`xrr-t-<tag>`, no
+//! pid): a killed test server's slot is taken back by that test's next run instead of
+//! leaking one of the registry's 8 slots per run.
 
 #![allow(dead_code)]
 
@@ -145,14 +145,86 @@ impl PrivateJackd {
         }
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = c.try_wait() {
+            if let Ok(Some(st)) = c.try_wait() {
+                if !st.success() {
+                    remove_own_leftovers(&self.name, c.id());
+                }
                 return;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
         let _ = c.kill();
         let _ = c.wait();
+        remove_own_leftovers(&self.name, c.id());
     }
+}
+
+/// What our server left in /dev/shm when it did not exit cleanly (a test killed it, or
+/// SIGTERM timed out): only files that are provably its own, and only once it is gone
+/// and no process serves its name. Its semaphores and socket carry its name
+/// (`jack_sem.<uid>_<name>_*`, `jack_<name>_<uid>_*`); its shm segments are the
+/// registry entries whose allocator is its (dead) pid. The registry itself is not
+/// edited: jackd takes back the server slot when this name starts again.
+fn remove_own_leftovers(name: &str, pid: u32) {
+    // SAFETY: kill with signal 0 only checks whether the pid exists.
+    let alive = unsafe { libc::kill(pid as i32, 0) } == 0;
+    if alive || !serving(name).is_empty() {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let shm = std::path::Path::new("/dev/shm");
+    let mut own: Vec<String> = Vec::new();
+    for e in std::fs::read_dir(shm).into_iter().flatten().flatten() {
+        let f = e.file_name().to_string_lossy().into_owned();
+        if f.starts_with(&format!("jack_sem.{uid}_{name}_"))
+            || f.starts_with(&format!("jack_{name}_{uid}_"))
+        {
+            own.push(f);
+        }
+    }
+    own.extend(segments_of(pid));
+    for f in own {
+        let _ = std::fs::remove_file(shm.join(f));
+    }
+}
+
+/// The shm segments jack-shm-registry lists as allocated by `pid`: jackd2's layout (shm.h)
+/// is a header (magic "JACK", protocol, type, size, hdr_len, entry_len, 8 server slots),
+/// then entries of (index, allocator pid, size, id[256]). Anything unexpected: none.
+fn segments_of(pid: u32) -> Vec<String> {
+    let Ok(b) = std::fs::read("/dev/shm/jack-shm-registry") else {
+        return vec![];
+    };
+    let u32_at = |o: usize| {
+        b.get(o..o + 4)
+            .map(|x| u32::from_le_bytes(x.try_into().unwrap()))
+    };
+    if u32_at(0) != Some(u32::from_le_bytes(*b"KCAJ")) {
+        return vec![];
+    }
+    let (Some(hdr), Some(entry)) = (u32_at(16), u32_at(20)) else {
+        return vec![];
+    };
+    let (hdr, entry) = (hdr as usize, entry as usize);
+    if entry < 12 + 2 {
+        return vec![];
+    }
+    let mut v = Vec::new();
+    let mut o = hdr;
+    while o + entry <= b.len() {
+        if u32_at(o + 4) == Some(pid) {
+            let id = &b[o + 12..o + entry];
+            let id = &id[..id.iter().position(|c| *c == 0).unwrap_or(id.len())];
+            let id = String::from_utf8_lossy(id);
+            let f = id.trim_start_matches('/');
+            if f.starts_with("jack-") && !f.contains('/') {
+                v.push(f.to_string());
+            }
+        }
+        o += entry;
+    }
+    v
 }
 
 impl Drop for PrivateJackd {
