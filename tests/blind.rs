@@ -191,6 +191,8 @@ fn rig(dir: &Path, cpu: usize) -> PathBuf {
 
 /// One disturbed run: returns the hog's windows, the events and the summary row.
 struct Disturbed {
+    /// The test's own directory (kept when an assertion fails, for a look).
+    dir: PathBuf,
     windows: Vec<Window>,
     events: Vec<Value>,
     row: Value,
@@ -257,6 +259,7 @@ fn disturbed_run(
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     Disturbed {
+        dir,
         windows,
         events,
         row,
@@ -379,6 +382,8 @@ fn check(backend: &str, jack: Option<&str>) {
          the detection above is not evidence"
     );
     assert!(outside.len() <= 1, "{outside:?}");
+    let _ = std::fs::remove_dir_all(&d.dir);
+    let _ = std::fs::remove_dir_all(&c.dir);
 }
 
 #[test]
