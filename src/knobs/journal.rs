@@ -503,3 +503,10 @@ pub fn discard(dir: &Path) -> Result<Option<Vec<String>>, String> {
     crate::output::sync_dir(dir);
     Ok(Some(lines))
 }
+
+/// Tests: forget this process's journal in `dir` as a killed process would (the file stays).
+#[cfg(test)]
+pub(crate) fn tests_forget_active(dir: &Path) {
+    let path = journal_path(dir);
+    active().retain(|a| a.path != path);
+}

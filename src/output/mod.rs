@@ -121,3 +121,63 @@ pub fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> Result<(), String>
     write_atomic(path, (text + "\n").as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("xrunrig-out-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn default_results_dirs_never_collide_and_start_incomplete() {
+        let d = tmp("unique");
+        let base = d.join("results").join("rig-20260101T000000Z");
+        // Four runs in the same second, from four threads.
+        let got: Vec<PathBuf> = (0..4)
+            .map(|_| {
+                let b = base.clone();
+                std::thread::spawn(move || new_results_dir(&b, false).unwrap())
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect();
+        let mut names: Vec<_> = got.iter().map(|p| p.display().to_string()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 4, "{names:?}");
+        assert!(got.contains(&base));
+        for g in &got {
+            assert!(g.join(results::INCOMPLETE).exists());
+            mark_complete(g).unwrap();
+            assert!(!g.join(results::INCOMPLETE).exists());
+        }
+        // A named directory that holds results is refused, one that does not is used.
+        write_json(&got[0].join(results::SUMMARY_JSON), &1).unwrap();
+        assert!(new_results_dir(&got[0], true).unwrap_err().contains("already holds"));
+        assert_eq!(new_results_dir(&d.join("mine"), true).unwrap(), d.join("mine"));
+    }
+
+    #[test]
+    fn atomic_writes_leave_no_half_file() {
+        let d = tmp("atomic");
+        let p = d.join("summary.json");
+        write_atomic(&p, b"{\"a\": 1}").unwrap();
+        write_atomic(&p, b"{\"a\": 2}").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "{\"a\": 2}");
+        let left: Vec<_> = std::fs::read_dir(&d).unwrap().flatten().collect();
+        assert_eq!(left.len(), 1, "no temporary left behind");
+    }
+
+    #[test]
+    fn rig_names_are_made_safe_for_the_path() {
+        let p = results_dir("../../etc/x y", None);
+        assert_eq!(p.parent(), Some(Path::new("results")));
+        assert!(p.file_name().unwrap().to_str().unwrap().starts_with(".._.._etc_x_y-"));
+    }
+}
