@@ -197,7 +197,10 @@ fn a_run_without_a_profile_holds_the_lock_against_runs_and_restore() {
         .unwrap();
     let t0 = Instant::now();
     while !d.join("run.lock.info").exists() {
-        assert!(t0.elapsed() < Duration::from_secs(10), "no lock info written");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "no lock info written"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let second = xrunrig(&["run", "quick.toml", "--out", "res-q"], &d, &d);
@@ -275,7 +278,12 @@ fn results_directories_started_together_do_not_collide() {
         let s: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(r.join("summary.json")).unwrap())
                 .unwrap();
-        assert_eq!(s["rows"][0]["n"], 1, "one trial per directory: {}", r.display());
+        assert_eq!(
+            s["rows"][0]["n"],
+            1,
+            "one trial per directory: {}",
+            r.display()
+        );
     }
 }
 
@@ -295,11 +303,11 @@ fn a_forged_journal_entry_is_refused_and_not_written() {
     journal(
         &d,
         serde_json::json!({"version": 2, "pid": 999999999u32, "started": "s", "command": "c",
-            "boot_id": boot_id(), "entries": [
-                rr_entry(&original),
-                {"knob": {"kind": "sysctl", "name": "kernel.sched_rt_runtime_us",
-                    "path": victim}, "original": "root::0:"},
-            ]}),
+        "boot_id": boot_id(), "entries": [
+            rr_entry(&original),
+            {"knob": {"kind": "sysctl", "name": "kernel.sched_rt_runtime_us",
+                "path": victim}, "original": "root::0:"},
+        ]}),
     );
     let o = xrunrig(&["restore"], &d, &d);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
@@ -321,7 +329,15 @@ fn a_forged_journal_entry_is_refused_and_not_written() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert_eq!(rr(), original);
     let o = xrunrig(
-        &["run", "quick.toml", "--profile", &prof, "--settings-as-is", "--out", "r2"],
+        &[
+            "run",
+            "quick.toml",
+            "--profile",
+            &prof,
+            "--settings-as-is",
+            "--out",
+            "r2",
+        ],
         &d,
         &d,
     );
@@ -335,8 +351,14 @@ fn a_forged_journal_entry_is_refused_and_not_written() {
     let o = xrunrig(&["restore", "--discard"], &d, &d);
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("kernel.sched_rr_timeslice_ms") && out.contains(RR), "{out}");
-    assert!(out.contains(victim.to_str().unwrap()) && out.contains("root::0:"), "{out}");
+    assert!(
+        out.contains("kernel.sched_rr_timeslice_ms") && out.contains(RR),
+        "{out}"
+    );
+    assert!(
+        out.contains(victim.to_str().unwrap()) && out.contains("root::0:"),
+        "{out}"
+    );
     assert!(!d.join("journal.json").exists());
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root:secret\n");
 }
@@ -418,7 +440,10 @@ fn report_refuses_an_incomplete_directory() {
     std::fs::write(d.join("quick.toml"), QUICK).unwrap();
     let o = xrunrig(&["run", "quick.toml", "--out", "r"], &d, &d);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(!d.join("r/INCOMPLETE").exists(), "a finished run is complete");
+    assert!(
+        !d.join("r/INCOMPLETE").exists(),
+        "a finished run is complete"
+    );
     let rep = xrunrig(&["report", "r"], &d, &d);
     assert!(rep.status.success(), "{}", text(&rep));
     std::fs::write(d.join("r/INCOMPLETE"), "").unwrap();

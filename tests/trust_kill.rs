@@ -222,7 +222,14 @@ fn kill_9_at_twenty_random_points_leaves_nothing_changed() {
         let (phase, needle, choices, base, window) = phases[i % phases.len()];
         let out = d.join(format!("res-{i:02}"));
         let mut child = Command::new(BIN)
-            .args(["run", "rig.toml", "--profile", "profile.toml", "--trials", "2"])
+            .args([
+                "run",
+                "rig.toml",
+                "--profile",
+                "profile.toml",
+                "--trials",
+                "2",
+            ])
             .arg("--out")
             .arg(&out)
             .current_dir(&d)
@@ -236,7 +243,11 @@ fn kill_9_at_twenty_random_points_leaves_nothing_changed() {
         // Skip to a random one of the window's occurrences, then kill at a random
         // point inside it. "trial" is after the third apply stall; "results" is between
         // summary.json and run.json, or (half the time) just before INCOMPLETE goes.
-        let skip = if phase == "trial" { 2 } else { rng.below(choices) };
+        let skip = if phase == "trial" {
+            2
+        } else {
+            rng.below(choices)
+        };
         let (phase, needle) = if phase == "results" && rng.below(2) == 1 {
             ("complete", "test-stall complete")
         } else {
@@ -361,7 +372,10 @@ fn kill_9_during_a_jack_run_and_the_next_start_restores_the_period() {
                 c.try_wait().unwrap().is_none(),
                 "the run ended before changing the period"
             );
-            assert!(t0.elapsed() < Duration::from_secs(20), "the period never changed");
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "the period never changed"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         let journal = std::fs::read_to_string(d.join("journal.json"))
@@ -372,7 +386,11 @@ fn kill_9_during_a_jack_run_and_the_next_start_restores_the_period() {
         c.wait().unwrap();
     };
     start("r1");
-    assert_eq!(server_period(&j.name), 128, "SIGKILL gives no chance to restore");
+    assert_eq!(
+        server_period(&j.name),
+        128,
+        "SIGKILL gives no chance to restore"
+    );
     let o = Command::new(BIN)
         .arg("restore")
         .env("XRUNRIG_STATE_DIR", &d)
@@ -381,7 +399,10 @@ fn kill_9_during_a_jack_run_and_the_next_start_restores_the_period() {
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(server_period(&j.name), 256, "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains(&j.name) && out.contains("256"), "says so: {out}");
+    assert!(
+        out.contains(&j.name) && out.contains("256"),
+        "says so: {out}"
+    );
     assert!(!d.join("journal.json").exists());
 
     // Killed again, and the server is gone before the next start: the user is told.
@@ -394,6 +415,9 @@ fn kill_9_during_a_jack_run_and_the_next_start_restores_the_period() {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("is not running") && out.contains("256"), "{out}");
+    assert!(
+        out.contains("is not running") && out.contains("256"),
+        "{out}"
+    );
     assert!(!d.join("journal.json").exists());
 }

@@ -72,7 +72,9 @@ fn matches_pattern(pat: &str, name: &str) -> bool {
         Some((pre, post)) => name
             .strip_prefix(pre)
             .and_then(|r| r.strip_suffix(post))
-            .is_some_and(|d| !d.is_empty() && d.len() <= 6 && d.bytes().all(|b| b.is_ascii_digit())),
+            .is_some_and(|d| {
+                !d.is_empty() && d.len() <= 6 && d.bytes().all(|b| b.is_ascii_digit())
+            }),
     }
 }
 
@@ -109,7 +111,10 @@ pub fn check_entry(io: &dyn KnobIo, e: &JournalEntry) -> Result<(), String> {
         }
         KnobKind::Debugfs => {
             if k.name.contains("..") || !DEBUGFS.iter().any(|p| matches_pattern(p, &k.name)) {
-                return Err(format!("{} is not a scheduler tunable xrunrig changes", k.name));
+                return Err(format!(
+                    "{} is not a scheduler tunable xrunrig changes",
+                    k.name
+                ));
             }
             let want = Path::new("/sys/kernel/debug/sched").join(&k.name);
             if k.path != want {
@@ -145,7 +150,10 @@ pub fn check_entry(io: &dyn KnobIo, e: &JournalEntry) -> Result<(), String> {
             if !k.path.as_os_str().is_empty() {
                 return Err("a JACK period entry has no path".into());
             }
-            if !v.parse::<u32>().is_ok_and(|n| JACK_PERIOD_RANGE.contains(&n)) {
+            if !v
+                .parse::<u32>()
+                .is_ok_and(|n| JACK_PERIOD_RANGE.contains(&n))
+            {
                 return Err("not a JACK period".into());
             }
         }
@@ -169,7 +177,10 @@ fn describe(e: &JournalEntry) -> String {
 /// Puts one entry's original back. Ok: a line for the user; Err: why it could not.
 fn restore_entry(io: &dyn KnobIo, e: &JournalEntry) -> Result<String, String> {
     if e.knob.kind == KnobKind::JackPeriod {
-        let want: u32 = e.original.parse().map_err(|_| "not a JACK period".to_string())?;
+        let want: u32 = e
+            .original
+            .parse()
+            .map_err(|_| "not a JACK period".to_string())?;
         let server = &e.knob.name;
         let now = match io.jack_period(server) {
             Ok(n) => n,
@@ -182,10 +193,13 @@ fn restore_entry(io: &dyn KnobIo, e: &JournalEntry) -> Result<String, String> {
             Err(err) => return Err(format!("JACK server '{server}': {err}")),
         };
         if now == want {
-            return Ok(format!("JACK server '{server}' period = {want} (unchanged)"));
+            return Ok(format!(
+                "JACK server '{server}' period = {want} (unchanged)"
+            ));
         }
-        io.set_jack_period(server, want)
-            .map_err(|err| format!("JACK server '{server}': cannot set the period to {want}: {err}"))?;
+        io.set_jack_period(server, want).map_err(|err| {
+            format!("JACK server '{server}': cannot set the period to {want}: {err}")
+        })?;
         return Ok(format!(
             "JACK server '{server}' period = {want} (was {now}; put back as a JACK client)"
         ));

@@ -8,9 +8,7 @@ pub mod knob;
 pub mod lock;
 pub mod profile;
 
-pub use journal::{
-    Journal, JournalEntry, Recovered, journal_path, parse_journal, recover,
-};
+pub use journal::{Journal, JournalEntry, Recovered, journal_path, parse_journal, recover};
 use knob::{FEATURES_PATHS, Knob, KnobIo, KnobKind, RealIo, norm, parse_features};
 use profile::{Change, Profile};
 use std::path::{Path, PathBuf};
@@ -65,7 +63,10 @@ pub fn check_root_owned(d: &Path) -> Result<(), String> {
     let link = std::fs::symlink_metadata(d)
         .map_err(|e| format!("cannot read the state directory {}: {e}", d.display()))?;
     if link.file_type().is_symlink() && link.uid() != 0 {
-        return Err(format!("{fix} (it is a symlink owned by uid {})", link.uid()));
+        return Err(format!(
+            "{fix} (it is a symlink owned by uid {})",
+            link.uid()
+        ));
     }
     let m = std::fs::metadata(d)
         .map_err(|e| format!("cannot read the state directory {}: {e}", d.display()))?;
@@ -451,7 +452,7 @@ impl<'a> KnobSession<'a> {
         })
     }
 
-/// Applies every change, then reads each back. Returns what is in force.
+    /// Applies every change, then reads each back. Returns what is in force.
     pub fn apply(&mut self, changes: &[Change]) -> Result<InForce, String> {
         let mut out = Vec::new();
         for c in changes {

@@ -375,7 +375,8 @@ fn begin_refuses_to_overwrite_another_runs_journal() {
     let io = FakeIo::machine();
     let dir = tmpdir("overwrite");
     let mut a = KnobSession::begin(&io, &dir, &[rr_knob()]).unwrap();
-    let ch = profile("[[settings]]\nname = \"x\"\nsysctl = { \"kernel.sched_rr_timeslice_ms\" = 37 }\n");
+    let ch =
+        profile("[[settings]]\nname = \"x\"\nsysctl = { \"kernel.sched_rr_timeslice_ms\" = 37 }\n");
     a.apply(&ch.settings[0].changes).unwrap();
     std::mem::forget(a);
     forget_active(&dir);
@@ -388,7 +389,10 @@ fn begin_refuses_to_overwrite_another_runs_journal() {
     assert_eq!(std::fs::read_to_string(journal_path(&dir)).unwrap(), before);
     let r = recover(&io, &dir).unwrap().unwrap();
     assert_eq!(r.journal.entries[0].original, "100");
-    assert_eq!(io.get("/proc/sys/kernel/sched_rr_timeslice_ms").trim(), "100");
+    assert_eq!(
+        io.get("/proc/sys/kernel/sched_rr_timeslice_ms").trim(),
+        "100"
+    );
 }
 
 #[test]
@@ -410,7 +414,10 @@ fn journal_records_the_boot_and_another_boots_journal_is_discarded_not_replayed(
     let r = recover(&io, &dir).unwrap().unwrap();
     assert!(r.other_boot);
     assert!(r.lines[0].contains("discarded"), "{:?}", r.lines);
-    assert_eq!(io.get("/proc/sys/kernel/sched_rr_timeslice_ms").trim(), "90");
+    assert_eq!(
+        io.get("/proc/sys/kernel/sched_rr_timeslice_ms").trim(),
+        "90"
+    );
     assert!(io.writes.lock().unwrap().is_empty(), "nothing replayed");
     assert!(!journal_path(&dir).exists());
 }
@@ -431,7 +438,11 @@ fn a_newer_journal_version_is_refused_with_what_to_do() {
     assert!(e.contains("xrunrig restore --discard"), "{e}");
     assert!(io.writes.lock().unwrap().is_empty());
     assert!(journal_path(&dir).exists(), "kept for --discard");
-    assert!(parse_journal("{\"version\": 3}").unwrap_err().contains("version is 3"));
+    assert!(
+        parse_journal("{\"version\": 3}")
+            .unwrap_err()
+            .contains("version is 3")
+    );
     assert!(parse_journal("{\"version\": 0, \"entries\": []}").is_err());
 }
 
@@ -481,7 +492,10 @@ fn restore_refuses_entries_off_the_fixed_list_and_writes_the_rest() {
     // --discard drops it, listing every entry with name, path and original.
     let lines = super::journal::discard(&dir).unwrap().unwrap();
     assert_eq!(lines.len(), 6, "{lines:?}");
-    assert!(lines[1].contains("/etc/shadow") && lines[1].contains("root::0:"), "{lines:?}");
+    assert!(
+        lines[1].contains("/etc/shadow") && lines[1].contains("root::0:"),
+        "{lines:?}"
+    );
     assert!(!journal_path(&dir).exists());
     assert!(super::journal::discard(&dir).unwrap().is_none());
 }
@@ -538,7 +552,11 @@ fn jack_period_is_journaled_and_put_back_when_the_server_runs() {
     forget_active(&dir);
     let r = recover(&io, &dir).unwrap().unwrap();
     assert_eq!(io.jack.lock().unwrap()["studio"], 256);
-    assert!(r.lines[0].contains("256") && r.lines[0].contains("was 64"), "{:?}", r.lines);
+    assert!(
+        r.lines[0].contains("256") && r.lines[0].contains("was 64"),
+        "{:?}",
+        r.lines
+    );
 
     // The server is gone: the user is told, nothing blocks.
     super::journal::journal_add(&io, &dir, std::slice::from_ref(&entry)).unwrap();
@@ -575,7 +593,12 @@ fn a_jack_entry_is_only_ever_a_named_servers_period() {
 #[test]
 fn parse_journal_never_panics_on_garbage() {
     for t in [
-        "", "{", "null", "[]", "{\"version\": -1}", "{\"version\": 1e99}",
+        "",
+        "{",
+        "null",
+        "[]",
+        "{\"version\": -1}",
+        "{\"version\": 1e99}",
         "{\"version\": 2, \"pid\": 1, \"started\": \"\", \"command\": \"\", \"entries\": [{}]}",
         "\u{0}\u{ffff}",
     ] {
@@ -584,7 +607,8 @@ fn parse_journal_never_panics_on_garbage() {
     let big = " ".repeat(super::journal::JOURNAL_MAX_BYTES + 1);
     assert!(parse_journal(&big).unwrap_err().contains("bytes"));
     // Version 1 (no boot id) still reads.
-    let v1 = "{\"version\": 1, \"pid\": 1, \"started\": \"s\", \"command\": \"c\", \"entries\": []}";
+    let v1 =
+        "{\"version\": 1, \"pid\": 1, \"started\": \"s\", \"command\": \"c\", \"entries\": []}";
     assert!(parse_journal(v1).unwrap().boot_id.is_none());
 }
 
@@ -607,13 +631,19 @@ fn the_run_lock_admits_one_holder_and_names_it() {
 #[test]
 fn a_state_dir_others_can_write_is_refused_for_root() {
     use std::os::unix::fs::PermissionsExt;
-    assert!(crate::sys::is_root(), "this test checks root's refusal: run it as root");
+    assert!(
+        crate::sys::is_root(),
+        "this test checks root's refusal: run it as root"
+    );
     let dir = tmpdir("perm");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
     check_root_owned(&dir).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let e = check_root_owned(&dir).unwrap_err();
-    assert!(e.contains("777") && e.contains("only root can write"), "{e}");
+    assert!(
+        e.contains("777") && e.contains("only root can write"),
+        "{e}"
+    );
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
     // SAFETY: chown of our own temp dir.
     let c = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();

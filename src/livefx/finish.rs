@@ -38,9 +38,15 @@ pub fn write(
     };
     let mut code = 0;
     // Each file whole or not at all (atomic); INCOMPLETE goes last, once all are there.
-    let mut written = vec![crate::output::write_json(&p.dir.join(SUMMARY_JSON), &summary)];
+    let mut written = vec![crate::output::write_json(
+        &p.dir.join(SUMMARY_JSON),
+        &summary,
+    )];
     crate::sys::test_stall("results");
-    written.push(crate::output::write_json(&p.dir.join(HISTOGRAMS_JSON), &hists));
+    written.push(crate::output::write_json(
+        &p.dir.join(HISTOGRAMS_JSON),
+        &hists,
+    ));
     written.push(crate::output::write_json(
         &p.dir.join(RUN_JSON),
         &crate::sweep::run_json(p, sw, extra),

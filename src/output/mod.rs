@@ -63,7 +63,12 @@ pub fn new_results_dir(dir: &Path, named: bool) -> Result<PathBuf, String> {
         dir.join(results::INCOMPLETE),
         "this run has not finished writing its results (or was killed)\n",
     )
-    .map_err(|e| format!("cannot write {}: {e}", dir.join(results::INCOMPLETE).display()))?;
+    .map_err(|e| {
+        format!(
+            "cannot write {}: {e}",
+            dir.join(results::INCOMPLETE).display()
+        )
+    })?;
     sync_dir(&dir);
     Ok(dir)
 }
@@ -159,8 +164,15 @@ mod tests {
         }
         // A named directory that holds results is refused, one that does not is used.
         write_json(&got[0].join(results::SUMMARY_JSON), &1).unwrap();
-        assert!(new_results_dir(&got[0], true).unwrap_err().contains("already holds"));
-        assert_eq!(new_results_dir(&d.join("mine"), true).unwrap(), d.join("mine"));
+        assert!(
+            new_results_dir(&got[0], true)
+                .unwrap_err()
+                .contains("already holds")
+        );
+        assert_eq!(
+            new_results_dir(&d.join("mine"), true).unwrap(),
+            d.join("mine")
+        );
     }
 
     #[test]
@@ -178,6 +190,12 @@ mod tests {
     fn rig_names_are_made_safe_for_the_path() {
         let p = results_dir("../../etc/x y", None);
         assert_eq!(p.parent(), Some(Path::new("results")));
-        assert!(p.file_name().unwrap().to_str().unwrap().starts_with(".._.._etc_x_y-"));
+        assert!(
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with(".._.._etc_x_y-")
+        );
     }
 }

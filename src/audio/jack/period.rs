@@ -4,7 +4,7 @@
 //! an error, not a hang.
 
 use super::probe::library;
-use super::server::SERVER_ENV;
+use super::server::{DEFAULT_SERVER, SERVER_ENV};
 use jack::{Client, ClientOptions};
 use std::io;
 use std::time::Duration;
@@ -19,7 +19,11 @@ fn with_client<T: Send + 'static>(
     f: impl FnOnce(&Client) -> io::Result<T> + Send + 'static,
 ) -> io::Result<T> {
     library().map_err(io::Error::other)?;
-    if std::env::var(SERVER_ENV).ok().as_deref() != Some(server) {
+    // Set only when it would change which server libjack picks: the emergency path
+    // runs this beside other threads, where changing the environment is a race.
+    let current = std::env::var(SERVER_ENV).ok();
+    let picks = current.as_deref().unwrap_or(DEFAULT_SERVER);
+    if picks != server {
         // SAFETY: libjack reads the variable at client open; this runs before the run's
         // own clients (at start, or from the stream that already named this server).
         unsafe { std::env::set_var(SERVER_ENV, server) };
