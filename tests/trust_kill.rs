@@ -385,6 +385,32 @@ fn kill_9_during_a_jack_run_and_the_next_start_restores_the_period() {
         unsafe { libc::kill(c.id() as i32, libc::SIGKILL) };
         c.wait().unwrap();
     };
+    // A run that ends normally puts the period back and leaves no journal.
+    let o = Command::new(BIN)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "run",
+            "rigs/livefx.toml",
+            "--variant",
+            "pi",
+            "--backend",
+            "jack",
+            "--device",
+            &j.name,
+            "--period",
+            "128",
+            "--duration",
+            "1 s",
+            "--out",
+        ])
+        .arg(d.join("r0"))
+        .env("XRUNRIG_STATE_DIR", &d)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(server_period(&j.name), 256, "{}", text(&o));
+    assert!(!d.join("journal.json").exists(), "{}", text(&o));
+
     start("r1");
     assert_eq!(
         server_period(&j.name),
