@@ -280,6 +280,17 @@ mod tests {
     }
 
     #[test]
+    fn boot_id_is_this_boots_uuid() {
+        let b = boot_id().expect("/proc/sys/kernel/random/boot_id");
+        assert_eq!(b.len(), 36, "{b}");
+        assert_eq!(
+            boot_id().as_deref(),
+            Some(b.as_str()),
+            "stable within a boot"
+        );
+    }
+
+    #[test]
     fn utc_stamp_has_shape() {
         let (iso, compact) = utc_now();
         assert_eq!(iso.len(), 20);

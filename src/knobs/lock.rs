@@ -96,18 +96,20 @@ pub fn holder(dir: &Path) -> Option<Holder> {
 }
 
 fn held_message(dir: &Path) -> String {
-    let who = match holder(dir) {
-        Some(h) => format!(
-            "pid {}, started {}: {}",
-            h.pid,
-            h.started,
-            h.command.chars().take(300).collect::<String>()
+    let (who, stop) = match holder(dir) {
+        Some(h) => (
+            format!(
+                "pid {}, started {}: {}",
+                h.pid,
+                h.started,
+                h.command.chars().take(300).collect::<String>()
+            ),
+            format!("or stop it (kill -INT {})", h.pid),
         ),
-        None => "its pid is not written down yet".into(),
-    };
-    let stop = match holder(dir) {
-        Some(h) => format!("or stop it (kill -INT {})", h.pid),
-        None => "or stop it".into(),
+        None => (
+            "its pid is not written down yet".to_string(),
+            "or stop it".to_string(),
+        ),
     };
     format!(
         "another xrunrig run holds {} ({who}). Runs take the machine one at a time, so \
