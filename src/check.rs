@@ -1,7 +1,7 @@
 //! `xrunrig check` (validate without running) and `xrunrig restore`.
 
 use crate::cli::CheckArgs;
-use crate::knobs::{self, knob::RealIo};
+use crate::knobs::{self};
 use crate::rig::{Rig, instruments, livefx};
 use crate::sys::format_cpu_set;
 
@@ -143,41 +143,8 @@ fn describe(i: &instruments::Config) -> String {
     }
 }
 
-pub fn restore_main() -> i32 {
-    match crate::instruments::recover() {
-        Ok(lines) => {
-            for l in lines {
-                println!("restored tracing state: {l}");
-            }
-        }
-        Err(e) => {
-            eprintln!("xrunrig: {e}");
-            return 1;
-        }
-    }
-    match knobs::recover(&RealIo, &knobs::state_dir()) {
-        Ok(None) => {
-            println!(
-                "nothing to restore: no journal in {}",
-                knobs::state_dir().display()
-            );
-            0
-        }
-        Ok(Some((j, lines))) => {
-            println!(
-                "restored what run pid {} (started {}) left behind:",
-                j.pid, j.started
-            );
-            for l in lines {
-                println!("  {l}");
-            }
-            0
-        }
-        Err(e) => {
-            eprintln!("xrunrig: {e}");
-            1
-        }
-    }
+pub fn restore_main(discard: bool) -> i32 {
+    knobs::restore_main(discard)
 }
 
 #[cfg(test)]

@@ -28,14 +28,23 @@ pub enum Cmd {
     Run(Box<RunArgs>),
     /// Parse and validate a rig (and profile) without running anything.
     Check(CheckArgs),
-    /// Restore kernel settings left changed by a run that was killed.
-    Restore,
+    /// Restore kernel settings (and a JACK server's period) left changed by a run that
+    /// was killed.
+    Restore(RestoreArgs),
     /// Check this machine's real-time setup; changes nothing.
     Doctor(DoctorArgs),
     /// Write report.txt, report.md, report.html and plots into a results directory.
     Report(ReportArgs),
     /// Compare results directories (kernels or settings) with statistics.
     Compare(CompareArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RestoreArgs {
+    /// Drop the journal without writing anything back (for one that cannot be
+    /// restored: a feature gone, lockdown on, a damaged file). Prints every entry dropped.
+    #[arg(long)]
+    pub discard: bool,
 }
 
 #[derive(Debug, Clone, Args)]

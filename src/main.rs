@@ -6,7 +6,7 @@ fn main() {
     let code = match cli.cmd {
         Cmd::Run(a) => xrunrig::run::main(&a.into_options()),
         Cmd::Check(a) => xrunrig::check::main(&a),
-        Cmd::Restore => xrunrig::check::restore_main(),
+        Cmd::Restore(a) => xrunrig::check::restore_main(a.discard),
         Cmd::Doctor(a) => xrunrig::doctor::main(&a),
         Cmd::Report(a) => match analysis::report_main(&a.dir, a.redact) {
             Ok(c) => c,

@@ -207,6 +207,31 @@ pub fn pid_is_xrunrig(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+/// This boot's id (/proc/sys/kernel/random/boot_id): a journal from another boot is
+/// stale, since the reboot reset every knob it lists.
+pub fn boot_id() -> Option<String> {
+    read_trim(Path::new("/proc/sys/kernel/random/boot_id"))
+        .ok()
+        .filter(|s| !s.is_empty())
+}
+
+/// The kill-9 matrix's hook (tests/trust_kill.rs): with `XRUNRIG_TEST_STALL_MS` set,
+/// says `xrunrig: test-stall POINT` on stderr and sleeps that long, so a test can kill
+/// the run inside a window that is otherwise microseconds wide (mid-apply, mid-restore,
+/// between results files). Unset (always, outside that test) it does nothing.
+pub fn test_stall(point: &str) {
+    static MS: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    let ms = *MS.get_or_init(|| {
+        std::env::var("XRUNRIG_TEST_STALL_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+    });
+    if let Some(ms) = ms {
+        eprintln!("xrunrig: test-stall {point}");
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
+
 /// Locks all current and future pages so a page fault never stalls an RT thread.
 pub fn mlockall() -> Result<(), String> {
     // SAFETY: mlockall takes flags only.
@@ -251,6 +276,17 @@ mod tests {
         assert_eq!(
             utc_at_ns(1_764_510_600_123_456_789),
             "2025-11-30T13:50:00.123456Z"
+        );
+    }
+
+    #[test]
+    fn boot_id_is_this_boots_uuid() {
+        let b = boot_id().expect("/proc/sys/kernel/random/boot_id");
+        assert_eq!(b.len(), 36, "{b}");
+        assert_eq!(
+            boot_id().as_deref(),
+            Some(b.as_str()),
+            "stable within a boot"
         );
     }
 

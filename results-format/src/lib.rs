@@ -22,6 +22,9 @@ pub const SUMMARY_JSON: &str = "summary.json";
 pub const SAMPLES_JSONL: &str = "samples.jsonl";
 pub const EVENTS_JSONL: &str = "events.jsonl";
 pub const HISTOGRAMS_JSON: &str = "histograms.json";
+/// Present while a run is writing its results directory, removed last: a directory that
+/// still has it is from a run that did not finish (killed, or its files not written).
+pub const INCOMPLETE: &str = "INCOMPLETE";
 /// The folder of raw per-cycle records, one file per trial (`cycles_file`).
 pub const CYCLES_DIR: &str = "cycles";
 

@@ -38,6 +38,10 @@ pub enum KnobKind {
     Feature,
     Sysctl,
     Debugfs,
+    /// A JACK server's buffer size (`name` is the server; no path). Not a file: put
+    /// back as a JACK client.
+    #[serde(rename = "jack-period")]
+    JackPeriod,
 }
 
 /// One knob: for a feature, `name` is the feature without `NO_` and its value is
@@ -56,6 +60,7 @@ impl Knob {
             KnobKind::Feature => format!("sched feature {}", self.name),
             KnobKind::Sysctl => self.name.clone(),
             KnobKind::Debugfs => format!("debug/sched/{}", self.name),
+            KnobKind::JackPeriod => format!("JACK server '{}' period", self.name),
         }
     }
 }
@@ -69,6 +74,19 @@ pub trait KnobIo: Send + Sync {
     fn exists(&self, path: &Path) -> bool;
     /// Expands `*` in one path component (fair_server/cpu*/runtime).
     fn glob(&self, pattern: &Path) -> Vec<PathBuf>;
+    /// This boot's id, written into the journal.
+    fn boot_id(&self) -> Option<String> {
+        crate::sys::boot_id()
+    }
+    /// A JACK server's period; NotFound when no server of that name answers.
+    fn jack_period(&self, server: &str) -> io::Result<u32> {
+        let _ = server;
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
+    fn set_jack_period(&self, server: &str, frames: u32) -> io::Result<()> {
+        let _ = (server, frames);
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
 }
 
 /// The real machine.
@@ -105,6 +123,12 @@ impl KnobIo for RealIo {
         .into_iter()
         .filter(|p| p.exists())
         .collect()
+    }
+    fn jack_period(&self, server: &str) -> io::Result<u32> {
+        crate::audio::jack::period::server_period(server)
+    }
+    fn set_jack_period(&self, server: &str, frames: u32) -> io::Result<()> {
+        crate::audio::jack::period::set_server_period(server, frames)
     }
 }
 

@@ -3,14 +3,15 @@
 //! exit path. A journal of original values is on disk before the first write, so a
 //! run killed outright is restored by the next start (or `xrunrig restore`).
 
+pub mod journal;
 pub mod knob;
+pub mod lock;
 pub mod profile;
 
+pub use journal::{Journal, JournalEntry, Recovered, journal_path, parse_journal, recover};
 use knob::{FEATURES_PATHS, Knob, KnobIo, KnobKind, RealIo, norm, parse_features};
 use profile::{Change, Profile};
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 /// Where the journal lives: `$XRUNRIG_STATE_DIR`, else /var/lib/xrunrig for root,
 /// else `$XDG_STATE_HOME/xrunrig` (~/.local/state/xrunrig).
@@ -28,23 +29,60 @@ pub fn state_dir() -> PathBuf {
         .join("xrunrig")
 }
 
-pub fn journal_path(dir: &Path) -> PathBuf {
-    dir.join("journal.json")
+/// `state_dir()`, checked: for root, a directory named by `XRUNRIG_STATE_DIR` must be
+/// root's and writable by nobody else, since root replays the journal it holds. Created
+/// (0700) when missing.
+pub fn checked_state_dir() -> Result<PathBuf, String> {
+    let d = state_dir();
+    if crate::sys::is_root() && std::env::var_os("XRUNRIG_STATE_DIR").is_some() {
+        if !d.exists() {
+            create_private_dir(&d)?;
+        }
+        check_root_owned(&d)?;
+    }
+    Ok(d)
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct JournalEntry {
-    pub knob: Knob,
-    pub original: String,
+fn create_private_dir(d: &Path) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(d)
+        .map_err(|e| format!("cannot create the state directory {}: {e}", d.display()))
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Journal {
-    pub version: u32,
-    pub pid: u32,
-    pub started: String,
-    pub command: String,
-    pub entries: Vec<JournalEntry>,
+/// Refuses a state directory (or a symlink to one) that someone other than root owns or
+/// can write.
+pub fn check_root_owned(d: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let fix = format!(
+        "XRUNRIG_STATE_DIR={} is refused for root: root restores the settings journal kept          there, so whoever can write it could make root write anywhere. Use a directory          owned by root that only root can write (e.g. `install -d -m 0700 -o root DIR`),          or unset XRUNRIG_STATE_DIR to use /var/lib/xrunrig",
+        d.display()
+    );
+    let link = std::fs::symlink_metadata(d)
+        .map_err(|e| format!("cannot read the state directory {}: {e}", d.display()))?;
+    if link.file_type().is_symlink() && link.uid() != 0 {
+        return Err(format!(
+            "{fix} (it is a symlink owned by uid {})",
+            link.uid()
+        ));
+    }
+    let m = std::fs::metadata(d)
+        .map_err(|e| format!("cannot read the state directory {}: {e}", d.display()))?;
+    if !m.is_dir() {
+        return Err(format!("{fix} (it is not a directory)"));
+    }
+    if m.uid() != 0 {
+        return Err(format!("{fix} (it is owned by uid {})", m.uid()));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(format!(
+            "{fix} (its mode is {:o}: group or others can write it)",
+            m.mode() & 0o7777
+        ));
+    }
+    Ok(())
 }
 
 fn features_path(io: &dyn KnobIo) -> Option<PathBuf> {
@@ -261,126 +299,118 @@ pub fn preflight(io: &dyn KnobIo, profile: &Profile, root: bool) -> Result<Vec<K
     }
 }
 
-fn write_journal(path: &Path, j: &Journal) -> std::io::Result<()> {
-    use std::io::Write;
-    if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d)?;
-    }
-    let tmp = path.with_extension("json.tmp");
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(
-            serde_json::to_string_pretty(j)
-                .unwrap_or_default()
-                .as_bytes(),
-        )?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)?;
-    if let Some(d) = path.parent()
-        && let Ok(f) = std::fs::File::open(d)
-    {
-        let _ = f.sync_all();
-    }
-    Ok(())
-}
-
-/// Serialises restores between the main thread and the watchdog's emergency path.
-static RESTORE_LOCK: Mutex<()> = Mutex::new(());
-/// The journal of the session in progress, for the watchdog's emergency restore.
-static ACTIVE_JOURNAL: Mutex<Option<PathBuf>> = Mutex::new(None);
-
-/// Restores every entry of the journal at `path` and removes it. Returns one line per knob.
-pub fn restore_journal(io: &dyn KnobIo, path: &Path) -> Result<Vec<String>, String> {
-    let _g = RESTORE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
-        Err(e) => return Err(format!("cannot read journal {}: {e}", path.display())),
-    };
-    let j: Journal = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "journal {} is damaged ({e}); its original values are:\n{text}\nRestore them by hand, then delete the file",
-            path.display()
-        )
-    })?;
-    let mut lines = Vec::new();
-    let mut failed = Vec::new();
-    for e in j.entries.iter().rev() {
-        let now = read_knob(io, &e.knob).ok();
-        if now.as_deref() == Some(e.original.as_str()) {
-            lines.push(format!("{} = {} (unchanged)", e.knob.label(), e.original));
-            continue;
-        }
-        match write_knob(io, &e.knob, &e.original) {
-            Ok(()) => {
-                let back = read_knob(io, &e.knob).ok();
-                if back.as_deref() == Some(e.original.as_str()) {
-                    lines.push(format!(
-                        "{} = {} (was {})",
-                        e.knob.label(),
-                        e.original,
-                        now.unwrap_or_else(|| "?".into())
-                    ));
-                } else {
-                    failed.push(format!(
-                        "{}: wrote {} but it reads {}",
-                        e.knob.label(),
-                        e.original,
-                        back.unwrap_or_else(|| "?".into())
-                    ));
-                }
-            }
-            Err(err) => failed.push(format!("{}: {err}", e.knob.label())),
-        }
-    }
-    if failed.is_empty() {
-        let _ = std::fs::remove_file(path);
-        Ok(lines)
-    } else {
-        Err(format!(
-            "could not restore: {}; the journal {} is kept so the next start tries again",
-            failed.join("; "),
-            path.display()
-        ))
-    }
-}
-
-/// Restores what a run killed outright left behind. Refuses while that run still lives.
-pub fn recover(io: &dyn KnobIo, dir: &Path) -> Result<Option<(Journal, Vec<String>)>, String> {
-    let path = journal_path(dir);
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return Ok(None);
-    };
-    let j: Journal = match serde_json::from_str(&text) {
-        Ok(j) => j,
-        Err(_) => return restore_journal(io, &path).map(|_| None),
-    };
-    if j.pid != std::process::id() && crate::sys::pid_is_xrunrig(j.pid) {
-        return Err(format!(
-            "another xrunrig run (pid {}, started {}) holds the settings journal {}; \
-             wait for it to finish or stop it (kill -INT {}) first",
-            j.pid,
-            j.started,
-            path.display(),
-            j.pid
-        ));
-    }
-    let lines = restore_journal(io, &path)?;
-    Ok(Some((j, lines)))
-}
-
 /// The emergency path (watchdog, second signal): restore from the active journal.
 pub fn emergency_restore() {
-    let p = ACTIVE_JOURNAL.lock().ok().and_then(|g| g.clone());
-    if let Some(p) = p {
-        match restore_journal(&RealIo, &p) {
-            Ok(lines) => {
-                for l in lines {
-                    eprintln!("xrunrig: restored {l}");
-                }
+    journal::emergency_restore(&RealIo);
+}
+
+/// Journals a JACK server's period before the run changes it (the stream calls this
+/// with the period it found). Err: it could not be journaled, so do not change it.
+pub fn journal_jack_period(server: &str, original: u32) -> Result<(), String> {
+    journal::journal_add(&RealIo, &state_dir(), &[jack_entry(server, original)])
+}
+
+/// The server's period is back: its journal entry goes.
+pub fn forget_jack_period(server: &str) -> Result<(), String> {
+    journal::journal_forget(&state_dir(), &jack_entry(server, 0).knob)
+}
+
+/// The end of a sweep: anything still journaled by this process (a JACK period a
+/// stream could not put back) is restored now rather than at the next start.
+pub fn restore_leftovers() -> Result<Vec<String>, String> {
+    let dir = state_dir();
+    if journal::journal_active(&dir) {
+        journal::restore_active(&RealIo, &dir)
+    } else {
+        Ok(vec![])
+    }
+}
+
+fn jack_entry(server: &str, original: u32) -> JournalEntry {
+    JournalEntry {
+        knob: Knob {
+            kind: KnobKind::JackPeriod,
+            name: server.to_string(),
+            path: PathBuf::new(),
+        },
+        original: original.to_string(),
+    }
+}
+
+/// `xrunrig restore [--discard]`: under the run lock, puts back what a killed run left
+/// (tracing state, knobs, a JACK period), or with `discard` drops the journal, printing
+/// every entry dropped.
+pub fn restore_main(discard: bool) -> i32 {
+    let _lock = match lock::RunLock::for_run() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("xrunrig: {e}");
+            return 2;
+        }
+    };
+    let dir = state_dir();
+    if discard {
+        return match journal::discard(&dir) {
+            Ok(None) => {
+                println!("nothing to discard: no journal in {}", dir.display());
+                0
             }
-            Err(e) => eprintln!("xrunrig: {e}"),
+            Ok(Some(lines)) => {
+                println!(
+                    "discarded the journal in {}; these values were NOT written back:",
+                    dir.display()
+                );
+                for l in lines {
+                    println!("  {l}");
+                }
+                0
+            }
+            Err(e) => {
+                eprintln!("xrunrig: {e}");
+                1
+            }
+        };
+    }
+    match crate::instruments::recover() {
+        Ok(lines) => {
+            for l in lines {
+                println!("restored tracing state: {l}");
+            }
+        }
+        Err(e) => {
+            eprintln!("xrunrig: {e}");
+            return 1;
+        }
+    }
+    match recover(&RealIo, &dir) {
+        Ok(None) => {
+            println!("nothing to restore: no journal in {}", dir.display());
+            0
+        }
+        Ok(Some(r)) if r.other_boot => {
+            println!(
+                "the journal of run pid {} (started {}) is from before the last reboot, which \
+                 reset those settings: discarded, nothing written:",
+                r.journal.pid, r.journal.started
+            );
+            for l in r.lines {
+                println!("  {l}");
+            }
+            0
+        }
+        Ok(Some(r)) => {
+            println!(
+                "restored what run pid {} (started {}) left behind:",
+                r.journal.pid, r.journal.started
+            );
+            for l in r.lines {
+                println!("  {l}");
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("xrunrig: {e}");
+            1
         }
     }
 }
@@ -392,43 +422,31 @@ pub type InForce = Vec<(String, String)>;
 /// `restore` or, failing that, on drop (error returns and panics unwind through it).
 pub struct KnobSession<'a> {
     io: &'a dyn KnobIo,
-    journal: PathBuf,
+    dir: PathBuf,
     pub originals: Vec<(Knob, String)>,
     active: bool,
 }
 
 impl<'a> KnobSession<'a> {
+    /// Reads every knob's value and journals them all before anything is written.
+    /// Refuses (changing nothing) when another run's journal is in `dir`.
     pub fn begin(io: &'a dyn KnobIo, dir: &Path, knobs: &[Knob]) -> Result<Self, String> {
         let mut originals = Vec::new();
         for k in knobs {
             let v = read_knob(io, k).map_err(|e| format!("cannot read {}: {e}", k.label()))?;
             originals.push((k.clone(), v));
         }
-        let journal = journal_path(dir);
-        if !originals.is_empty() {
-            let (started, _) = crate::sys::utc_now();
-            let j = Journal {
-                version: 1,
-                pid: std::process::id(),
-                started,
-                command: std::env::args().collect::<Vec<_>>().join(" "),
-                entries: originals
-                    .iter()
-                    .map(|(k, v)| JournalEntry {
-                        knob: k.clone(),
-                        original: v.clone(),
-                    })
-                    .collect(),
-            };
-            write_journal(&journal, &j)
-                .map_err(|e| format!("cannot write the journal {}: {e}", journal.display()))?;
-            if let Ok(mut g) = ACTIVE_JOURNAL.lock() {
-                *g = Some(journal.clone());
-            }
-        }
+        let entries: Vec<JournalEntry> = originals
+            .iter()
+            .map(|(k, v)| JournalEntry {
+                knob: k.clone(),
+                original: v.clone(),
+            })
+            .collect();
+        journal::journal_add(io, dir, &entries)?;
         Ok(KnobSession {
             io,
-            journal,
+            dir: dir.to_path_buf(),
             active: !originals.is_empty(),
             originals,
         })
@@ -449,6 +467,7 @@ impl<'a> KnobSession<'a> {
                 if !already {
                     write_knob(self.io, &k, &v)
                         .map_err(|e| format!("cannot write {} = {v}: {e}", k.label()))?;
+                    crate::sys::test_stall("apply");
                 }
                 let back = read_knob(self.io, &k)
                     .map_err(|e| format!("cannot read back {}: {e}", k.label()))?;
@@ -469,12 +488,9 @@ impl<'a> KnobSession<'a> {
         if !self.active {
             return Ok(vec![]);
         }
-        let r = restore_journal(self.io, &self.journal);
+        let r = journal::restore_active(self.io, &self.dir);
         if r.is_ok() {
             self.active = false;
-            if let Ok(mut g) = ACTIVE_JOURNAL.lock() {
-                *g = None;
-            }
         }
         r
     }

@@ -13,6 +13,10 @@ pub struct FakeIo {
     pub files: Mutex<BTreeMap<PathBuf, String>>,
     pub denied: Vec<PathBuf>,
     pub writes: Mutex<Vec<(PathBuf, String)>>,
+    /// This "boot"'s id.
+    pub boot: Mutex<Option<String>>,
+    /// JACK servers running, by name, and their periods.
+    pub jack: Mutex<BTreeMap<String, u32>>,
 }
 
 const FEAT: &str = "/sys/kernel/debug/sched/features";
@@ -42,7 +46,13 @@ impl FakeIo {
                 "/sys/kernel/debug/sched/fair_server/cpu1/runtime".into(),
                 "50000000\n".into(),
             );
+            m.insert(
+                "/proc/sys/kernel/sched_rr_timeslice_ms".into(),
+                "100\n".into(),
+            );
+            m.insert("/etc/shadow".into(), "root:secret\n".into());
         }
+        *f.boot.lock().unwrap() = Some("boot-a".into());
         f
     }
     fn get(&self, p: &str) -> String {
@@ -99,6 +109,25 @@ impl KnobIo for FakeIo {
     }
     fn probe_write(&self, path: &Path) -> io::Result<()> {
         self.read(path).map(|_| ())
+    }
+    fn boot_id(&self) -> Option<String> {
+        self.boot.lock().unwrap().clone()
+    }
+    fn jack_period(&self, server: &str) -> io::Result<u32> {
+        self.jack
+            .lock()
+            .unwrap()
+            .get(server)
+            .copied()
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+    }
+    fn set_jack_period(&self, server: &str, frames: u32) -> io::Result<()> {
+        let mut m = self.jack.lock().unwrap();
+        let p = m
+            .get_mut(server)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        *p = frames;
+        Ok(())
     }
     fn exists(&self, path: &Path) -> bool {
         let m = self.files.lock().unwrap();
@@ -235,12 +264,14 @@ fn journal_left_by_a_killed_run_is_restored() {
     // A killed run: no drop, no restore. Pretend the journal's owner is gone.
     std::mem::forget(s);
     let jp = journal_path(&dir);
+    forget_active(&dir);
     let mut j: Journal = serde_json::from_str(&std::fs::read_to_string(&jp).unwrap()).unwrap();
     j.pid = 999_999_999;
     std::fs::write(&jp, serde_json::to_string(&j).unwrap()).unwrap();
-    let (old, lines) = recover(&io, &dir).unwrap().unwrap();
-    assert_eq!(old.pid, 999_999_999);
-    assert_eq!(lines.len(), 4);
+    let r = recover(&io, &dir).unwrap().unwrap();
+    assert!(!r.other_boot);
+    assert_eq!(r.journal.pid, 999_999_999);
+    assert_eq!(r.lines.len(), 4);
     assert_eq!(
         io.get("/proc/sys/kernel/sched_rt_runtime_us").trim(),
         "950000"
@@ -312,4 +343,311 @@ fn every_shipped_profile_loads() {
         }
     }
     assert!(n >= 6, "found {n} profiles in {}", dir.display());
+}
+
+/// What a killed process leaves: its journal on disk, no longer this process's.
+fn forget_active(dir: &Path) {
+    super::journal::tests_forget_active(dir);
+}
+
+fn rr_knob() -> Knob {
+    Knob {
+        kind: KnobKind::Sysctl,
+        name: "kernel.sched_rr_timeslice_ms".into(),
+        path: "/proc/sys/kernel/sched_rr_timeslice_ms".into(),
+    }
+}
+
+fn write_raw_journal(dir: &Path, boot: Option<&str>, version: u32, entries: serde_json::Value) {
+    let mut j = serde_json::json!({
+        "version": version, "pid": 999_999_999u32, "started": "2026-01-01T00:00:00Z",
+        "command": "xrunrig run x", "entries": entries,
+    });
+    if let Some(b) = boot {
+        j["boot_id"] = b.into();
+    }
+    std::fs::write(journal_path(dir), j.to_string()).unwrap();
+}
+
+#[test]
+fn begin_refuses_to_overwrite_another_runs_journal() {
+    // The race: run B journaled A's applied values as "originals".
+    let io = FakeIo::machine();
+    let dir = tmpdir("overwrite");
+    let mut a = KnobSession::begin(&io, &dir, &[rr_knob()]).unwrap();
+    let ch =
+        profile("[[settings]]\nname = \"x\"\nsysctl = { \"kernel.sched_rr_timeslice_ms\" = 37 }\n");
+    a.apply(&ch.settings[0].changes).unwrap();
+    std::mem::forget(a);
+    forget_active(&dir);
+    let before = std::fs::read_to_string(journal_path(&dir)).unwrap();
+    let e = match KnobSession::begin(&io, &dir, &[rr_knob()]) {
+        Ok(_) => panic!("a second journal was begun over the first"),
+        Err(e) => e,
+    };
+    assert!(e.contains("xrunrig restore"), "{e}");
+    assert_eq!(std::fs::read_to_string(journal_path(&dir)).unwrap(), before);
+    let r = recover(&io, &dir).unwrap().unwrap();
+    assert_eq!(r.journal.entries[0].original, "100");
+    assert_eq!(
+        io.get("/proc/sys/kernel/sched_rr_timeslice_ms").trim(),
+        "100"
+    );
+}
+
+#[test]
+fn journal_records_the_boot_and_another_boots_journal_is_discarded_not_replayed() {
+    let io = FakeIo::machine();
+    let dir = tmpdir("boot");
+    let s = KnobSession::begin(&io, &dir, &[rr_knob()]).unwrap();
+    std::mem::forget(s);
+    forget_active(&dir);
+    let j = parse_journal(&std::fs::read_to_string(journal_path(&dir)).unwrap()).unwrap();
+    assert_eq!(j.boot_id.as_deref(), Some("boot-a"));
+    assert_eq!(j.version, super::journal::JOURNAL_VERSION);
+    // Reboot; the new boot's value differs from the stale "original".
+    *io.boot.lock().unwrap() = Some("boot-b".into());
+    io.files.lock().unwrap().insert(
+        "/proc/sys/kernel/sched_rr_timeslice_ms".into(),
+        "90\n".into(),
+    );
+    let r = recover(&io, &dir).unwrap().unwrap();
+    assert!(r.other_boot);
+    assert!(r.lines[0].contains("discarded"), "{:?}", r.lines);
+    assert_eq!(
+        io.get("/proc/sys/kernel/sched_rr_timeslice_ms").trim(),
+        "90"
+    );
+    assert!(io.writes.lock().unwrap().is_empty(), "nothing replayed");
+    assert!(!journal_path(&dir).exists());
+}
+
+#[test]
+fn a_newer_journal_version_is_refused_with_what_to_do() {
+    let io = FakeIo::machine();
+    let dir = tmpdir("version");
+    write_raw_journal(
+        &dir,
+        Some("boot-a"),
+        99,
+        serde_json::json!([{"knob": {"kind": "sysctl", "name": "kernel.sched_rr_timeslice_ms",
+            "path": "/proc/sys/kernel/sched_rr_timeslice_ms"}, "original": "5"}]),
+    );
+    let e = recover(&io, &dir).unwrap_err();
+    assert!(e.contains("version is 99"), "{e}");
+    assert!(e.contains("xrunrig restore --discard"), "{e}");
+    assert!(io.writes.lock().unwrap().is_empty());
+    assert!(journal_path(&dir).exists(), "kept for --discard");
+    assert!(
+        parse_journal("{\"version\": 3}")
+            .unwrap_err()
+            .contains("version is 3")
+    );
+    assert!(parse_journal("{\"version\": 0, \"entries\": []}").is_err());
+}
+
+#[test]
+fn restore_refuses_entries_off_the_fixed_list_and_writes_the_rest() {
+    let io = FakeIo::machine();
+    let dir = tmpdir("forged");
+    io.files.lock().unwrap().insert(
+        "/proc/sys/kernel/sched_rr_timeslice_ms".into(),
+        "37\n".into(),
+    );
+    write_raw_journal(
+        &dir,
+        Some("boot-a"),
+        2,
+        serde_json::json!([
+            {"knob": {"kind": "sysctl", "name": "kernel.sched_rr_timeslice_ms",
+                "path": "/proc/sys/kernel/sched_rr_timeslice_ms"}, "original": "100"},
+            // A listed name with another path: the path is what resolving gives, or nothing.
+            {"knob": {"kind": "sysctl", "name": "kernel.sched_rt_runtime_us",
+                "path": "/etc/shadow"}, "original": "root::0:"},
+            {"knob": {"kind": "sysctl", "name": "kernel.core_pattern",
+                "path": "/proc/sys/kernel/core_pattern"}, "original": "|/tmp/x"},
+            {"knob": {"kind": "debugfs", "name": "fair_server/cpu0/../../../x",
+                "path": "/sys/kernel/debug/sched/fair_server/cpu0/../../../x"}, "original": "1"},
+            {"knob": {"kind": "feature", "name": "NOT_IN_KERNEL",
+                "path": "/sys/kernel/debug/sched/features"}, "original": "on"},
+            {"knob": {"kind": "feature", "name": "HRTICK",
+                "path": "/etc/shadow"}, "original": "on"},
+        ]),
+    );
+    let e = recover(&io, &dir).unwrap_err();
+    assert_eq!(e.matches("refused, not written").count(), 5, "{e}");
+    assert!(e.contains("/etc/shadow"), "reported: {e}");
+    assert!(e.contains("xrunrig restore --discard"), "{e}");
+    let writes = io.writes.lock().unwrap().clone();
+    assert_eq!(
+        writes,
+        vec![(
+            PathBuf::from("/proc/sys/kernel/sched_rr_timeslice_ms"),
+            "100".to_string()
+        )],
+        "only the listed knob at its own path was written"
+    );
+    assert_eq!(io.get("/etc/shadow"), "root:secret\n");
+    assert!(journal_path(&dir).exists(), "kept for --discard");
+    // --discard drops it, listing every entry with name, path and original.
+    let lines = super::journal::discard(&dir).unwrap().unwrap();
+    assert_eq!(lines.len(), 6, "{lines:?}");
+    assert!(
+        lines[1].contains("/etc/shadow") && lines[1].contains("root::0:"),
+        "{lines:?}"
+    );
+    assert!(!journal_path(&dir).exists());
+    assert!(super::journal::discard(&dir).unwrap().is_none());
+}
+
+#[test]
+fn sched_features_on_the_list_are_the_running_kernels() {
+    let io = FakeIo::machine();
+    let entry = |name: &str, v: &str| JournalEntry {
+        knob: Knob {
+            kind: KnobKind::Feature,
+            name: name.into(),
+            path: FEAT.into(),
+        },
+        original: v.into(),
+    };
+    assert!(super::journal::check_entry(&io, &entry("RT_PUSH_IPI", "on")).is_ok());
+    assert!(super::journal::check_entry(&io, &entry("RT_PUSH_IPI", "maybe")).is_err());
+    let e = super::journal::check_entry(&io, &entry("TTWU_QUEUE", "on")).unwrap_err();
+    assert!(e.contains("not one this kernel has"), "{e}");
+}
+
+#[test]
+fn a_damaged_journal_is_kept_and_discard_prints_its_text() {
+    let io = FakeIo::machine();
+    let dir = tmpdir("damaged");
+    std::fs::write(journal_path(&dir), "{\"version\": 2, \"entries\": [tru").unwrap();
+    let e = recover(&io, &dir).unwrap_err();
+    assert!(e.contains("cannot be used"), "{e}");
+    assert!(e.contains("--discard"), "{e}");
+    assert!(io.writes.lock().unwrap().is_empty());
+    let lines = super::journal::discard(&dir).unwrap().unwrap();
+    assert!(lines.iter().any(|l| l.contains("[tru")), "{lines:?}");
+    assert!(!journal_path(&dir).exists());
+}
+
+#[test]
+fn jack_period_is_journaled_and_put_back_when_the_server_runs() {
+    let io = FakeIo::machine();
+    io.jack.lock().unwrap().insert("studio".into(), 256);
+    let dir = tmpdir("jack");
+    let entry = JournalEntry {
+        knob: Knob {
+            kind: KnobKind::JackPeriod,
+            name: "studio".into(),
+            path: PathBuf::new(),
+        },
+        original: "256".into(),
+    };
+    super::journal::journal_add(&io, &dir, std::slice::from_ref(&entry)).unwrap();
+    io.jack.lock().unwrap().insert("studio".into(), 64);
+    let text = std::fs::read_to_string(journal_path(&dir)).unwrap();
+    assert!(text.contains("\"jack-period\""), "{text}");
+    // Killed: the next start restores it as a client.
+    forget_active(&dir);
+    let r = recover(&io, &dir).unwrap().unwrap();
+    assert_eq!(io.jack.lock().unwrap()["studio"], 256);
+    assert!(
+        r.lines[0].contains("256") && r.lines[0].contains("was 64"),
+        "{:?}",
+        r.lines
+    );
+
+    // The server is gone: the user is told, nothing blocks.
+    super::journal::journal_add(&io, &dir, std::slice::from_ref(&entry)).unwrap();
+    forget_active(&dir);
+    io.jack.lock().unwrap().clear();
+    let r = recover(&io, &dir).unwrap().unwrap();
+    assert!(r.lines[0].contains("not running"), "{:?}", r.lines);
+    assert!(!journal_path(&dir).exists());
+
+    // A normal stop: the entry goes once the period is back.
+    super::journal::journal_add(&io, &dir, std::slice::from_ref(&entry)).unwrap();
+    super::journal::journal_forget(&dir, &entry.knob).unwrap();
+    assert!(!journal_path(&dir).exists());
+}
+
+#[test]
+fn a_jack_entry_is_only_ever_a_named_servers_period() {
+    let io = FakeIo::machine();
+    let e = |name: &str, path: &str, v: &str| JournalEntry {
+        knob: Knob {
+            kind: KnobKind::JackPeriod,
+            name: name.into(),
+            path: path.into(),
+        },
+        original: v.into(),
+    };
+    assert!(super::journal::check_entry(&io, &e("default", "", "1024")).is_ok());
+    assert!(super::journal::check_entry(&io, &e("default", "/etc/shadow", "1024")).is_err());
+    assert!(super::journal::check_entry(&io, &e("../x", "", "1024")).is_err());
+    assert!(super::journal::check_entry(&io, &e("default", "", "0")).is_err());
+    assert!(super::journal::check_entry(&io, &e("default", "", "99999999")).is_err());
+}
+
+#[test]
+fn parse_journal_never_panics_on_garbage() {
+    for t in [
+        "",
+        "{",
+        "null",
+        "[]",
+        "{\"version\": -1}",
+        "{\"version\": 1e99}",
+        "{\"version\": 2, \"pid\": 1, \"started\": \"\", \"command\": \"\", \"entries\": [{}]}",
+        "\u{0}\u{ffff}",
+    ] {
+        assert!(parse_journal(t).is_err(), "{t:?}");
+    }
+    let big = " ".repeat(super::journal::JOURNAL_MAX_BYTES + 1);
+    assert!(parse_journal(&big).unwrap_err().contains("bytes"));
+    // Version 1 (no boot id) still reads.
+    let v1 =
+        "{\"version\": 1, \"pid\": 1, \"started\": \"s\", \"command\": \"c\", \"entries\": []}";
+    assert!(parse_journal(v1).unwrap().boot_id.is_none());
+}
+
+#[test]
+fn the_run_lock_admits_one_holder_and_names_it() {
+    let dir = tmpdir("lock");
+    let a = super::lock::RunLock::acquire(&dir).unwrap();
+    let e = match super::lock::RunLock::acquire(&dir) {
+        Ok(_) => panic!("two holders"),
+        Err(e) => e,
+    };
+    assert!(e.contains(&format!("pid {}", std::process::id())), "{e}");
+    assert!(e.contains("started 20"), "{e}");
+    assert!(e.contains("changed nothing"), "{e}");
+    drop(a);
+    assert!(!dir.join(super::lock::LOCK_INFO).exists());
+    let _b = super::lock::RunLock::acquire(&dir).unwrap();
+}
+
+#[test]
+fn a_state_dir_others_can_write_is_refused_for_root() {
+    use std::os::unix::fs::PermissionsExt;
+    assert!(
+        crate::sys::is_root(),
+        "this test checks root's refusal: run it as root"
+    );
+    let dir = tmpdir("perm");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    check_root_owned(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let e = check_root_owned(&dir).unwrap_err();
+    assert!(
+        e.contains("777") && e.contains("only root can write"),
+        "{e}"
+    );
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // SAFETY: chown of our own temp dir.
+    let c = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::chown(c.as_ptr(), 1000, 1000) }, 0);
+    let e = check_root_owned(&dir).unwrap_err();
+    assert!(e.contains("owned by uid 1000"), "{e}");
 }

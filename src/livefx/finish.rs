@@ -37,11 +37,24 @@ pub fn write(
         livefx: Some(section(p, cfg, params, groups)),
     };
     let mut code = 0;
-    for r in [
-        crate::output::write_json(&p.dir.join(SUMMARY_JSON), &summary),
-        crate::output::write_json(&p.dir.join(HISTOGRAMS_JSON), &hists),
-        crate::output::write_json(&p.dir.join(RUN_JSON), &crate::sweep::run_json(p, sw, extra)),
-    ] {
+    // Each file whole or not at all (atomic); INCOMPLETE goes last, once all are there.
+    let mut written = vec![crate::output::write_json(
+        &p.dir.join(SUMMARY_JSON),
+        &summary,
+    )];
+    crate::sys::test_stall("results");
+    written.push(crate::output::write_json(
+        &p.dir.join(HISTOGRAMS_JSON),
+        &hists,
+    ));
+    written.push(crate::output::write_json(
+        &p.dir.join(RUN_JSON),
+        &crate::sweep::run_json(p, sw, extra),
+    ));
+    if written.iter().all(Result::is_ok) {
+        written.push(crate::output::mark_complete(&p.dir));
+    }
+    for r in written {
         if let Err(e) = r {
             eprintln!("xrunrig: {e}");
             code = EXIT_FAILED;

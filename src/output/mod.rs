@@ -5,6 +5,7 @@ pub mod provenance;
 pub mod summary;
 pub mod table;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// `results/<rig>-<UTC time>` unless the user named one.
@@ -13,7 +14,7 @@ pub fn results_dir(rig: &str, out: Option<&Path>) -> PathBuf {
         Some(p) => p.to_path_buf(),
         None => {
             let (_, stamp) = crate::sys::utc_now();
-            PathBuf::from("results").join(format!("{rig}-{stamp}"))
+            PathBuf::from("results").join(format!("{}-{stamp}", results::file_part(rig)))
         }
     }
 }
@@ -29,7 +30,172 @@ pub fn create_results_dir(dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
 }
 
+/// A run's results directory, marked INCOMPLETE until `mark_complete`. With `--out`
+/// (`named`), that directory unless it already holds results; otherwise `dir` itself or,
+/// when another run has it, `dir-2`, `dir-3`...: each claimed with one mkdir, so two
+/// runs started in the same second never share one.
+pub fn new_results_dir(dir: &Path, named: bool) -> Result<PathBuf, String> {
+    let dir = if named {
+        create_results_dir(dir)?;
+        dir.to_path_buf()
+    } else {
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        }
+        let mut n = 1u32;
+        loop {
+            let cand = if n == 1 {
+                dir.to_path_buf()
+            } else {
+                let mut s = dir.as_os_str().to_owned();
+                s.push(format!("-{n}"));
+                PathBuf::from(s)
+            };
+            match std::fs::create_dir(&cand) {
+                Ok(()) => break cand,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 10_000 => n += 1,
+                Err(e) => return Err(format!("cannot create {}: {e}", cand.display())),
+            }
+        }
+    };
+    std::fs::write(
+        dir.join(results::INCOMPLETE),
+        "this run has not finished writing its results (or was killed)\n",
+    )
+    .map_err(|e| {
+        format!(
+            "cannot write {}: {e}",
+            dir.join(results::INCOMPLETE).display()
+        )
+    })?;
+    sync_dir(&dir);
+    Ok(dir)
+}
+
+/// The last step of a run: every results file is written; the INCOMPLETE mark goes.
+pub fn mark_complete(dir: &Path) -> Result<(), String> {
+    crate::sys::test_stall("complete");
+    let p = dir.join(results::INCOMPLETE);
+    match std::fs::remove_file(&p) {
+        Ok(()) => {
+            sync_dir(dir);
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot remove {}: {e}", p.display())),
+    }
+}
+
+/// Writes a file whole or not at all: a temporary beside it, synced, renamed over it.
+/// A reader (or a run killed mid-write) sees the old file or the new one, never half.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let r = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r?;
+    sync_dir(dir);
+    Ok(())
+}
+
+/// fsync a directory, so a rename or removal in it survives a crash (best effort).
+pub fn sync_dir(dir: &Path) {
+    if let Ok(f) = std::fs::File::open(dir) {
+        let _ = f.sync_all();
+    }
+}
+
 pub fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> Result<(), String> {
     let text = serde_json::to_string_pretty(v).map_err(|e| e.to_string())?;
-    std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))
+    write_atomic(path, (text + "\n").as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("xrunrig-out-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn default_results_dirs_never_collide_and_start_incomplete() {
+        let d = tmp("unique");
+        let base = d.join("results").join("rig-20260101T000000Z");
+        // Four runs in the same second, from four threads.
+        let got: Vec<PathBuf> = (0..4)
+            .map(|_| {
+                let b = base.clone();
+                std::thread::spawn(move || new_results_dir(&b, false).unwrap())
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect();
+        let mut names: Vec<_> = got.iter().map(|p| p.display().to_string()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 4, "{names:?}");
+        assert!(got.contains(&base));
+        for g in &got {
+            assert!(g.join(results::INCOMPLETE).exists());
+            mark_complete(g).unwrap();
+            assert!(!g.join(results::INCOMPLETE).exists());
+        }
+        // A named directory that holds results is refused, one that does not is used.
+        write_json(&got[0].join(results::SUMMARY_JSON), &1).unwrap();
+        assert!(
+            new_results_dir(&got[0], true)
+                .unwrap_err()
+                .contains("already holds")
+        );
+        assert_eq!(
+            new_results_dir(&d.join("mine"), true).unwrap(),
+            d.join("mine")
+        );
+    }
+
+    #[test]
+    fn atomic_writes_leave_no_half_file() {
+        let d = tmp("atomic");
+        let p = d.join("summary.json");
+        write_atomic(&p, b"{\"a\": 1}").unwrap();
+        write_atomic(&p, b"{\"a\": 2}").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "{\"a\": 2}");
+        let left: Vec<_> = std::fs::read_dir(&d).unwrap().flatten().collect();
+        assert_eq!(left.len(), 1, "no temporary left behind");
+    }
+
+    #[test]
+    fn rig_names_are_made_safe_for_the_path() {
+        let p = results_dir("../../etc/x y", None);
+        assert_eq!(p.parent(), Some(Path::new("results")));
+        assert!(
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with(".._.._etc_x_y-")
+        );
+    }
 }

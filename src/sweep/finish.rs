@@ -104,10 +104,17 @@ pub fn finish_with(p: &Prepared, sw: &Swept, extra: RunExtra, metrics: &[rig::Me
     let rows = summary::rows(&sw.records, &settings, &variants, metrics);
     let sum = summary::Summary::new(&rig.name, rows);
     let mut code = 0;
-    for r in [
-        output::write_json(&p.dir.join(results::SUMMARY_JSON), &sum),
-        output::write_json(&p.dir.join(results::RUN_JSON), &run_json(p, sw, extra)),
-    ] {
+    // Each file whole or not at all; INCOMPLETE goes last, once both are there.
+    let mut written = vec![output::write_json(&p.dir.join(results::SUMMARY_JSON), &sum)];
+    crate::sys::test_stall("results");
+    written.push(output::write_json(
+        &p.dir.join(results::RUN_JSON),
+        &run_json(p, sw, extra),
+    ));
+    if written.iter().all(Result::is_ok) {
+        written.push(output::mark_complete(&p.dir));
+    }
+    for r in written {
         if let Err(e) = r {
             eprintln!("xrunrig: {e}");
             code = EXIT_FAILED;

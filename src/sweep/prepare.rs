@@ -11,22 +11,48 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 /// Loads and checks the rig and profile, restores a killed run's leftovers, and checks
-/// the knobs can be written. Changes nothing except that restore.
+/// the knobs can be written. Changes nothing except that restore. The caller holds the
+/// run lock (`knobs::lock`).
 pub fn prepare(args: &RunOptions) -> Result<Prepared, String> {
     let io = RealIo;
-    let state = knobs::state_dir();
+    let state = knobs::checked_state_dir()?;
     // Tracing state a killed run left (its trace instance, a tracefs it mounted).
     for l in crate::instruments::recover()? {
         eprintln!("xrunrig: a previous run left tracing state behind; restored: {l}");
     }
-    if let Some((j, lines)) = knobs::recover(&io, &state)? {
-        eprintln!(
-            "xrunrig: a previous run (pid {}, started {}) ended without restoring its settings; restored now:",
-            j.pid, j.started
-        );
-        for l in lines {
-            eprintln!("  {l}");
+    // The run lock is held (run.rs): a journal here is from a run that is gone.
+    let changes_knobs = args.profile.is_some() && !args.settings_as_is;
+    match knobs::recover(&io, &state) {
+        Ok(None) => {}
+        Ok(Some(r)) if r.other_boot => {
+            eprintln!(
+                "xrunrig: a settings journal from before the last reboot (run pid {}, started {}) was found; \
+                 the reboot already reset those settings, so it was discarded, not replayed:",
+                r.journal.pid, r.journal.started
+            );
+            for l in r.lines {
+                eprintln!("  {l}");
+            }
         }
+        Ok(Some(r)) => {
+            eprintln!(
+                "xrunrig: a previous run (pid {}, started {}) ended without restoring its settings; restored now:",
+                r.journal.pid, r.journal.started
+            );
+            for l in r.lines {
+                eprintln!("  {l}");
+            }
+        }
+        // A run that changes nothing may measure beside a journal it cannot restore,
+        // but says so; one that would change knobs must not add to it.
+        Err(e) if !changes_knobs => {
+            eprintln!(
+                "xrunrig: warning: {e}\nxrunrig: this run changes no kernel settings, so it goes ahead; \
+                 the machine may still hold that run's settings. Runs with a profile are refused until \
+                 `xrunrig restore` (or `xrunrig restore --discard`) clears the journal."
+            );
+        }
+        Err(e) => return Err(e),
     }
     // Checks [livefx] and [instruments] too: a bad rig is refused before anything runs.
     let rig = rig::load(&args.rig).map_err(|e| e.to_string())?;
@@ -85,8 +111,10 @@ pub fn prepare(args: &RunOptions) -> Result<Prepared, String> {
         };
         (knobs::preflight(&io, &p, crate::sys::is_root())?, None)
     };
-    let dir = output::results_dir(&rig.name, args.out.as_deref());
-    output::create_results_dir(&dir)?;
+    let dir = output::new_results_dir(
+        &output::results_dir(&rig.name, args.out.as_deref()),
+        args.out.is_some(),
+    )?;
     Ok(Prepared {
         rig,
         profile,

@@ -112,7 +112,8 @@ pub fn sweep(
             }
         }
     }
-    let restored = session.restore()?;
+    let mut restored = session.restore()?;
+    restored.extend(knobs::restore_leftovers()?);
     let features_after = features_json();
     let (ended, _) = crate::sys::utc_now();
     Ok(Swept {

@@ -83,6 +83,16 @@ pub fn load(dir: &Path) -> Result<Results, String> {
             dir.display()
         ));
     }
+    // The engine removes INCOMPLETE last: a directory that has it is from a run that
+    // was killed or could not write its files, and its numbers are not a result.
+    if dir.join(results::INCOMPLETE).exists() {
+        return Err(format!(
+            "{} is marked {} (the run that wrote it was killed or failed before it finished); \
+             its samples hold the trials that finished, but it is not a complete result: run again",
+            dir.display(),
+            results::INCOMPLETE
+        ));
+    }
     let summary = read_value(&summary_path).map_err(|e| {
         format!("{e}; a results directory holds summary.json, run.json and samples (run `xrunrig run` first)")
     })?;

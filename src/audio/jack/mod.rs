@@ -3,8 +3,10 @@
 //! server, or one named by `--device` (as `JACK_DEFAULT_SERVER`). Works with PipeWire's
 //! JACK too. `probe` connects a client without starting a server; `stream` runs the
 //! process on JACK's thread; `server` is how a jackd is started and waited for (the
-//! guest's launcher) and read back from its command line (the doctor).
+//! guest's launcher) and read back from its command line (the doctor); `period` reads and
+//! sets a server's period as a client (putting back a period a killed run changed).
 
+pub mod period;
 mod probe;
 pub mod server;
 mod stream;

@@ -109,7 +109,33 @@ struct JackStream {
     info: StreamInfo,
     /// The server's period before we changed it, put back on stop.
     restore_period: Option<u32>,
+    /// The server's name, for the journal entry of its period.
+    server: String,
     ending: Arc<AtomicBool>,
+}
+
+/// A changed period put back when `open` fails after changing it.
+struct PeriodBack {
+    server: String,
+    was: Option<u32>,
+}
+
+impl Drop for PeriodBack {
+    fn drop(&mut self) {
+        if let Some(was) = self.was {
+            match super::period::set_server_period(&self.server, was) {
+                Ok(()) => {
+                    if let Err(e) = crate::knobs::forget_jack_period(&self.server) {
+                        eprintln!("xrunrig: {e}");
+                    }
+                }
+                Err(e) => eprintln!(
+                    "xrunrig: JACK: cannot put server '{}' back to period {was}: {e} (journaled: the next start tries again)",
+                    self.server
+                ),
+            }
+        }
+    }
 }
 
 impl Stream for JackStream {
@@ -131,8 +157,9 @@ impl Stream for JackStream {
                 p.inner.end();
                 if let Some(was) = self.restore_period {
                     client.set_buffer_size(was).map_err(|e| {
-                        format!("JACK: cannot put the server's period back to {was}: {e}")
+                        format!("JACK: cannot put the server's period back to {was}: {e} (journaled: the next start tries again)")
                     })?;
+                    crate::knobs::forget_jack_period(&self.server)?;
                 }
                 Ok(())
             }
@@ -168,10 +195,22 @@ pub(super) fn open(
             server_name(&spec.device)
         )
     })?;
-    let mut note = format!("JACK server '{}'", server_name(&spec.device));
+    let server = server_name(&spec.device);
+    let mut note = format!("JACK server '{server}'");
     let mut restore_period = None;
+    // Until the stream is built, an error return puts the period back (as a new client).
+    let mut back = PeriodBack {
+        server: server.clone(),
+        was: None,
+    };
     if spec.period_explicit && client.buffer_size() != spec.period {
         let was = client.buffer_size();
+        // Journaled before it is changed, so a run killed outright is put back by the
+        // next start.
+        crate::knobs::journal_jack_period(&server, was).map_err(|e| {
+            format!("JACK: the server's period ({was}) could not be journaled, so it was not changed: {e}")
+        })?;
+        back.was = Some(was);
         client
             .set_buffer_size(spec.period)
             .map_err(|e| format!("JACK: cannot set the period to {}: {e}", spec.period))?;
@@ -238,6 +277,7 @@ pub(super) fn open(
         ));
     }
     note.push_str(&format!("; JACK time + {offset_ns} ns = CLOCK_MONOTONIC"));
+    back.was = None;
     Ok(Box::new(JackStream {
         client: Some(active),
         info: StreamInfo {
@@ -248,6 +288,7 @@ pub(super) fn open(
             clock_offset_ns: offset_ns,
         },
         restore_period,
+        server,
         ending,
     }))
 }

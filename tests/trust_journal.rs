@@ -1,0 +1,457 @@
+//! Issue 13, items 1 and 2, end to end with the real binary and real sysctls: one run at
+//! a time per machine (the run lock), results directories that cannot collide, and a
+//! journal that is checked before anything in it is written back (boot id, version,
+//! the fixed knob list), with `xrunrig restore --discard` for one that cannot be
+//! restored. Needs root (it writes kernel.sched_rr_timeslice_ms, which is safe to change
+//! here, and always puts it back).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_xrunrig");
+const RR: &str = "/proc/sys/kernel/sched_rr_timeslice_ms";
+
+/// These tests share one sysctl: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn assert_root() {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "these tests write sysctls and check root's refusals: run them as root"
+    );
+}
+
+/// A private, root-owned 0700 directory (the state directory root accepts).
+fn tmp(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("xrunrig-trust-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+    d
+}
+
+fn rr() -> String {
+    std::fs::read_to_string(RR).unwrap().trim().to_string()
+}
+
+/// Puts the timeslice back whatever a failed assertion left.
+struct RrGuard(String);
+impl Drop for RrGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::write(RR, &self.0);
+    }
+}
+
+fn xrunrig(args: &[&str], state: &Path, cwd: &Path) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(cwd)
+        .env("XRUNRIG_STATE_DIR", state)
+        .output()
+        .expect("run xrunrig")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn repo(p: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(p)
+        .display()
+        .to_string()
+}
+
+const QUICK: &str = r#"
+name = "quick"
+trials = 1
+trial_gap = "0 ms"
+[[threads]]
+name = "q"
+policy = "other"
+steps = [ { mark = "a" }, { run = "1 ms" }, { mark = "b" } ]
+[metrics.ran]
+from = "q.a"
+to = "q.b"
+"#;
+
+const SLEEPER: &str = r#"
+name = "sleeper"
+trials = 1
+trial_timeout = "60 s"
+[[threads]]
+name = "s"
+policy = "other"
+steps = [ { mark = "a" }, { sleep = "30 s" }, { mark = "b" } ]
+[metrics.slept]
+from = "s.a"
+to = "s.b"
+"#;
+
+fn journal(state: &Path, body: serde_json::Value) {
+    std::fs::write(state.join("journal.json"), body.to_string()).unwrap();
+}
+
+fn rr_entry(original: &str) -> serde_json::Value {
+    serde_json::json!({"knob": {"kind": "sysctl", "name": "kernel.sched_rr_timeslice_ms",
+        "path": RR}, "original": original})
+}
+
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// The issue's reproduction: six pairs of `xrunrig run rigs/pi-inversion.toml --profile
+/// profiles/rr-timeslice.toml --trials 2` started together. Before the lock, run B could
+/// journal A's 37 as "the original" and the machine kept it.
+#[test]
+fn concurrent_runs_with_a_profile_leave_the_originals() {
+    assert_root();
+    let _g = serial();
+    let original = rr();
+    let _back = RrGuard(original.clone());
+    let d = tmp("pairs");
+    let mut refused = 0;
+    for pair in 0..6 {
+        let spawn = |i: usize| {
+            Command::new(BIN)
+                .args([
+                    "run",
+                    &repo("rigs/pi-inversion.toml"),
+                    "--profile",
+                    &repo("profiles/rr-timeslice.toml"),
+                    "--trials",
+                    "2",
+                    "--out",
+                ])
+                .arg(d.join(format!("res-{pair}-{i}")))
+                .env("XRUNRIG_STATE_DIR", &d)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (a, b) = (spawn(0), spawn(1));
+        let outs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
+        assert_eq!(
+            rr(),
+            original,
+            "pair {pair}: the timeslice was left changed\n{}\n{}",
+            text(&outs[0]),
+            text(&outs[1])
+        );
+        assert!(
+            !d.join("journal.json").exists(),
+            "pair {pair}: a journal was left behind"
+        );
+        for o in &outs {
+            let err = String::from_utf8_lossy(&o.stderr);
+            if err.contains("another xrunrig run holds") {
+                refused += 1;
+                assert_eq!(o.status.code(), Some(2), "{}", text(o));
+                assert!(err.contains("pid ") && err.contains("started "), "{err}");
+                assert!(
+                    err.contains("pi-inversion.toml"),
+                    "names the holder's command: {err}"
+                );
+            } else {
+                assert!(o.status.success(), "{}", text(o));
+            }
+        }
+    }
+    assert!(refused >= 1, "runs started together were never refused");
+}
+
+/// Runs without a profile take the lock too, and so does `xrunrig restore`.
+#[test]
+fn a_run_without_a_profile_holds_the_lock_against_runs_and_restore() {
+    assert_root();
+    let _g = serial();
+    let d = tmp("noprof");
+    std::fs::write(d.join("sleeper.toml"), SLEEPER).unwrap();
+    std::fs::write(d.join("quick.toml"), QUICK).unwrap();
+    let mut holder = Command::new(BIN)
+        .args(["run", "sleeper.toml", "--out", "res-sleep"])
+        .current_dir(&d)
+        .env("XRUNRIG_STATE_DIR", &d)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !d.join("run.lock.info").exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "no lock info written"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let second = xrunrig(&["run", "quick.toml", "--out", "res-q"], &d, &d);
+    let restore = xrunrig(&["restore"], &d, &d);
+    // SAFETY: plain kill of our own child.
+    unsafe { libc::kill(holder.id() as i32, libc::SIGKILL) };
+    holder.wait().unwrap();
+    for o in [&second, &restore] {
+        assert_eq!(o.status.code(), Some(2), "{}", text(o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("pid {}", holder.id())),
+            "names the holder: {err}"
+        );
+        assert!(err.contains("sleeper.toml"), "{err}");
+    }
+    assert!(!d.join("res-q").exists(), "the refused run created nothing");
+    // SIGKILL drops the lock: the next run goes.
+    let o = xrunrig(&["run", "quick.toml", "--out", "res-q"], &d, &d);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+/// Default results directories are named to the second: runs started together get
+/// distinct ones, each complete.
+#[test]
+fn results_directories_started_together_do_not_collide() {
+    assert_root();
+    let _g = serial();
+    let d = tmp("collide");
+    std::fs::write(d.join("quick.toml"), QUICK).unwrap();
+    // Separate state directories, so the lock does not serialise them.
+    let kids: Vec<_> = (0..4)
+        .map(|i| {
+            let s = d.join(format!("state{i}"));
+            std::fs::create_dir_all(&s).unwrap();
+            Command::new(BIN)
+                .args(["run", "quick.toml"])
+                .current_dir(&d)
+                .env("XRUNRIG_STATE_DIR", &s)
+                .output()
+                .unwrap()
+        })
+        .collect();
+    for o in &kids {
+        assert!(o.status.success(), "{}", text(o));
+    }
+    // Started one after the other they may straddle a second; started together they
+    // share it. Do both.
+    let together: Vec<_> = (4..8)
+        .map(|i| {
+            let s = d.join(format!("state{i}"));
+            std::fs::create_dir_all(&s).unwrap();
+            Command::new(BIN)
+                .args(["run", "quick.toml"])
+                .current_dir(&d)
+                .env("XRUNRIG_STATE_DIR", &s)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for k in together {
+        let o = k.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let dirs: Vec<PathBuf> = std::fs::read_dir(d.join("results"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(dirs.len(), 8, "{dirs:?}");
+    for r in &dirs {
+        assert!(!r.join("INCOMPLETE").exists(), "{}", r.display());
+        let s: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(r.join("summary.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            s["rows"][0]["n"],
+            1,
+            "one trial per directory: {}",
+            r.display()
+        );
+    }
+}
+
+/// A journal entry whose path is not its knob's is refused, reported and not written;
+/// the listed knob beside it is restored.
+#[test]
+fn a_forged_journal_entry_is_refused_and_not_written() {
+    assert_root();
+    let _g = serial();
+    let original = rr();
+    let _back = RrGuard(original.clone());
+    let d = tmp("forged");
+    // A stand-in for /etc/shadow that this test owns.
+    let victim = d.join("shadow");
+    std::fs::write(&victim, "root:secret\n").unwrap();
+    std::fs::write(RR, "41").unwrap();
+    journal(
+        &d,
+        serde_json::json!({"version": 2, "pid": 999999999u32, "started": "s", "command": "c",
+        "boot_id": boot_id(), "entries": [
+            rr_entry(&original),
+            {"knob": {"kind": "sysctl", "name": "kernel.sched_rt_runtime_us",
+                "path": victim}, "original": "root::0:"},
+        ]}),
+    );
+    let o = xrunrig(&["restore"], &d, &d);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root:secret\n");
+    assert_eq!(rr(), original, "the valid entry is restored: {}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("refused, not written"), "{err}");
+    assert!(err.contains(victim.to_str().unwrap()), "{err}");
+    assert!(err.contains("xrunrig restore --discard"), "{err}");
+    // Runs with a profile stay refused until it is dealt with; --settings-as-is goes,
+    // saying what to do.
+    std::fs::write(d.join("quick.toml"), QUICK).unwrap();
+    let prof = repo("profiles/rr-timeslice.toml");
+    let o = xrunrig(
+        &["run", "quick.toml", "--profile", &prof, "--out", "r1"],
+        &d,
+        &d,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(rr(), original);
+    let o = xrunrig(
+        &[
+            "run",
+            "quick.toml",
+            "--profile",
+            &prof,
+            "--settings-as-is",
+            "--out",
+            "r2",
+        ],
+        &d,
+        &d,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("xrunrig restore --discard"),
+        "{}",
+        text(&o)
+    );
+    // --discard prints every entry it drops and removes the journal.
+    let o = xrunrig(&["restore", "--discard"], &d, &d);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("kernel.sched_rr_timeslice_ms") && out.contains(RR),
+        "{out}"
+    );
+    assert!(
+        out.contains(victim.to_str().unwrap()) && out.contains("root::0:"),
+        "{out}"
+    );
+    assert!(!d.join("journal.json").exists());
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root:secret\n");
+}
+
+/// A journal from another boot is reported and discarded: the reboot reset the knobs,
+/// and its "originals" are stale.
+#[test]
+fn a_journal_from_another_boot_is_discarded_not_replayed() {
+    assert_root();
+    let _g = serial();
+    let original = rr();
+    let _back = RrGuard(original.clone());
+    let d = tmp("boot");
+    let stale = if original == "41" { "43" } else { "41" };
+    journal(
+        &d,
+        serde_json::json!({"version": 2, "pid": 999999999u32, "started": "s", "command": "c",
+            "boot_id": "00000000-0000-0000-0000-000000000000", "entries": [rr_entry(stale)]}),
+    );
+    std::fs::write(d.join("quick.toml"), QUICK).unwrap();
+    let o = xrunrig(&["run", "quick.toml", "--out", "r"], &d, &d);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(rr(), original, "not replayed: {}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("before the last reboot"), "{err}");
+    assert!(err.contains("kernel.sched_rr_timeslice_ms"), "{err}");
+    assert!(!d.join("journal.json").exists());
+}
+
+/// A journal of a newer version is refused, nothing written, with what to do.
+#[test]
+fn a_newer_journal_is_refused() {
+    assert_root();
+    let _g = serial();
+    let original = rr();
+    let _back = RrGuard(original.clone());
+    let d = tmp("newer");
+    let other = if original == "41" { "43" } else { "41" };
+    journal(
+        &d,
+        serde_json::json!({"version": 99, "pid": 999999999u32, "started": "s", "command": "c",
+            "boot_id": boot_id(), "entries": [rr_entry(other)]}),
+    );
+    let o = xrunrig(&["restore"], &d, &d);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(rr(), original);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("version is 99"), "{err}");
+    assert!(err.contains("--discard"), "{err}");
+    assert!(d.join("journal.json").exists());
+}
+
+/// Root does not take a journal from a directory others can write.
+#[test]
+fn a_state_dir_others_can_write_is_refused_for_root() {
+    assert_root();
+    let _g = serial();
+    let d = tmp("perm");
+    let state = d.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::write(d.join("quick.toml"), QUICK).unwrap();
+    for args in [&["run", "quick.toml", "--out", "r"][..], &["restore"][..]] {
+        let o = xrunrig(args, &state, &d);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("is refused for root"), "{err}");
+        assert!(err.contains("install -d -m 0700"), "says what to do: {err}");
+    }
+    assert!(!d.join("r").exists());
+}
+
+/// The analysis side refuses a directory still marked INCOMPLETE.
+#[test]
+fn report_refuses_an_incomplete_directory() {
+    assert_root();
+    let _g = serial();
+    let d = tmp("incomplete");
+    std::fs::write(d.join("quick.toml"), QUICK).unwrap();
+    let o = xrunrig(&["run", "quick.toml", "--out", "r"], &d, &d);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        !d.join("r/INCOMPLETE").exists(),
+        "a finished run is complete"
+    );
+    let rep = xrunrig(&["report", "r"], &d, &d);
+    assert!(rep.status.success(), "{}", text(&rep));
+    std::fs::write(d.join("r/INCOMPLETE"), "").unwrap();
+    let rep = xrunrig(&["report", "r"], &d, &d);
+    assert!(!rep.status.success(), "{}", text(&rep));
+    assert!(
+        String::from_utf8_lossy(&rep.stderr).contains("INCOMPLETE"),
+        "{}",
+        text(&rep)
+    );
+}
