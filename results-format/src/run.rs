@@ -408,6 +408,14 @@ pub struct GuestSection {
     pub console_log: Option<String>,
     #[serde(default, deserialize_with = "lenient::count")]
     pub cpus: Option<u64>,
+    /// The guest kernel crashed mid-run (a kernel finding, not the emulator's fault):
+    /// the trials that finished before it are kept, the console is saved.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "section"
+    )]
+    pub crash: Option<GuestStop>,
     /// Under TCG: the CPUs are emulated, so timings are not of real hardware.
     #[serde(default, deserialize_with = "lenient::flag")]
     pub emulated: bool,
@@ -445,10 +453,38 @@ pub struct GuestSection {
         deserialize_with = "lenient::text"
     )]
     pub release: Option<String>,
+    /// Fresh boots that carried on the run after an emulator fault (not the kernel's)
+    /// stopped the guest; one per fault, in order.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "list"
+    )]
+    pub resumed: Vec<GuestStop>,
     #[serde(default, deserialize_with = "lenient::text")]
     pub results_channel: Option<String>,
     #[serde(default, deserialize_with = "lenient::number")]
     pub wall_s: Option<f64>,
+}
+
+/// Where and why a guest stopped before its run ended.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct GuestStop {
+    /// Trials (in the sweep's order) that had finished and reached the host.
+    #[serde(default, deserialize_with = "lenient::count_or_zero")]
+    pub after_trial: u64,
+    /// Trials the run planned in all.
+    #[serde(default, deserialize_with = "lenient::count")]
+    pub of: Option<u64>,
+    /// What stopped it, said for a reader.
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub reason: Option<String>,
+    /// The console lines that show it (the Oops or panic and what follows).
+    #[serde(default, deserialize_with = "lenient::texts")]
+    pub console_excerpt: Vec<String>,
+    /// That boot's whole console, relative to the results directory.
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub console_log: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
