@@ -60,7 +60,10 @@ fn header_field<'a>(head: &'a str, k: &str) -> Option<&'a str> {
 }
 
 fn sha256_hex(b: &[u8]) -> String {
-    Sha256::digest(b).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(b)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Reads the frame log from anything seekable (the results disk). Stops at the first
@@ -82,7 +85,10 @@ pub fn read_log<R: std::io::Read + std::io::Seek>(mut r: R) -> Result<Log, Strin
             break;
         }
         let Some(nl) = head.iter().position(|&b| b == b'\n') else {
-            log.torn = Some(format!("frame {} at byte {off}: header cut short", log.frames.len()));
+            log.torn = Some(format!(
+                "frame {} at byte {off}: header cut short",
+                log.frames.len()
+            ));
             break;
         };
         let h = String::from_utf8_lossy(&head[..nl]).into_owned();
@@ -336,7 +342,10 @@ mod tests {
         // All three, the last final.
         let log = read_log(std::io::Cursor::new(&disk)).unwrap();
         assert_eq!(log.frames.len(), 3);
-        assert_eq!((log.frames[0].tar.clone(), log.frames[1].tar.clone()), (a.clone(), b.clone()));
+        assert_eq!(
+            (log.frames[0].tar.clone(), log.frames[1].tar.clone()),
+            (a.clone(), b.clone())
+        );
         assert!(log.frames[2].last && log.torn.is_none());
         // The guest died writing the third: cut mid-body (zeros after, as on the
         // sparse disk), or a block of it never written.
@@ -349,7 +358,10 @@ mod tests {
         short.truncate(whole + 100);
         let log = read_log(std::io::Cursor::new(&short)).unwrap();
         assert_eq!(log.frames.len(), 2);
-        assert!(log.torn.as_deref().unwrap().contains("cut short"), "{log:?}");
+        assert!(
+            log.torn.as_deref().unwrap().contains("cut short"),
+            "{log:?}"
+        );
         // Nothing written: an empty log, nothing torn.
         let log = read_log(std::io::Cursor::new(vec![0u8; 8192])).unwrap();
         assert!(log.frames.is_empty() && log.torn.is_none());

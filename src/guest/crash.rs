@@ -54,10 +54,7 @@ fn bare(l: &str) -> &str {
     let t = l.trim_end_matches('\r');
     if let Some(r) = t.strip_prefix('[')
         && let Some((ts, rest)) = r.split_once(']')
-        && ts
-            .trim()
-            .chars()
-            .all(|c| c.is_ascii_digit() || c == '.')
+        && ts.trim().chars().all(|c| c.is_ascii_digit() || c == '.')
     {
         return rest.strip_prefix(' ').unwrap_or(rest);
     }
@@ -98,22 +95,34 @@ pub fn classify(console: &str) -> Option<Fault> {
     let lines: Vec<&str> = console.lines().map(bare).collect();
     let at = lines.iter().position(|l| headline(l))?;
     let line = lines[at].trim().to_string();
-    let end = lines[at..]
-        .iter()
-        .position(|l| l.contains("Kernel panic - not syncing") || l.contains("---[ end trace"))
-        .map_or((at + 40).min(lines.len()), |e| {
-            // Through the panic line that often follows the end of the trace.
-            let e = at + e + 1;
-            let next_panic = lines[e..]
+    // Through the end of the report: an Oops' `---[ end trace` and the panic that
+    // often follows it; a panic's own trace to `Kernel Offset` or `---[ end Kernel panic`.
+    let panic_head = line.contains("Kernel panic - not syncing");
+    let mut end = (at + 40).min(lines.len());
+    for (i, l) in lines.iter().enumerate().skip(at + 1).take(60) {
+        let ends = if panic_head {
+            l.starts_with("Kernel Offset") || l.contains("---[ end Kernel panic")
+        } else {
+            l.contains("Kernel panic - not syncing")
+        };
+        if ends {
+            end = i + 1;
+            break;
+        }
+        if !panic_head && l.contains("---[ end trace") {
+            end = i + 1;
+            // The panic that follows, when it does.
+            if let Some(p) = lines[end..]
                 .iter()
                 .take(3)
-                .position(|l| l.contains("Kernel panic - not syncing"));
-            next_panic.map_or(e, |p| e + p + 1)
-        });
-    let excerpt: Vec<String> = lines[at..end.min(at + 60)]
-        .iter()
-        .map(|l| l.to_string())
-        .collect();
+                .position(|l| l.contains("Kernel panic - not syncing"))
+            {
+                end += p + 1;
+            }
+            break;
+        }
+    }
+    let excerpt: Vec<String> = lines[at..end].iter().map(|l| l.to_string()).collect();
     let is_int3 = die_name(&line) == Some("int3");
     let code = excerpt
         .iter()
@@ -139,7 +148,11 @@ pub fn classify(console: &str) -> Option<Fault> {
              the kernel's"
                 .to_string(),
         ),
-        (false, _) => (Cause::Kernel, format!("the guest kernel crashed: {line}")),
+        (false, _) => (
+            Cause::Kernel,
+            "a crash of the kernel under test (not the emulator's known int3 fault): a finding"
+                .to_string(),
+        ),
     };
     Some(Fault {
         cause,
@@ -153,12 +166,44 @@ pub fn classify(console: &str) -> Option<Fault> {
 mod tests {
     use super::*;
 
-    /// The console of a real guest (6.12.117 under TCG) crashed with
-    /// `echo c > /proc/sysrq-trigger`, as tests/guest_lossless.rs does.
+    /// The console of a real guest (6.12.117 under TCG, 2026-11-30) crashed with
+    /// `echo c > /proc/sysrq-trigger` after 2 trials, as tests/guest_lossless.rs does.
     const SYSRQ_CRASH: &str = "\
-[    8.003121] sysrq: Trigger a crash
-[    8.003541] Kernel panic - not syncing: sysrq triggered crash
-[    8.004143] CPU: 0 UID: 0 PID: 1 Comm: init Not tainted 6.12.117+deb12-amd64 #1  Debian 6.12.117-1~deb12u1
+[   10.287917] sysrq: Trigger a crash
+[   10.290097] Kernel panic - not syncing: sysrq triggered crash
+[   10.290820] CPU: 3 UID: 0 PID: 1 Comm: init Not tainted 6.12.117+deb12-amd64 #1  Debian 6.12.117-1~deb12u1
+[   10.291488] Hardware name: QEMU Standard PC (i440FX + PIIX, 1996), BIOS 1.16.2-debian-1.16.2-1 04/01/2014
+[   10.291993] Call Trace:
+[   10.293582]  <TASK>
+[   10.294271]  panic+0x344/0x3a0
+[   10.294921]  ? _printk+0x64/0x80
+[   10.295147]  sysrq_handle_crash+0x1a/0x20
+[   10.295356]  __handle_sysrq+0xa4/0x1a0
+[   10.295518]  write_sysrq_trigger+0x59/0x80
+[   10.295685]  proc_reg_write+0x57/0xa0
+[   10.295846]  vfs_write+0xf5/0x450
+[   10.296003]  ksys_write+0x6f/0xf0
+[   10.296147]  do_syscall_64+0x87/0x1b0
+[   10.296319]  ? do_filp_open+0xc4/0x170
+[   10.296498]  ? filp_flush+0x4e/0x70
+[   10.296648]  ? filp_close+0x1d/0x30
+[   10.296804]  ? do_dup2+0xbb/0x140
+[   10.297142]  ? ksys_dup3+0x63/0xf0
+[   10.297244]  ? arch_exit_to_user_mode_prepare.constprop.0+0x16/0xa0
+[   10.297428]  ? syscall_exit_to_user_mode+0x37/0x1b0
+[   10.297547]  ? do_syscall_64+0x93/0x1b0
+[   10.297642]  ? arch_exit_to_user_mode_prepare.constprop.0+0x16/0xa0
+[   10.297781]  entry_SYSCALL_64_after_hwframe+0x76/0x7e
+[   10.298125] RIP: 0033:0x47b7a0
+[   10.298501] Code: 40 00 48 c7 c2 e0 ff ff ff f7 d8 64 89 02 48 c7 c0 ff ff ff ff eb b7 0f 1f 00 80 3d e8 85 16 00 00 74 17 b8 01 00 00 00 0f 05 <48> 3d 00 f0 ff ff 77 58 c3 0f 1f 80 00 00 00 00 48 83 ec 28 48 89
+[   10.298933] RSP: 002b:00007ffeeca5fb88 EFLAGS: 00000202 ORIG_RAX: 0000000000000001
+[   10.299199] RAX: ffffffffffffffda RBX: 0000000000000001 RCX: 000000000047b7a0
+[   10.299391] RDX: 0000000000000002 RSI: 0000000014e56400 RDI: 0000000000000001
+[   10.299624] RBP: 0000000014e56400 R08: 0000000000000000 R09: 0000000000000000
+[   10.299823] R10: 00000000000001b6 R11: 0000000000000202 R12: 0000000000000002
+[   10.300020] R13: 0000000014e513a0 R14: 0000000000000001 R15: 00007ffeeca5fbf0
+[   10.300239]  </TASK>
+[   10.301352] Kernel Offset: disabled
 ";
 
     #[test]
@@ -200,6 +245,15 @@ mod tests {
         let f = classify(SYSRQ_CRASH).unwrap();
         assert_eq!(f.cause, Cause::Kernel);
         assert_eq!(f.line, "Kernel panic - not syncing: sysrq triggered crash");
+        // The panic's whole report, through its trace.
+        assert!(
+            f.excerpt.iter().any(|l| l.contains("sysrq_handle_crash")),
+            "{f:?}"
+        );
+        assert!(
+            f.excerpt.last().unwrap().starts_with("Kernel Offset"),
+            "{f:?}"
+        );
         let gpf = "[ 9.0] Oops: general protection fault, probably for non-canonical address 0xdead: 0000 [#1] PREEMPT SMP NOPTI\n[ 9.1] RIP: 0010:foo+0x1/0x2\n[ 9.2] Code: 00 00 <cc> 00\n";
         let f = classify(gpf).unwrap();
         assert_eq!(f.cause, Cause::Kernel, "{f:?}");

@@ -423,7 +423,12 @@ mod tests {
     #[test]
     fn init_script_has_the_pieces() {
         let s = init_script(
-            &[vec!["/bin/xrunrig".into(), "run".into(), "--out".into(), "/results/x/p0".into()]],
+            &[vec![
+                "/bin/xrunrig".into(),
+                "run".into(),
+                "--out".into(),
+                "/results/x/p0".into(),
+            ]],
             &["/lib/x86_64-linux-gnu".into()],
             Inject::None,
         );
@@ -441,8 +446,18 @@ mod tests {
             assert!(s.contains(needle), "{needle} missing from\n{s}");
         }
         assert!(!s.contains("sysrq") && !s.contains(INJECT_CONSOLE));
-        let s = init_script(&[vec!["a".into()], vec!["b".into()]], &[], Inject::Crash { after: 2 });
-        assert!(s.contains("then a; rc=$?; fi\n  if [ $rc -eq 0 ]; then b; rc=$?"), "{s}");
-        assert!(s.contains("if [ $n -ge 2 ]; then echo c >/proc/sysrq-trigger"), "{s}");
+        let s = init_script(
+            &[vec!["a".into()], vec!["b".into()]],
+            &[],
+            Inject::Crash { after: 2 },
+        );
+        assert!(
+            s.contains("then a; rc=$?; fi\n  if [ $rc -eq 0 ]; then b; rc=$?"),
+            "{s}"
+        );
+        assert!(
+            s.contains("if [ $n -ge 2 ]; then echo c >/proc/sysrq-trigger"),
+            "{s}"
+        );
     }
 }

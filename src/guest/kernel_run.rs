@@ -9,10 +9,10 @@ use super::kernel::Kernel;
 use super::qemu::{Accel, End, Outcome};
 use super::resume::{self, Boot};
 use super::{HostPlan, record, tables};
-use results::run::GuestStop;
 use crate::exit::{EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::options::{GuestOptions, RunOptions};
 use crate::output::summary::Row;
+use results::run::GuestStop;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
@@ -162,6 +162,7 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
     let total = p.order.total();
     // The boots' frames are unpacked here, then merged into the results directory.
     let stage = boot::scratch()?;
+    let (started, _) = crate::sys::utc_now();
     let mut boots: Vec<Boot> = vec![];
     let mut resumed: Vec<GuestStop> = vec![];
     let mut crash: Option<GuestStop> = None;
@@ -229,7 +230,9 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
         let end = outcome.end.clone();
         last = Some((outcome, accel, accel_note));
         match (&fault, home.rc) {
-            (Some(f), _) if f.cause == Cause::Emulator && done < total && resumed.len() < MAX_RESUMES => {
+            (Some(f), _)
+                if f.cause == Cause::Emulator && done < total && resumed.len() < MAX_RESUMES =>
+            {
                 eprintln!(
                     "xrunrig: {}: {}\n  after trial {done} of {total}; resuming the remaining trials in a fresh boot",
                     f.line, f.reason
@@ -247,8 +250,8 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
                     ));
                 }
                 fail = Some(format!(
-                    "the guest kernel crashed after trial {done} of {total}: {}\n  {}\n  \
-                     the {done} finished trials are kept in {}; console log: {}",
+                    "the guest kernel crashed after trial {done} of {total}: {}\n  {}.\n  \
+                     The {done} finished trials are kept in {}; console log: {}",
                     f.line,
                     g.reason.clone().unwrap_or_default(),
                     run.dir.display(),
@@ -301,7 +304,15 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
         let from = boots[0].part_dir(0);
         move_tree(&from, &run.dir)?;
     } else if done > 0 || crash.is_some() || !resumed.is_empty() {
-        resume::merge(&p.order, &boots, &p.rig, p.profile.as_ref(), &run.dir)?;
+        resume::merge(
+            &p.order,
+            &boots,
+            &p.rig,
+            p.profile.as_ref(),
+            &run.kernel.release,
+            (&started, &crate::sys::utc_now().0),
+            &run.dir,
+        )?;
     }
     let mut guest = record::guest_section(c, &run.kernel, &outcome, accel, accel_note, channel);
     guest.wall_s = Some((run.wall_s * 1000.0).round() / 1000.0);

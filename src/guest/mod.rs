@@ -508,7 +508,9 @@ mod tests {
         let s1 = &p.order.settings[1];
         assert_eq!(cmds.len(), 2, "{cmds:?}");
         assert!(
-            cmds[0].ends_with(&format!("--out /results/x/p0 --trials 1 --variant pi --setting {s1}")),
+            cmds[0].ends_with(&format!(
+                "--out /results/x/p0 --trials 1 --variant pi --setting {s1}"
+            )),
             "{cmds:?}"
         );
         assert!(

@@ -127,7 +127,11 @@ impl Boot {
 }
 
 /// Files every part writes at its top: the merge writes its own.
-const RUN_FILES: [&str; 3] = [results::RUN_JSON, results::SUMMARY_JSON, results::SAMPLES_JSONL];
+const RUN_FILES: [&str; 3] = [
+    results::RUN_JSON,
+    results::SUMMARY_JSON,
+    results::SAMPLES_JSONL,
+];
 
 /// `name` as one trial's file: the (setting, variant, trial-in-part) whose stem it
 /// starts with.
@@ -176,6 +180,8 @@ pub fn merge(
     boots: &[Boot],
     rig: &Rig,
     profile: Option<&crate::knobs::profile::Profile>,
+    kernel_release: &str,
+    span: (&str, &str),
     dest: &Path,
 ) -> Result<Merged, String> {
     let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
@@ -271,7 +277,15 @@ pub fn merge(
             &summary::Summary::new(&rig.name, rows),
         )?;
     }
-    let doc = merged_doc(order, docs, rig, profile, &renamed);
+    let mut doc = merged_doc(order, docs, rig, profile, &renamed);
+    // The boots' span on the host's clock: the first boot may have written no run.json.
+    doc.started = Some(span.0.to_string());
+    doc.ended = Some(span.1.to_string());
+    // No part's run.json arrived: the guest's kernel is still known.
+    doc.kernel.get_or_insert_with(|| results::run::KernelInfo {
+        release: Some(kernel_release.into()),
+        ..Default::default()
+    });
     crate::output::write_json(&dest.join(results::RUN_JSON), &doc)?;
     Ok(Merged {
         records: records.len(),
