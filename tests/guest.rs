@@ -637,6 +637,7 @@ fn sound_modules_and_jackd_in_the_guest() {
         files: vec![],
         parts: vec![vec!["/bin/sh".into(), "-c".into(), script.into()]],
         inject: Default::default(),
+        ship_cpus: vec![],
         modules: mods,
         audio: true,
     };

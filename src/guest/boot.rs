@@ -101,6 +101,7 @@ fn initramfs_for(c: &Ctx, k: &Kernel, s: &Scratch, w: &Work) -> Result<(PathBuf,
         files: p.files.clone(),
         parts: w.parts.clone(),
         inject: w.inject,
+        ship_cpus: p.ship_cpus.clone(),
         modules: mods,
         audio: p.audio,
     };

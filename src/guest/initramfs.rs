@@ -20,6 +20,8 @@ pub struct Spec {
     pub parts: Vec<Vec<String>>,
     /// Test-only faults (see `Inject`).
     pub inject: Inject,
+    /// CPUs the rig does not use, where /init ships each trial's results; empty: any.
+    pub ship_cpus: Vec<usize>,
     pub modules: Vec<Module>,
     /// Include jackd, libjack, its drivers and ALSA's configuration.
     pub audio: bool,
@@ -121,7 +123,18 @@ pub const INJECT_CONSOLE: &str = "/xrunrig/inject-console.txt";
 /// frame with the whole results directory (ttyS1 when there is no disk), power off.
 /// Should anything in it die, init exiting panics the kernel, and panic=-1 with QEMU's
 /// -no-reboot ends the guest.
-pub fn init_script(parts: &[Vec<String>], lib_dirs: &[String], inject: Inject) -> String {
+pub fn init_script(
+    parts: &[Vec<String>],
+    lib_dirs: &[String],
+    inject: Inject,
+    ship_cpus: &[usize],
+) -> String {
+    let pin = if ship_cpus.is_empty() {
+        String::new()
+    } else {
+        let l: Vec<String> = ship_cpus.iter().map(|c| c.to_string()).collect();
+        format!("taskset -p -c {} $$ >/dev/null 2>&1\n", l.join(","))
+    };
     let mut run = String::new();
     for cmd in parts {
         run.push_str(&format!(
@@ -168,9 +181,9 @@ echo "XRUNRIG-READY $(cat /proc/uptime)"
   rc=0
 {run}  echo $rc >/results/rc.tmp && mv /results/rc.tmp /results/rc
 ) >/results/stdout.txt &
-# The shipping below yields to the run.
+# The shipping below yields to the run, on CPUs the rig does not use.
 renice -n 19 -p $$ >/dev/null 2>&1
-DISK={disk}
+{pin}DISK={disk}
 # The results disk (virtio-blk) when the kernel has it; else ttyS1, at the end only.
 i=0; while [ ! -b $DISK ] && [ $i -lt 50 ] && grep -q virtio_blk /proc/modules; do sleep 0.1; i=$((i+1)); done
 off=0; seq=0; echo - >/results/m.old
@@ -324,7 +337,7 @@ pub fn build(spec: &Spec, out: &Path) -> Result<(u64, Vec<String>), String> {
     w.file(
         "/init",
         0o755,
-        init_script(&spec.parts, &lib_dirs, spec.inject).as_bytes(),
+        init_script(&spec.parts, &lib_dirs, spec.inject, &spec.ship_cpus).as_bytes(),
     )
     .map_err(io)?;
     for (g, h) in &bins {
@@ -431,6 +444,7 @@ mod tests {
             ]],
             &["/lib/x86_64-linux-gnu".into()],
             Inject::None,
+            &[0, 2],
         );
         for needle in [
             "mount -t debugfs",
@@ -442,6 +456,7 @@ mod tests {
             "/dev/ttyS1",
             "poweroff -f",
             "LD_LIBRARY_PATH=/lib/x86_64-linux-gnu",
+            "taskset -p -c 0,2 $$",
         ] {
             assert!(s.contains(needle), "{needle} missing from\n{s}");
         }
@@ -450,6 +465,7 @@ mod tests {
             &[vec!["a".into()], vec!["b".into()]],
             &[],
             Inject::Crash { after: 2 },
+            &[],
         );
         assert!(
             s.contains("then a; rc=$?; fi\n  if [ $rc -eq 0 ]; then b; rc=$?"),

@@ -79,6 +79,8 @@ pub struct HostPlan {
     jack: Option<jack::Server>,
     /// Test-only: a fault the first boot makes on purpose (XRUNRIG_GUEST_TEST_INJECT).
     pub inject: initramfs::Inject,
+    /// Guest CPUs the rig does not use: the shipping of each trial's results runs there.
+    pub ship_cpus: Vec<usize>,
     pub cpus: u32,
     pub memory: String,
     pub cmdline: String,
@@ -236,7 +238,13 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
         cmdline.push(' ');
         cmdline.push_str(x);
     }
+    let mut used = rig.cpus_used();
+    if let Some(l) = &rig.livefx {
+        used.extend(l.cpus_used());
+    }
+    let ship_cpus = (0..cpus as usize).filter(|c| !used.contains(c)).collect();
     let mut p = HostPlan {
+        ship_cpus,
         audio: rig.kind == Kind::Livefx,
         rig,
         profile,
