@@ -591,4 +591,38 @@ mod tests {
         );
         assert!(r.kernel.is_none());
     }
+
+    #[test]
+    fn guest_stops_are_optional_and_round_trip() {
+        // A guest section from before resume and crash were recorded.
+        let old = RunDoc::from_json(r#"{"guest": {"accel": "tcg", "emulated": true}}"#).unwrap();
+        let g = old.guest.unwrap();
+        assert!(g.crash.is_none() && g.resumed.is_empty());
+        let v = serde_json::to_value(&g).unwrap();
+        assert!(
+            v.get("crash").is_none() && v.get("resumed").is_none(),
+            "{v}"
+        );
+        let stop = GuestStop {
+            after_trial: 3,
+            of: Some(4),
+            reason: Some("emulator".into()),
+            console_excerpt: vec!["Oops: int3: 0000 [#1]".into()],
+            console_log: Some("guest-console.log".into()),
+        };
+        let g = GuestSection {
+            resumed: vec![stop.clone()],
+            crash: Some(stop.clone()),
+            ..Default::default()
+        };
+        let back: GuestSection = serde_json::from_str(&serde_json::to_string(&g).unwrap()).unwrap();
+        assert_eq!((back.resumed, back.crash), (vec![stop.clone()], Some(stop)));
+        // Wrong shapes read as absent rather than failing the file.
+        let r = RunDoc::from_json(r#"{"guest": {"crash": 7, "resumed": [1, {"after_trial": 2}]}}"#)
+            .unwrap();
+        let g = r.guest.unwrap();
+        assert!(g.crash.is_none());
+        assert_eq!(g.resumed.len(), 1);
+        assert_eq!(g.resumed[0].after_trial, 2);
+    }
 }

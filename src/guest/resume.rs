@@ -126,12 +126,40 @@ impl Boot {
     }
 }
 
-/// Files every part writes at its top: the merge writes its own.
-const RUN_FILES: [&str; 3] = [
+/// Files every part writes at its top: the merge writes its own (events.jsonl
+/// renumbered; histograms.json, one part's aggregate, not at all).
+const RUN_FILES: [&str; 5] = [
     results::RUN_JSON,
     results::SUMMARY_JSON,
     results::SAMPLES_JSONL,
+    results::EVENTS_JSONL,
+    results::HISTOGRAMS_JSON,
 ];
+
+/// A part's events.jsonl lines of finished trials, renumbered; run-level lines (no
+/// trial) kept as they are.
+fn part_events(dir: &Path, part: &Part, recs: &[TrialRecord], out: &mut String) {
+    let text = std::fs::read_to_string(dir.join(results::EVENTS_JSONL)).unwrap_or_default();
+    for l in text.lines() {
+        let Ok(mut v) = serde_json::from_str::<serde_json::Value>(l) else {
+            continue; // a line cut short by the guest's death
+        };
+        if let Some(t) = v.get("trial").and_then(|t| t.as_u64()) {
+            let t_run = t + part.round0 as u64;
+            let (s, var) = (v["setting"].as_str(), v["variant"].as_str());
+            if !recs.iter().any(|r| {
+                Some(r.setting.as_str()) == s
+                    && Some(r.variant.as_str()) == var
+                    && r.trial as u64 == t_run
+            }) {
+                continue;
+            }
+            v["trial"] = t_run.into();
+        }
+        out.push_str(&v.to_string());
+        out.push('\n');
+    }
+}
 
 /// `name` as one trial's file: the (setting, variant, trial-in-part) whose stem it
 /// starts with.
@@ -173,8 +201,10 @@ pub struct Merged {
 
 /// Merges every boot's parts into `dest`: samples.jsonl in the sweep's order, each
 /// finished trial's files renamed to the run's trial number (an unfinished trial's
-/// files are left out), run.json from the parts' (or from the host's plan when none
-/// arrived), and, for thread rigs, summary.json over the trials that arrived.
+/// files are left out), events.jsonl likewise, run.json from the parts' (or from the
+/// host's plan when none arrived), and, for thread rigs, summary.json over the trials
+/// that arrived. An audio rig's summary.json and histograms.json are not rebuilt
+/// here: its samples, cycles and events are kept for them.
 pub fn merge(
     order: &Order,
     boots: &[Boot],
@@ -190,6 +220,7 @@ pub fn merge(
     let mut docs: Vec<RunDoc> = vec![];
     let mut dropped = vec![];
     let mut renamed: BTreeMap<String, String> = BTreeMap::new();
+    let mut events = String::new();
     for b in boots {
         for (i, part) in b.parts.iter().enumerate() {
             let pd = b.part_dir(i);
@@ -237,8 +268,13 @@ pub fn merge(
             {
                 docs.push(d);
             }
+            part_events(&pd, part, &recs, &mut events);
             records.extend(recs);
         }
+    }
+    if !events.is_empty() {
+        let ep = dest.join(results::EVENTS_JSONL);
+        std::fs::write(&ep, events).map_err(|e| io(&ep, e))?;
     }
     records.sort_by_key(|r| order.index(r).unwrap_or(u64::MAX));
     let mut samples = String::new();
@@ -464,5 +500,113 @@ mod tests {
         );
         assert_eq!(trial_of("A__nopi__1.bin", &part), None);
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn merge_renumbers_the_resumed_boots_trials_and_drops_an_unfinished_ones_files() {
+        let base = std::env::temp_dir().join(format!("xrunrig-merge-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let rig = crate::rig::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/rigs/pi-inversion.toml"
+        )))
+        .unwrap();
+        let o = Order {
+            trials: 2,
+            settings: vec!["as-is".into()],
+            variants: vec!["inherit".into(), "none".into()],
+        };
+        let rec = |v: &str, t: u32, wait: f64| {
+            format!(
+                r#"{{"setting":"as-is","variant":"{v}","trial":{t},"status":"ok","duration_ms":1.0,"metrics":{{"wait":[{wait}]}},"marks":{{}},"evidence":[]}}"#
+            )
+        };
+        let write = |p: PathBuf, text: String| {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        // Boot 1 died in trial 3 (inherit, round 1): its line and file are partial.
+        let b0 = base.join("b0/p0");
+        write(
+            b0.join("samples.jsonl"),
+            format!(
+                "{}\n{}\n{}",
+                rec("inherit", 0, 90.0),
+                rec("none", 0, 380.0),
+                &rec("inherit", 1, 1.0)[..30]
+            ),
+        );
+        write(b0.join("trace/as-is__inherit__0.csv"), "a".into());
+        write(b0.join("trace/as-is__inherit__1.csv"), "partial".into());
+        write(
+            b0.join("events.jsonl"),
+            "{\"setting\":\"as-is\",\"variant\":\"none\",\"trial\":0,\"kind\":\"x\"}\n{\"setting\":\"as-is\",\"variant\":\"inherit\",\"trial\":1,\"kind\":\"y\"}\n".into(),
+        );
+        // Boot 2 ran round 1 as its own trial 0.
+        let b1 = base.join("b1/p0");
+        write(
+            b1.join("samples.jsonl"),
+            format!("{}\n{}\n", rec("inherit", 0, 95.0), rec("none", 0, 385.0)),
+        );
+        write(b1.join("trace/as-is__inherit__0.csv"), "b".into());
+        let boots = [
+            Boot {
+                dir: base.join("b0"),
+                parts: parts_from(&o, 0),
+            },
+            Boot {
+                dir: base.join("b1"),
+                parts: parts_from(&o, 2),
+            },
+        ];
+        assert_eq!(boots[0].finished() + boots[1].finished(), 4);
+        let dest = base.join("out");
+        let m = merge(&o, &boots, &rig, None, "6.12.0", ("a", "b"), &dest).unwrap();
+        assert_eq!(m.records, 4);
+        assert_eq!(m.dropped, ["trace/as-is__inherit__1.csv"]);
+        let got: Vec<(String, u32)> = part_records(
+            &dest,
+            &Part {
+                round0: 0,
+                ..parts_from(&o, 0)[0].clone()
+            },
+        )
+        .into_iter()
+        .map(|r| (r.variant, r.trial))
+        .collect();
+        assert_eq!(
+            got,
+            [
+                ("inherit".into(), 0),
+                ("none".into(), 0),
+                ("inherit".into(), 1),
+                ("none".into(), 1)
+            ]
+        );
+        let read = |p: &str| std::fs::read_to_string(dest.join(p)).unwrap();
+        assert_eq!(read("trace/as-is__inherit__0.csv"), "a");
+        assert_eq!(read("trace/as-is__inherit__1.csv"), "b");
+        assert_eq!(
+            read("events.jsonl").lines().count(),
+            1,
+            "{}",
+            read("events.jsonl")
+        );
+        let sum: serde_json::Value = serde_json::from_str(&read("summary.json")).unwrap();
+        let n: Vec<u64> = sum["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["n"].as_u64().unwrap())
+            .collect();
+        assert_eq!(n, [2, 2], "{sum}");
+        let run = RunDoc::from_json(&read("run.json")).unwrap();
+        assert_eq!(run.trials, Some(2));
+        assert_eq!(run.kernel.unwrap().release.as_deref(), Some("6.12.0"));
+        assert_eq!(
+            (run.started.as_deref(), run.ended.as_deref()),
+            (Some("a"), Some("b"))
+        );
+        let _ = std::fs::remove_dir_all(&base);
     }
 }
