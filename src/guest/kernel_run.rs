@@ -231,7 +231,10 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
         last = Some((outcome, accel, accel_note));
         match (&fault, home.rc) {
             (Some(f), _)
-                if f.cause == Cause::Emulator && done < total && resumed.len() < MAX_RESUMES =>
+                if f.cause == Cause::Emulator
+                    && done < total
+                    && resumed.len() < MAX_RESUMES
+                    && !c.stop.load(std::sync::atomic::Ordering::SeqCst) =>
             {
                 eprintln!(
                     "xrunrig: {}: {}\n  after trial {done} of {total}; resuming the remaining trials in a fresh boot",
