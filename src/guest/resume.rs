@@ -221,6 +221,8 @@ pub fn merge(
     let mut dropped = vec![];
     let mut renamed: BTreeMap<String, String> = BTreeMap::new();
     let mut events = String::new();
+    // Every finished trial's instrument captures, as the merged directory names them.
+    let mut trial_files: Vec<String> = vec![];
     for b in boots {
         for (i, part) in b.parts.iter().enumerate() {
             let pd = b.part_dir(i);
@@ -251,6 +253,15 @@ pub fn merge(
                         let f = format!("{new}{}", &file[old.len()..]);
                         let to = rel.with_file_name(f).to_string_lossy().into_owned();
                         renamed.insert(name.clone(), to.clone());
+                        if [
+                            results::instruments::TRACE_DIR,
+                            results::instruments::IPI_DIR,
+                        ]
+                        .iter()
+                        .any(|d| to.starts_with(&format!("{d}/")))
+                        {
+                            trial_files.push(to.clone());
+                        }
                         to
                     }
                     None => name.clone(),
@@ -313,7 +324,7 @@ pub fn merge(
             &summary::Summary::new(&rig.name, rows),
         )?;
     }
-    let mut doc = merged_doc(order, docs, rig, profile, &renamed);
+    let mut doc = merged_doc(order, docs, rig, profile, &renamed, &trial_files);
     // The boots' span on the host's clock: the first boot may have written no run.json.
     doc.started = Some(span.0.to_string());
     doc.ended = Some(span.1.to_string());
@@ -337,6 +348,7 @@ fn merged_doc(
     rig: &Rig,
     profile: Option<&crate::knobs::profile::Profile>,
     renamed: &BTreeMap<String, String>,
+    trial_files: &[String],
 ) -> RunDoc {
     let mut doc = docs.last().cloned().unwrap_or_else(|| RunDoc {
         format: results::FORMAT_VERSION,
@@ -416,6 +428,13 @@ fn merged_doc(
             }
         }
     }
+    // A boot that died wrote no run.json to list its captures: the files are the list.
+    for f in trial_files {
+        if !files.contains(f) {
+            files.push(f.clone());
+        }
+    }
+    files.sort();
     if let Some(i) = doc.instruments.as_mut() {
         i.files = files;
     }
