@@ -637,7 +637,9 @@ fn sound_modules_and_jackd_in_the_guest() {
     let spec = initramfs::Spec {
         xrunrig: PathBuf::from(env!("CARGO_BIN_EXE_xrunrig")),
         files: vec![],
-        command: vec!["/bin/sh".into(), "-c".into(), script.into()],
+        parts: vec![vec!["/bin/sh".into(), "-c".into(), script.into()]],
+        inject: Default::default(),
+        ship_cpus: vec![],
         modules: mods,
         audio: true,
     };

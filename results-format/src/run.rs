@@ -408,6 +408,14 @@ pub struct GuestSection {
     pub console_log: Option<String>,
     #[serde(default, deserialize_with = "lenient::count")]
     pub cpus: Option<u64>,
+    /// The guest kernel crashed mid-run (a kernel finding, not the emulator's fault):
+    /// the trials that finished before it are kept, the console is saved.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "section"
+    )]
+    pub crash: Option<GuestStop>,
     /// Under TCG: the CPUs are emulated, so timings are not of real hardware.
     #[serde(default, deserialize_with = "lenient::flag")]
     pub emulated: bool,
@@ -445,10 +453,38 @@ pub struct GuestSection {
         deserialize_with = "lenient::text"
     )]
     pub release: Option<String>,
+    /// Fresh boots that carried on the run after an emulator fault (not the kernel's)
+    /// stopped the guest; one per fault, in order.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "list"
+    )]
+    pub resumed: Vec<GuestStop>,
     #[serde(default, deserialize_with = "lenient::text")]
     pub results_channel: Option<String>,
     #[serde(default, deserialize_with = "lenient::number")]
     pub wall_s: Option<f64>,
+}
+
+/// Where and why a guest stopped before its run ended.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct GuestStop {
+    /// Trials (in the sweep's order) that had finished and reached the host.
+    #[serde(default, deserialize_with = "lenient::count_or_zero")]
+    pub after_trial: u64,
+    /// Trials the run planned in all.
+    #[serde(default, deserialize_with = "lenient::count")]
+    pub of: Option<u64>,
+    /// What stopped it, said for a reader.
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub reason: Option<String>,
+    /// The console lines that show it (the Oops or panic and what follows).
+    #[serde(default, deserialize_with = "lenient::texts")]
+    pub console_excerpt: Vec<String>,
+    /// That boot's whole console, relative to the results directory.
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub console_log: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -554,5 +590,39 @@ mod tests {
             Some(SchedFeatures::Read("A B".into()))
         );
         assert!(r.kernel.is_none());
+    }
+
+    #[test]
+    fn guest_stops_are_optional_and_round_trip() {
+        // A guest section from before resume and crash were recorded.
+        let old = RunDoc::from_json(r#"{"guest": {"accel": "tcg", "emulated": true}}"#).unwrap();
+        let g = old.guest.unwrap();
+        assert!(g.crash.is_none() && g.resumed.is_empty());
+        let v = serde_json::to_value(&g).unwrap();
+        assert!(
+            v.get("crash").is_none() && v.get("resumed").is_none(),
+            "{v}"
+        );
+        let stop = GuestStop {
+            after_trial: 3,
+            of: Some(4),
+            reason: Some("emulator".into()),
+            console_excerpt: vec!["Oops: int3: 0000 [#1]".into()],
+            console_log: Some("guest-console.log".into()),
+        };
+        let g = GuestSection {
+            resumed: vec![stop.clone()],
+            crash: Some(stop.clone()),
+            ..Default::default()
+        };
+        let back: GuestSection = serde_json::from_str(&serde_json::to_string(&g).unwrap()).unwrap();
+        assert_eq!((back.resumed, back.crash), (vec![stop.clone()], Some(stop)));
+        // Wrong shapes read as absent rather than failing the file.
+        let r = RunDoc::from_json(r#"{"guest": {"crash": 7, "resumed": [1, {"after_trial": 2}]}}"#)
+            .unwrap();
+        let g = r.guest.unwrap();
+        assert!(g.crash.is_none());
+        assert_eq!(g.resumed.len(), 1);
+        assert_eq!(g.resumed[0].after_trial, 2);
     }
 }

@@ -69,8 +69,14 @@ pub struct Booted {
     pub accel_note: String,
 }
 
+/// What one boot runs: the commands of the sweep's parts left, and the test-only fault.
+pub struct Work {
+    pub parts: Vec<Vec<String>>,
+    pub inject: initramfs::Inject,
+}
+
 /// The initramfs for `k` in the scratch directory: its path and size.
-fn initramfs_for(c: &Ctx, k: &Kernel, s: &Scratch) -> Result<(PathBuf, u64), String> {
+fn initramfs_for(c: &Ctx, k: &Kernel, s: &Scratch, w: &Work) -> Result<(PathBuf, u64), String> {
     let p = c.plan;
     let mut wanted = modules::RESULTS_DISK.to_vec();
     if p.audio {
@@ -93,7 +99,9 @@ fn initramfs_for(c: &Ctx, k: &Kernel, s: &Scratch) -> Result<(PathBuf, u64), Str
     let spec = initramfs::Spec {
         xrunrig: c.xrunrig.to_path_buf(),
         files: p.files.clone(),
-        command: p.command.clone(),
+        parts: w.parts.clone(),
+        inject: w.inject,
+        ship_cpus: p.ship_cpus.clone(),
         modules: mods,
         audio: p.audio,
     };
@@ -106,9 +114,9 @@ fn initramfs_for(c: &Ctx, k: &Kernel, s: &Scratch) -> Result<(PathBuf, u64), Str
 }
 
 /// Boots `k` until the guest ships its results, fails, or a bound passes.
-pub fn boot(c: &Ctx, k: &Kernel, s: &Scratch) -> Result<Booted, String> {
+pub fn boot(c: &Ctx, k: &Kernel, s: &Scratch, w: &Work) -> Result<Booted, String> {
     let p = c.plan;
-    let (initrd, size) = initramfs_for(c, k, s)?;
+    let (initrd, size) = initramfs_for(c, k, s, w)?;
     let (first, why) = match c.guest.accel {
         AccelChoice::Kvm => (Accel::Kvm, "--accel kvm".to_string()),
         AccelChoice::Tcg => (Accel::Tcg, "--accel tcg".to_string()),

@@ -2,14 +2,26 @@
 //! (a sparse file on the host), or, when the guest kernel has no virtio-blk, on the
 //! guest's second serial port (ttyS1); the kernel's console stays on ttyS0. Under TCG
 //! the serial port carries about 45 KB/s, too slow for a 16 MB trace, and a PREEMPT_RT
-//! kernel once disabled its IRQ mid-transfer; the disk takes seconds. The frame is
-//! one header line, `XRUNRIG-ARCHIVE v1 rc=<exit> size=<bytes> sha256=<hex>`, then a
-//! tar of the guest's results directory; the checksum proves it arrived whole.
+//! kernel once disabled its IRQ mid-transfer; the disk takes seconds.
+//!
+//! On the disk the guest appends a log of frames as the run goes: one after each
+//! finished trial (the files changed since the last frame) and a final one (the whole
+//! results directory), each at a 4 KiB boundary, each one header line
+//! `XRUNRIG-FRAME v1 seq=<n> kind=<trial|final> rc=<exit> size=<bytes> sha256=<hex>`
+//! and a tar; a guest that dies mid-run leaves every frame it finished, and a torn
+//! last frame fails its checksum and is dropped. The serial channel carries only the
+//! final archive, `XRUNRIG-ARCHIVE v1 rc=<exit> size=<bytes> sha256=<hex>` and a tar.
 
 use sha2::{Digest, Sha256};
 use std::path::{Component, Path};
 
 pub const MAGIC: &str = "XRUNRIG-ARCHIVE v1";
+
+/// A frame of the disk's log.
+pub const FRAME_MAGIC: &str = "XRUNRIG-FRAME v1";
+
+/// Frames start at multiples of this, so a frame never shares a block with the next.
+pub const FRAME_ALIGN: u64 = 4096;
 
 /// The results disk as the guest sees it (the only virtio-blk device).
 pub const GUEST_DISK: &str = "/dev/vda";
@@ -24,45 +36,113 @@ pub fn create_disk(path: &Path) -> std::io::Result<()> {
     f.set_len(DISK_BYTES)
 }
 
-/// The frame at the start of the results disk, read no further than its header says.
-/// `Err` when the guest wrote nothing there.
-pub fn read_disk(path: &Path) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut head = vec![0u8; 4096];
-    let n = read_full(&mut f, &mut head).map_err(|e| format!("{}: {e}", path.display()))?;
-    head.truncate(n);
-    if !head.starts_with(MAGIC.as_bytes()) {
-        return Err("the guest wrote no results archive on the results disk".into());
-    }
-    let nl = head
-        .iter()
-        .position(|&b| b == b'\n')
-        .ok_or("the results disk's header is cut short")?;
-    let size: usize = String::from_utf8_lossy(&head[..nl])
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("size="))
-        .and_then(|v| v.parse().ok())
-        .ok_or("the results disk's header has no size")?;
-    let want = nl + 1 + size;
-    if (want as u64) > DISK_BYTES {
-        return Err(format!("the results disk's header claims {size} bytes"));
-    }
-    let mut buf = head;
-    if buf.len() < want {
-        let mut rest = Vec::with_capacity(want - buf.len());
-        f.take((want - buf.len()) as u64)
-            .read_to_end(&mut rest)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        buf.extend_from_slice(&rest);
-    } else {
-        buf.truncate(want);
-    }
-    Ok(buf)
+/// One frame of the disk's log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frame {
+    pub seq: u64,
+    /// The final frame holds the whole results directory and the run's exit code.
+    pub last: bool,
+    pub rc: i32,
+    pub tar: Vec<u8>,
 }
 
-fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
-    use std::io::Read;
+/// What the disk's log held: every whole frame in order, and what was wrong with the
+/// one after them, when there was one (cut short or corrupt: the guest died writing it).
+#[derive(Debug, Default)]
+pub struct Log {
+    pub frames: Vec<Frame>,
+    pub torn: Option<String>,
+}
+
+fn header_field<'a>(head: &'a str, k: &str) -> Option<&'a str> {
+    head.split_whitespace()
+        .find_map(|w| w.strip_prefix(k).and_then(|v| v.strip_prefix('=')))
+}
+
+fn sha256_hex(b: &[u8]) -> String {
+    Sha256::digest(b)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Reads the frame log from anything seekable (the results disk). Stops at the first
+/// place without a frame header; a frame whose body is short or fails its checksum
+/// ends the log as `torn`.
+pub fn read_log<R: std::io::Read + std::io::Seek>(mut r: R) -> Result<Log, String> {
+    use std::io::{Read, SeekFrom};
+    let mut log = Log::default();
+    let mut off = 0u64;
+    loop {
+        if off >= DISK_BYTES {
+            break;
+        }
+        r.seek(SeekFrom::Start(off)).map_err(|e| e.to_string())?;
+        let mut head = vec![0u8; 512];
+        let n = read_full(&mut r, &mut head).map_err(|e| e.to_string())?;
+        head.truncate(n);
+        if !head.starts_with(FRAME_MAGIC.as_bytes()) {
+            break;
+        }
+        let Some(nl) = head.iter().position(|&b| b == b'\n') else {
+            log.torn = Some(format!(
+                "frame {} at byte {off}: header cut short",
+                log.frames.len()
+            ));
+            break;
+        };
+        let h = String::from_utf8_lossy(&head[..nl]).into_owned();
+        let parsed = (|| {
+            Some((
+                header_field(&h, "seq")?.parse::<u64>().ok()?,
+                header_field(&h, "kind")? == "final",
+                header_field(&h, "rc")?.parse::<i32>().ok()?,
+                header_field(&h, "size")?.parse::<u64>().ok()?,
+                header_field(&h, "sha256")?.to_string(),
+            ))
+        })();
+        let Some((seq, last, rc, size, sum)) = parsed else {
+            log.torn = Some(format!("frame at byte {off}: bad header '{h}'"));
+            break;
+        };
+        if off + nl as u64 + 1 + size > DISK_BYTES {
+            log.torn = Some(format!("frame {seq}: header claims {size} bytes"));
+            break;
+        }
+        r.seek(SeekFrom::Start(off + nl as u64 + 1))
+            .map_err(|e| e.to_string())?;
+        let mut tar = Vec::new();
+        (&mut r)
+            .take(size)
+            .read_to_end(&mut tar)
+            .map_err(|e| e.to_string())?;
+        if (tar.len() as u64) < size {
+            log.torn = Some(format!(
+                "frame {seq} was cut short: {} of {size} bytes",
+                tar.len()
+            ));
+            break;
+        }
+        if sha256_hex(&tar) != sum {
+            log.torn = Some(format!("frame {seq} is torn or corrupt (sha256 differs)"));
+            break;
+        }
+        log.frames.push(Frame { seq, last, rc, tar });
+        off = (off + nl as u64 + 1 + size).div_ceil(FRAME_ALIGN) * FRAME_ALIGN;
+        if last {
+            break;
+        }
+    }
+    Ok(log)
+}
+
+/// The results disk's frame log.
+pub fn read_disk_log(path: &Path) -> Result<Log, String> {
+    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    read_log(f).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn read_full(f: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
         match f.read(&mut buf[n..])? {
@@ -236,29 +316,73 @@ mod tests {
         );
     }
 
+    /// A frame as the guest's init script writes it, padded to the next frame.
+    fn frame(seq: u64, last: bool, tar: &[u8]) -> Vec<u8> {
+        let kind = if last { "final" } else { "trial" };
+        let mut f = format!(
+            "{FRAME_MAGIC} seq={seq} kind={kind} rc=0 size={} sha256={}\n",
+            tar.len(),
+            sha256_hex(tar)
+        )
+        .into_bytes();
+        f.extend_from_slice(tar);
+        f.resize(f.len().div_ceil(4096) * 4096, 0);
+        f
+    }
+
     #[test]
-    fn disk_frame_is_read_to_its_size_and_an_empty_disk_says_so() {
+    fn frame_log_keeps_whole_frames_and_drops_a_torn_last_one() {
+        let a: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        let b = b"second".to_vec();
+        let c: Vec<u8> = vec![9u8; 5000];
+        let mut disk = frame(0, false, &a);
+        disk.extend(frame(1, false, &b));
+        let whole = disk.len();
+        disk.extend(frame(2, true, &c));
+        // All three, the last final.
+        let log = read_log(std::io::Cursor::new(&disk)).unwrap();
+        assert_eq!(log.frames.len(), 3);
+        assert_eq!(
+            (log.frames[0].tar.clone(), log.frames[1].tar.clone()),
+            (a.clone(), b.clone())
+        );
+        assert!(log.frames[2].last && log.torn.is_none());
+        // The guest died writing the third: cut mid-body (zeros after, as on the
+        // sparse disk), or a block of it never written.
+        let mut cut = disk[..whole + 3000].to_vec();
+        cut.resize(disk.len() + 8192, 0);
+        let log = read_log(std::io::Cursor::new(&cut)).unwrap();
+        assert_eq!(log.frames.len(), 2, "{log:?}");
+        assert!(log.torn.as_deref().unwrap().contains("frame 2"), "{log:?}");
+        let mut short = disk[..whole + 100].to_vec();
+        short.truncate(whole + 100);
+        let log = read_log(std::io::Cursor::new(&short)).unwrap();
+        assert_eq!(log.frames.len(), 2);
+        assert!(
+            log.torn.as_deref().unwrap().contains("cut short"),
+            "{log:?}"
+        );
+        // Nothing written: an empty log, nothing torn.
+        let log = read_log(std::io::Cursor::new(vec![0u8; 8192])).unwrap();
+        assert!(log.frames.is_empty() && log.torn.is_none());
+    }
+
+    #[test]
+    fn frame_log_reads_the_sparse_disk() {
         let d = std::env::temp_dir().join(format!("xrunrig-disk-{}", std::process::id()));
         create_disk(&d).unwrap();
         assert_eq!(std::fs::metadata(&d).unwrap().len(), DISK_BYTES);
-        assert!(read_disk(&d).unwrap_err().contains("no results archive"));
-        // An archive larger than the first read, written over the sparse file as the
-        // guest's `cat >/dev/vda` does.
+        assert!(read_disk_log(&d).unwrap().frames.is_empty());
         let tar: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
-        let sum: String = Sha256::digest(&tar)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        let mut frame = format!("{MAGIC} rc=0 size={} sha256={sum}\n", tar.len()).into_bytes();
-        frame.extend_from_slice(&tar);
         {
             use std::io::Write;
             let mut f = std::fs::OpenOptions::new().write(true).open(&d).unwrap();
-            f.write_all(&frame).unwrap();
+            f.write_all(&frame(0, false, &tar)).unwrap();
+            f.write_all(&frame(1, true, b"x")).unwrap();
         }
-        let got = read_disk(&d).unwrap();
-        assert_eq!(got.len(), frame.len());
-        assert_eq!(parse(&got).unwrap().tar, tar);
+        let log = read_disk_log(&d).unwrap();
+        assert_eq!(log.frames.len(), 2);
+        assert_eq!(log.frames[0].tar, tar);
         let _ = std::fs::remove_file(&d);
     }
 

@@ -14,8 +14,14 @@ pub struct Spec {
     pub xrunrig: PathBuf,
     /// Extra files: (guest path, contents).
     pub files: Vec<(String, Vec<u8>)>,
-    /// The guest's `xrunrig run …` command, already pointing at guest paths.
-    pub command: Vec<String>,
+    /// The guest's `xrunrig run …` commands, already pointing at guest paths: one, or
+    /// the parts of the sweep a resumed boot has left; run in order, each into its own
+    /// `/results/x/pN` (its --out), stopping at the first that fails.
+    pub parts: Vec<Vec<String>>,
+    /// Test-only faults (see `Inject`).
+    pub inject: Inject,
+    /// CPUs the rig does not use, where /init ships each trial's results; empty: any.
+    pub ship_cpus: Vec<usize>,
     pub modules: Vec<Module>,
     /// Include jackd, libjack, its drivers and ALSA's configuration.
     pub audio: bool,
@@ -95,10 +101,64 @@ pub fn shell_line(args: &[String]) -> String {
     args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
 }
 
-/// /init: mounts, modules, the ready marker, the run, shipping the results on ttyS1,
-/// power off. Should anything in it die, init exiting panics the kernel, and
-/// panic=-1 with QEMU's -no-reboot ends the guest.
-pub fn init_script(command: &[String], lib_dirs: &[String]) -> String {
+/// Test-only faults the guest makes on purpose once `after` trials have reached the
+/// host: the tests' only way to a guest that dies mid-run on demand.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Inject {
+    #[default]
+    None,
+    /// A real kernel crash: `echo c > /proc/sysrq-trigger`.
+    Crash { after: u64 },
+    /// The emulator's stale-breakpoint Oops, printed on the console as the kernel
+    /// prints it (`crash::INT3_OOPS_SAMPLE`), then power off.
+    Int3 { after: u64 },
+}
+
+/// Where the injected console text goes in the initramfs.
+pub const INJECT_CONSOLE: &str = "/xrunrig/inject-console.txt";
+
+/// /init: mounts, modules, the ready marker, the run's parts in the background while
+/// the foreground ships each finished trial (a new line in a part's samples.jsonl) to
+/// the results disk as a frame of the files changed since the last one, then the final
+/// frame with the whole results directory (ttyS1 when there is no disk), power off.
+/// Should anything in it die, init exiting panics the kernel, and panic=-1 with QEMU's
+/// -no-reboot ends the guest.
+pub fn init_script(
+    parts: &[Vec<String>],
+    lib_dirs: &[String],
+    inject: Inject,
+    ship_cpus: &[usize],
+) -> String {
+    let pin = if ship_cpus.is_empty() {
+        String::new()
+    } else {
+        let l: Vec<String> = ship_cpus.iter().map(|c| c.to_string()).collect();
+        format!("taskset -p -c {} $$ >/dev/null 2>&1\n", l.join(","))
+    };
+    let mut run = String::new();
+    for cmd in parts {
+        run.push_str(&format!(
+            "  if [ $rc -eq 0 ]; then {}; rc=$?; fi\n",
+            shell_line(cmd)
+        ));
+    }
+    // The injected fault, after the frame that carries trial `after` is on the disk.
+    // The run is frozen first, so no further trial finishes unshipped.
+    let (after, poll, fault) = match inject {
+        Inject::None => (0, "0.25", String::new()),
+        Inject::Crash { after } => (after, "0.05", "echo c >/proc/sysrq-trigger".into()),
+        Inject::Int3 { after } => (after, "0.05", format!("cat {INJECT_CONSOLE}; poweroff -f")),
+    };
+    let (stop, crash) = if fault.is_empty() {
+        (String::new(), String::new())
+    } else {
+        (
+            format!(
+                "    if [ $n -ge {after} ]; then killall -STOP xrunrig; n=$(cat /results/x/p*/samples.jsonl 2>/dev/null | wc -l); fi\n"
+            ),
+            format!("    if [ $n -ge {after} ]; then {fault}; sleep 30; fi\n"),
+        )
+    };
     format!(
         r#"#!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -117,27 +177,60 @@ for m in $(cat /xrunrig/modules.list); do
 done
 stty -F /dev/ttyS1 raw -echo
 echo "XRUNRIG-READY $(cat /proc/uptime)"
-{cmd} >/results/stdout.txt
-rc=$?
+(
+  rc=0
+{run}  echo $rc >/results/rc.tmp && mv /results/rc.tmp /results/rc
+) >/results/stdout.txt &
+# The shipping below yields to the run, on CPUs the rig does not use.
+renice -n 19 -p $$ >/dev/null 2>&1
+{pin}DISK={disk}
+# The results disk (virtio-blk) when the kernel has it; else ttyS1, at the end only.
+i=0; while [ ! -b $DISK ] && [ $i -lt 50 ] && grep -q virtio_blk /proc/modules; do sleep 0.1; i=$((i+1)); done
+off=0; seq=0; echo - >/results/m.old
+# frame KIND RC: /results/f.tar as the next frame of the disk's log, at a 4 KiB boundary.
+frame() {{
+  sz=$(wc -c </results/f.tar); sum=$(sha256sum /results/f.tar)
+  head="{magic} seq=$seq kind=$1 rc=$2 size=$sz sha256=${{sum%% *}}"
+  {{ echo "$head"; cat /results/f.tar; }} >/results/frame
+  dd if=/results/frame of=$DISK bs=4096 seek=$((off / 4096)) conv=notrunc,fsync 2>/dev/null || return 1
+  off=$(( (off + ${{#head}} + 1 + sz + 4095) / 4096 * 4096 )); seq=$((seq + 1))
+}}
+# The files new or changed since the last frame (size and mtime to the nanosecond).
+changed() {{
+  (cd /results/x && find . -type f -exec stat -c '%s|%y|%n' {{}} + | sort) >/results/m.new
+  grep -vxFf /results/m.old /results/m.new | cut -d'|' -f3 >/results/list
+}}
+shipped=0
+while :; do
+  gone=; [ -e /results/rc ] && gone=1
+  n=$(cat /results/x/p*/samples.jsonl 2>/dev/null | wc -l)
+  if [ -z "$gone" ] && [ -b $DISK ] && [ $n -gt $shipped ]; then
+{stop}    changed
+    if tar -cf /results/f.tar -C /results/x $(cat /results/list) && frame trial 0; then
+      mv /results/m.new /results/m.old; shipped=$n
+      echo "XRUNRIG-FRAME trials=$n"
+    fi
+{crash}  fi
+  [ -n "$gone" ] && break
+  sleep {poll}
+done
+rc=$(cat /results/rc)
 echo "XRUNRIG-RC $rc"
-cd /results/x && tar -cf /results/r.tar .
-sz=$(wc -c </results/r.tar)
-sum=$(sha256sum /results/r.tar)
-head="{magic} rc=$rc size=$sz sha256=${{sum%% *}}"
-# The results disk (virtio-blk, {disk}) when the kernel has it; else ttyS1.
-i=0; while [ ! -b {disk} ] && [ $i -lt 50 ] && grep -q virtio_blk /proc/modules; do sleep 0.1; i=$((i+1)); done
-if [ -b {disk} ] && {{ echo "$head"; cat /results/r.tar; }} >{disk} && sync; then
+cd /results/x && tar -cf /results/f.tar .
+sz=$(wc -c </results/f.tar)
+if [ -b $DISK ] && frame final $rc; then
   echo "XRUNRIG-CHANNEL disk $sz bytes"
 else
   echo "XRUNRIG-CHANNEL serial $sz bytes"
-  {{ echo "$head"; cat /results/r.tar; }} >/dev/ttyS1
+  sum=$(sha256sum /results/f.tar)
+  {{ echo "{archive} rc=$rc size=$sz sha256=${{sum%% *}}"; cat /results/f.tar; }} >/dev/ttyS1
 fi
 echo XRUNRIG-SHIPPED
 poweroff -f
 "#,
         libs = lib_dirs.join(":"),
-        cmd = shell_line(command),
-        magic = super::channel::MAGIC,
+        magic = super::channel::FRAME_MAGIC,
+        archive = super::channel::MAGIC,
         disk = super::channel::GUEST_DISK,
     )
 }
@@ -244,7 +337,7 @@ pub fn build(spec: &Spec, out: &Path) -> Result<(u64, Vec<String>), String> {
     w.file(
         "/init",
         0o755,
-        init_script(&spec.command, &lib_dirs).as_bytes(),
+        init_script(&spec.parts, &lib_dirs, spec.inject, &spec.ship_cpus).as_bytes(),
     )
     .map_err(io)?;
     for (g, h) in &bins {
@@ -259,6 +352,14 @@ pub fn build(spec: &Spec, out: &Path) -> Result<(u64, Vec<String>), String> {
     }
     for (g, data) in &spec.files {
         w.file(g, 0o644, data).map_err(io)?;
+    }
+    if let Inject::Int3 { .. } = spec.inject {
+        w.file(
+            INJECT_CONSOLE,
+            0o644,
+            super::crash::INT3_OOPS_SAMPLE.as_bytes(),
+        )
+        .map_err(io)?;
     }
     let list: Vec<&str> = spec.modules.iter().map(|m| m.name.as_str()).collect();
     w.file(
@@ -335,18 +436,44 @@ mod tests {
     #[test]
     fn init_script_has_the_pieces() {
         let s = init_script(
-            &["/bin/xrunrig".into(), "run".into()],
+            &[vec![
+                "/bin/xrunrig".into(),
+                "run".into(),
+                "--out".into(),
+                "/results/x/p0".into(),
+            ]],
             &["/lib/x86_64-linux-gnu".into()],
+            Inject::None,
+            &[0, 2],
         );
         for needle in [
             "mount -t debugfs",
             "XRUNRIG-READY",
-            "/bin/xrunrig run >/results/stdout.txt",
+            "if [ $rc -eq 0 ]; then /bin/xrunrig run --out /results/x/p0; rc=$?; fi",
+            ") >/results/stdout.txt &",
+            "frame trial 0",
+            "frame final $rc",
             "/dev/ttyS1",
             "poweroff -f",
             "LD_LIBRARY_PATH=/lib/x86_64-linux-gnu",
+            "taskset -p -c 0,2 $$",
         ] {
             assert!(s.contains(needle), "{needle} missing from\n{s}");
         }
+        assert!(!s.contains("sysrq") && !s.contains(INJECT_CONSOLE));
+        let s = init_script(
+            &[vec!["a".into()], vec!["b".into()]],
+            &[],
+            Inject::Crash { after: 2 },
+            &[],
+        );
+        assert!(
+            s.contains("then a; rc=$?; fi\n  if [ $rc -eq 0 ]; then b; rc=$?"),
+            "{s}"
+        );
+        assert!(
+            s.contains("if [ $n -ge 2 ]; then echo c >/proc/sysrq-trigger"),
+            "{s}"
+        );
     }
 }

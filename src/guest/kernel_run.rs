@@ -3,12 +3,16 @@
 //! add the host's side to run.json (`record`), and print its table (`tables`).
 
 use super::boot::{self, Booted};
+use super::crash::{self, Cause, Fault};
+use super::initramfs::Inject;
 use super::kernel::Kernel;
-use super::qemu::{Accel, End};
+use super::qemu::{Accel, End, Outcome};
+use super::resume::{self, Boot};
 use super::{HostPlan, record, tables};
 use crate::exit::{EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::options::{GuestOptions, RunOptions};
 use crate::output::summary::Row;
+use results::run::GuestStop;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
@@ -34,19 +38,20 @@ pub struct KernelRun {
     pub wall_s: f64,
 }
 
-/// Saves the console (and QEMU's stderr) as guest-console.log in the results dir.
-fn save_console(s: &Path, dir: &Path) -> PathBuf {
+/// Saves a boot's console (and QEMU's stderr) in the results dir as `name`.
+fn save_console(s: &Path, dir: &Path, name: &str) -> PathBuf {
     let mut text = std::fs::read(s.join("console.log")).unwrap_or_default();
     let err = std::fs::read_to_string(s.join("qemu-stderr.log")).unwrap_or_default();
     if !err.trim().is_empty() {
         text.extend_from_slice(format!("\n--- qemu stderr ---\n{err}").as_bytes());
     }
-    let p = dir.join("guest-console.log");
+    let p = dir.join(name);
     let _ = std::fs::write(&p, text);
     // The crashed first boot, when the guest was booted twice, is kept beside it.
     let first = s.join("console-first-boot.log");
     if first.exists() {
-        let _ = std::fs::copy(&first, dir.join("guest-console-first-boot.log"));
+        let stem = name.trim_end_matches(".log");
+        let _ = std::fs::copy(&first, dir.join(format!("{stem}-first-boot.log")));
     }
     p
 }
@@ -74,78 +79,285 @@ pub fn run_kernel(c: &Ctx, k: Kernel, dir: PathBuf) -> KernelRun {
     run
 }
 
-fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
-    let p = c.plan;
-    let s = boot::scratch()?;
-    let Booted {
-        outcome,
-        accel,
-        accel_note,
-    } = boot::boot(c, &run.kernel, &s)?;
-    run.accel = Some(accel);
-    run.boot_s = outcome.ready_s;
-    run.wall_s = outcome.wall_s;
-    let console = save_console(&s.0, &run.dir);
-    let fail = |what: String| {
-        format!(
-            "{what}\n  the guest was stopped; console log: {}\n  last console lines:\n    {}",
-            console.display(),
-            tail(&console, 8)
-        )
+/// Fresh boots after emulator faults, at most: a fault that keeps coming back is
+/// reported rather than retried for ever.
+const MAX_RESUMES: usize = 3;
+
+/// What one boot brought home: its frames unpacked into `home.dir`.
+struct Home {
+    /// The final frame's exit code: the boot's parts all ran.
+    rc: Option<i32>,
+    channel: &'static str,
+    torn: Option<String>,
+    problem: Option<String>,
+}
+
+/// Unpacks a boot's frames (disk log, else the serial archive) into `dest`, later
+/// frames over earlier ones.
+fn bring_home(s: &Path, dest: &Path) -> Home {
+    let mut h = Home {
+        rc: None,
+        channel: "virtio-blk disk",
+        torn: None,
+        problem: None,
     };
-    match &outcome.end {
-        End::Shipped => {}
-        End::Interrupted => {
-            run.code = EXIT_INTERRUPTED;
-            return Err(fail("interrupted".into()));
-        }
-        End::BootTimeout => {
-            return Err(fail(format!(
-                "the guest did not reach its ready marker within {} s (boot failed or hung)",
-                p.boot_bound.as_secs()
-            )));
-        }
-        End::RunTimeout => {
-            return Err(fail(format!(
-                "the guest run passed its bound of {} s",
-                p.run_bound.as_secs()
-            )));
-        }
-        End::Crashed(l) => return Err(fail(format!("the guest kernel failed: {l}"))),
-        End::Exited(st) => {
-            return Err(fail(format!(
-                "QEMU exited ({st}) before the guest {}",
-                if outcome.ready_s.is_some() {
-                    "shipped its results"
-                } else {
-                    "was ready"
+    let _ = std::fs::create_dir_all(dest);
+    let disk = s.join("results.img");
+    let log = super::channel::read_disk_log(&disk);
+    let _ = std::fs::remove_file(&disk);
+    let mut frames = 0;
+    match log {
+        Ok(log) => {
+            for f in &log.frames {
+                if let Err(e) = super::channel::untar(&f.tar, dest) {
+                    h.problem = Some(format!("frame {}: {e}", f.seq));
+                    return h;
                 }
-            )));
+                if f.last {
+                    h.rc = Some(f.rc);
+                }
+            }
+            frames = log.frames.len();
+            h.torn = log.torn;
+        }
+        Err(e) => h.problem = Some(e),
+    }
+    if frames == 0 {
+        // The serial channel when the kernel had no virtio-blk.
+        if let Ok(chan) = std::fs::read(s.join("channel.bin"))
+            && let Ok(a) = super::channel::parse(&chan)
+        {
+            match super::channel::untar(&a.tar, dest) {
+                Ok(_) => {
+                    h.rc = Some(a.rc);
+                    h.channel = "serial ttyS1";
+                    h.problem = None;
+                }
+                Err(e) => h.problem = Some(e),
+            }
         }
     }
-    // The disk first; the serial channel when the kernel had no virtio-blk.
-    let disk = s.0.join("results.img");
-    let from_disk = super::channel::read_disk(&disk).and_then(|b| super::channel::parse(&b));
-    let _ = std::fs::remove_file(&disk);
-    let (arch, channel) = match from_disk {
-        Ok(a) => (a, "virtio-blk disk"),
-        Err(disk_err) => {
-            let chan = std::fs::read(s.0.join("channel.bin")).map_err(|e| e.to_string())?;
-            let a = super::channel::parse(&chan)
-                .map_err(|e| fail(format!("{e} (serial channel); results disk: {disk_err}")))?;
-            (a, "serial ttyS1")
+    h
+}
+
+/// The console lines after the guest's ready marker: the run's part of it.
+fn after_ready(console: &str) -> &str {
+    console
+        .find("XRUNRIG-READY")
+        .map_or(console, |i| &console[i..])
+}
+
+fn stop_of(f: &Fault, after: u64, of: u64, log: &str) -> GuestStop {
+    GuestStop {
+        after_trial: after,
+        of: Some(of),
+        reason: Some(f.reason.clone()),
+        console_excerpt: f.excerpt.clone(),
+        console_log: Some(log.into()),
+    }
+}
+
+fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
+    let p = c.plan;
+    let total = p.order.total();
+    // The boots' frames are unpacked here, then merged into the results directory.
+    let stage = boot::scratch()?;
+    let (started, _) = crate::sys::utc_now();
+    let mut boots: Vec<Boot> = vec![];
+    let mut resumed: Vec<GuestStop> = vec![];
+    let mut crash: Option<GuestStop> = None;
+    let mut done = 0u64;
+    let mut fail: Option<String> = None;
+    let mut finished_rc: Option<i32> = None;
+    let mut channel;
+    let mut last: Option<(Outcome, Accel, String)>;
+    loop {
+        let b = boots.len();
+        let parts = if b == 0 {
+            vec![p.whole()]
+        } else {
+            resume::parts_from(&p.order, done)
+        };
+        let work = boot::Work {
+            parts: parts
+                .iter()
+                .enumerate()
+                .map(|(i, x)| p.command_for(x, i))
+                .collect(),
+            inject: if b == 0 { p.inject } else { Inject::None },
+        };
+        let s = boot::scratch()?;
+        let Booted {
+            outcome,
+            accel,
+            accel_note,
+        } = boot::boot(c, &run.kernel, &s, &work)?;
+        run.accel = Some(accel);
+        run.boot_s = run.boot_s.or(outcome.ready_s);
+        run.wall_s += outcome.wall_s;
+        let log_name = if b == 0 {
+            "guest-console.log".to_string()
+        } else {
+            format!("guest-console-boot{}.log", b + 1)
+        };
+        let console = save_console(&s.0, &run.dir, &log_name);
+        let home_dir = stage.0.join(format!("b{b}"));
+        let home = bring_home(&s.0, &home_dir);
+        let boot = Boot {
+            dir: home_dir,
+            parts,
+        };
+        let got = boot.finished();
+        done += got;
+        boots.push(boot);
+        if let Some(t) = &home.torn {
+            eprintln!("xrunrig: the guest died writing a frame; dropped it ({t})");
         }
-    };
-    super::channel::untar(&arch.tar, &run.dir).map_err(fail)?;
-    run.code = arch.rc;
-    let guest = record::guest_section(c, &run.kernel, &outcome, accel, accel_note, channel);
-    record::patch_run_json(&run.dir, c.args, guest)?;
+        channel = home.channel;
+        let text = std::fs::read_to_string(&console).unwrap_or_default();
+        let fault = if outcome.ready_s.is_some() {
+            crash::classify(after_ready(&text))
+        } else {
+            None
+        };
+        let failed = |what: String| {
+            format!(
+                "{what}\n  the guest was stopped; console log: {}\n  last console lines:\n    {}",
+                console.display(),
+                tail(&console, 8)
+            )
+        };
+        let end = outcome.end.clone();
+        last = Some((outcome, accel, accel_note));
+        match (&fault, home.rc) {
+            (Some(f), _)
+                if f.cause == Cause::Emulator
+                    && done < total
+                    && resumed.len() < MAX_RESUMES
+                    && !c.stop.load(std::sync::atomic::Ordering::SeqCst) =>
+            {
+                eprintln!(
+                    "xrunrig: {}: {}\n  after trial {done} of {total}; resuming the remaining trials in a fresh boot",
+                    f.line, f.reason
+                );
+                resumed.push(stop_of(f, done, total, &log_name));
+                continue;
+            }
+            (Some(f), _) => {
+                let mut g = stop_of(f, done, total, &log_name);
+                if f.cause == Cause::Emulator {
+                    g.reason = Some(format!(
+                        "{} (resumed {} times already; not again)",
+                        f.reason,
+                        resumed.len()
+                    ));
+                }
+                fail = Some(format!(
+                    "the guest kernel crashed after trial {done} of {total}: {}\n  {}.\n  \
+                     The {done} finished trials are kept in {}; console log: {}",
+                    f.line,
+                    g.reason.clone().unwrap_or_default(),
+                    run.dir.display(),
+                    console.display()
+                ));
+                crash = Some(g);
+            }
+            (None, Some(rc)) => finished_rc = Some(rc),
+            (None, None) => {
+                let what = match &end {
+                    End::Interrupted => {
+                        run.code = EXIT_INTERRUPTED;
+                        "interrupted".to_string()
+                    }
+                    End::BootTimeout => format!(
+                        "the guest did not reach its ready marker within {} s (boot failed or hung)",
+                        p.boot_bound.as_secs()
+                    ),
+                    End::RunTimeout => format!(
+                        "the guest run passed its bound of {} s",
+                        p.run_bound.as_secs()
+                    ),
+                    End::Crashed(l) => format!("the guest kernel failed: {l}"),
+                    End::Exited(st) => format!(
+                        "QEMU exited ({st}) before the guest {}",
+                        if run.boot_s.is_some() {
+                            "shipped its results"
+                        } else {
+                            "was ready"
+                        }
+                    ),
+                    End::Shipped => format!(
+                        "the guest's results did not arrive whole: {}",
+                        home.problem.clone().unwrap_or_else(|| "no frame".into())
+                    ),
+                };
+                fail = Some(failed(if done > 0 {
+                    format!("{what}; the {done} trials that finished are kept")
+                } else {
+                    what
+                }));
+            }
+        }
+        break;
+    }
+    let (outcome, accel, accel_note) = last.expect("one boot at least");
+    // One boot that ran the whole run and shipped it: its results as they are.
+    let plain = boots.len() == 1 && finished_rc.is_some() && crash.is_none();
+    if plain {
+        let from = boots[0].part_dir(0);
+        move_tree(&from, &run.dir)?;
+    } else if done > 0 || crash.is_some() || !resumed.is_empty() {
+        resume::merge(
+            &p.order,
+            &boots,
+            &p.rig,
+            p.profile.as_ref(),
+            &run.kernel.release,
+            (&started, &crate::sys::utc_now().0),
+            &run.dir,
+        )?;
+    }
+    let mut guest = record::guest_section(c, &run.kernel, &outcome, accel, accel_note, channel);
+    guest.wall_s = Some((run.wall_s * 1000.0).round() / 1000.0);
+    guest.boot_s = run.boot_s;
+    guest.resumed = resumed;
+    guest.crash = crash.clone();
+    if !plain || fail.is_some() {
+        let _ = record::patch_run_json(&run.dir, c.args, guest, fail.as_deref());
+    } else {
+        record::patch_run_json(&run.dir, c.args, guest, None)?;
+    }
     tables::print_kernel(run, &outcome);
-    if arch.rc != 0 {
-        eprintln!(
-            "xrunrig: the run in the guest exited with {} (its messages are above)",
-            arch.rc
-        );
+    if let Some(f) = fail {
+        return Err(f);
+    }
+    let rc = finished_rc.unwrap_or(EXIT_FAILED);
+    run.code = rc;
+    if rc != 0 {
+        eprintln!("xrunrig: the run in the guest exited with {rc} (its messages are above)");
+    }
+    Ok(())
+}
+
+/// Moves a directory's contents into `to` (a rename per entry; a copy across
+/// filesystems).
+fn move_tree(from: &Path, to: &Path) -> Result<(), String> {
+    let rd = std::fs::read_dir(from).map_err(|e| {
+        format!(
+            "the guest's results are not where its frames put them ({}): {e}",
+            from.display()
+        )
+    })?;
+    std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    for e in rd.flatten() {
+        let dst = to.join(e.file_name());
+        if std::fs::rename(e.path(), &dst).is_err() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                move_tree(&e.path(), &dst)?;
+            } else {
+                std::fs::copy(e.path(), &dst).map_err(|x| format!("{}: {x}", dst.display()))?;
+            }
+        }
     }
     Ok(())
 }

@@ -11,6 +11,7 @@ mod boot;
 pub mod bzimage;
 pub mod channel;
 pub mod cpio;
+pub mod crash;
 pub mod initramfs;
 pub mod jack;
 pub mod kernel;
@@ -18,6 +19,7 @@ mod kernel_run;
 pub mod modules;
 pub mod qemu;
 mod record;
+pub mod resume;
 mod tables;
 
 use crate::audio::BackendChoice;
@@ -59,8 +61,26 @@ fn lpj() -> Option<u64> {
 /// Everything decided on the host before any guest boots.
 pub struct HostPlan {
     pub rig: rig::Rig,
+    pub profile: Option<crate::knobs::profile::Profile>,
     pub files: Vec<(String, Vec<u8>)>,
+    /// The whole run's command in the guest (its first boot's).
     pub command: Vec<String>,
+    /// What the run sweeps, in the guest sweep's order: a resumed boot starts after
+    /// the trials that came home.
+    pub order: resume::Order,
+    /// The guest command's pieces, for a part of the sweep (see `command_for`).
+    head: Vec<String>,
+    tail: Vec<String>,
+    /// The --setting / --variant flags as given, for a part that covers them all.
+    settings_given: Vec<String>,
+    variants_given: Vec<String>,
+    settings_as_is: bool,
+    loopback: bool,
+    jack: Option<jack::Server>,
+    /// Test-only: a fault the first boot makes on purpose (XRUNRIG_GUEST_TEST_INJECT).
+    pub inject: initramfs::Inject,
+    /// Guest CPUs the rig does not use: the shipping of each trial's results runs there.
+    pub ship_cpus: Vec<usize>,
     pub cpus: u32,
     pub memory: String,
     pub cmdline: String,
@@ -128,19 +148,18 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
 
     let rig_guest = format!("/xrunrig/rig/{}", file_name(&a.rig));
     let mut files = vec![(rig_guest.clone(), rig.text.clone().into_bytes())];
-    let mut command: Vec<String> = vec!["/bin/xrunrig".into(), "run".into(), rig_guest];
+    let mut head: Vec<String> = vec!["/bin/xrunrig".into(), "run".into(), rig_guest];
     if let (Some(p), Some(path)) = (&profile, &a.profile) {
         let g = format!("/xrunrig/profile/{}", file_name(path));
         files.push((g.clone(), p.text.clone().into_bytes()));
-        command.extend(["--profile".into(), g]);
+        head.extend(["--profile".into(), g]);
     }
-    command.extend(["--out".into(), "/results/x".into()]);
+    let mut tail: Vec<String> = vec![];
     let mut opt = |name: &str, v: Option<String>| {
         if let Some(v) = v {
-            command.extend([format!("--{name}"), v]);
+            tail.extend([format!("--{name}"), v]);
         }
     };
-    opt("trials", a.trials.map(|t| t.to_string()));
     opt("max-time", a.max_time_ns.map(duration_arg));
     opt("backend", au.backend.map(|b| b.name().to_string()));
     opt("device", au.device.clone());
@@ -149,34 +168,46 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
     opt("duration", au.duration_ns.map(duration_arg));
     opt("inject-every", au.inject_every.map(|x| x.to_string()));
     opt("inject-factor", au.inject_factor.map(|x| x.to_string()));
-    for v in &a.variants {
-        command.extend(["--variant".into(), v.clone()]);
-    }
-    for s in &a.settings {
-        command.extend(["--setting".into(), s.clone()]);
-    }
-    if a.settings_as_is {
-        command.push("--settings-as-is".into());
-    }
-    if au.loopback {
-        command.push("--loopback".into());
-    }
     // A guest has no running JACK server: start one on the snd-aloop card.
-    if let Some(cfg) = &rig.livefx
-        && au
-            .backend
-            .map_or(cfg.backend == "jack", |b| b == BackendChoice::Jack)
-    {
-        let server = jack::Server {
-            name: au.device.clone().unwrap_or_else(|| jack::SERVER.into()),
-            rate: au.rate.unwrap_or(cfg.rate),
-            period: au.period.unwrap_or(cfg.period),
-            nperiods: cfg.nperiods,
-            callback_priority: cfg.callback_priority,
-            driver: g.jack,
-        };
-        command = server.wrap(&command);
-    }
+    let jack = match &rig.livefx {
+        Some(cfg)
+            if au
+                .backend
+                .map_or(cfg.backend == "jack", |b| b == BackendChoice::Jack) =>
+        {
+            Some(jack::Server {
+                name: au.device.clone().unwrap_or_else(|| jack::SERVER.into()),
+                rate: au.rate.unwrap_or(cfg.rate),
+                period: au.period.unwrap_or(cfg.period),
+                nperiods: cfg.nperiods,
+                callback_priority: cfg.callback_priority,
+                driver: g.jack,
+            })
+        }
+        _ => None,
+    };
+    // The sweep's order as prepare() decides it: the profile's settings (filtered, in
+    // the profile's order; one "as-is" under --settings-as-is), the rig's variants.
+    let profile_changes = profile.as_ref().is_some_and(|p| p.changes_anything());
+    let order = resume::Order {
+        trials: a.trials.unwrap_or(rig.trials),
+        settings: if a.settings_as_is && profile_changes {
+            vec!["as-is".into()]
+        } else {
+            setting_names
+                .iter()
+                .filter(|s| a.settings.is_empty() || a.settings.contains(s))
+                .cloned()
+                .collect()
+        },
+        variants: rig
+            .variants
+            .iter()
+            .map(|v| v.name.clone())
+            .filter(|v| a.variants.is_empty() || a.variants.contains(v))
+            .collect(),
+    };
+    let inject = test_inject()?;
 
     // The guest's own bound (its watchdog) is estimate × 2 + 60 s; the host allows
     // that plus boot and shipping, so the guest normally ends itself first.
@@ -207,17 +238,100 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
         cmdline.push(' ');
         cmdline.push_str(x);
     }
-    Ok(HostPlan {
+    let mut used = rig.cpus_used();
+    if let Some(l) = &rig.livefx {
+        used.extend(l.cpus_used());
+    }
+    let ship_cpus = (0..cpus as usize).filter(|c| !used.contains(c)).collect();
+    let mut p = HostPlan {
+        ship_cpus,
         audio: rig.kind == Kind::Livefx,
         rig,
+        profile,
         files,
-        command,
+        command: vec![],
+        order,
+        head,
+        tail,
+        settings_given: a.settings.clone(),
+        variants_given: a.variants.clone(),
+        settings_as_is: a.settings_as_is,
+        loopback: au.loopback,
+        jack,
+        inject,
         cpus,
         memory,
         cmdline,
         run_bound,
         boot_bound,
-    })
+    };
+    p.command = p.command_for(&p.whole(), 0);
+    Ok(p)
+}
+
+/// XRUNRIG_GUEST_TEST_INJECT=crash:K or int3:K (tests only): the first boot crashes
+/// its kernel, or prints the emulator's int3 Oops and stops, once K trials are home.
+fn test_inject() -> Result<initramfs::Inject, String> {
+    let Ok(v) = std::env::var("XRUNRIG_GUEST_TEST_INJECT") else {
+        return Ok(initramfs::Inject::None);
+    };
+    let bad = || format!("XRUNRIG_GUEST_TEST_INJECT={v}: give crash:K or int3:K");
+    let (kind, k) = v.split_once(':').ok_or_else(bad)?;
+    let after: u64 = k.parse().map_err(|_| bad())?;
+    match kind {
+        "crash" => Ok(initramfs::Inject::Crash { after }),
+        "int3" => Ok(initramfs::Inject::Int3 { after }),
+        _ => Err(bad()),
+    }
+}
+
+impl HostPlan {
+    /// The part that is the whole run.
+    pub fn whole(&self) -> resume::Part {
+        resume::Part {
+            round0: 0,
+            trials: self.order.trials,
+            settings: self.order.settings.clone(),
+            variants: self.order.variants.clone(),
+        }
+    }
+
+    /// The guest's `xrunrig run` for the boot's `i`th part of the sweep, into
+    /// /results/x/p`i`: the run's own flags, with --trials, --setting and --variant
+    /// narrowed to the part's.
+    pub fn command_for(&self, part: &resume::Part, i: usize) -> Vec<String> {
+        let mut c = self.head.clone();
+        c.extend(["--out".into(), format!("/results/x/p{i}")]);
+        c.extend(["--trials".into(), part.trials.to_string()]);
+        c.extend(self.tail.iter().cloned());
+        let variants = if part.variants == self.order.variants {
+            self.variants_given.clone()
+        } else {
+            part.variants.clone()
+        };
+        for v in variants {
+            c.extend(["--variant".into(), v]);
+        }
+        // Under --settings-as-is the one "as-is" setting is no profile name to give.
+        let settings = if part.settings == self.order.settings || self.settings_as_is {
+            self.settings_given.clone()
+        } else {
+            part.settings.clone()
+        };
+        for s in settings {
+            c.extend(["--setting".into(), s]);
+        }
+        if self.settings_as_is {
+            c.push("--settings-as-is".into());
+        }
+        if self.loopback {
+            c.push("--loopback".into());
+        }
+        match &self.jack {
+            Some(j) => j.wrap(&c),
+            None => c,
+        }
+    }
 }
 
 pub use kernel_run::KernelRun;
@@ -388,7 +502,28 @@ mod tests {
         assert_eq!(
             c,
             "/bin/xrunrig run /xrunrig/rig/pi-boost-affinity.toml --profile /xrunrig/profile/rt-push-ipi.toml \
-             --out /results/x --trials 8 --variant pi"
+             --out /results/x/p0 --trials 8 --variant pi"
+        );
+        // The sweep's order as the guest runs it, and a resumed boot's parts narrowed
+        // to what is left: after 3 of 16 (round 1's second setting, then rounds 2..7).
+        assert_eq!(p.order.total(), 16);
+        let parts = resume::parts_from(&p.order, 3);
+        let cmds: Vec<String> = parts
+            .iter()
+            .enumerate()
+            .map(|(i, x)| p.command_for(x, i).join(" "))
+            .collect();
+        let s1 = &p.order.settings[1];
+        assert_eq!(cmds.len(), 2, "{cmds:?}");
+        assert!(
+            cmds[0].ends_with(&format!(
+                "--out /results/x/p0 --trials 1 --variant pi --setting {s1}"
+            )),
+            "{cmds:?}"
+        );
+        assert!(
+            cmds[1].ends_with("--out /results/x/p1 --trials 6 --variant pi"),
+            "{cmds:?}"
         );
         assert_eq!(p.files.len(), 2);
         assert!(!p.audio);

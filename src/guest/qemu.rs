@@ -319,6 +319,14 @@ pub fn watch(
             break End::Shipped;
         }
         if let Some(c) = &crashed {
+            // The panic line can come before the Oops' trace is all out (and the
+            // sysrq crash prints its trace after it): a moment for the rest, which
+            // the classifier and the saved console want. panic=-1 reboots, and
+            // -no-reboot makes that QEMU's exit.
+            let t = Instant::now();
+            while g.try_wait().is_none() && t.elapsed() < Duration::from_secs(2) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
             break End::Crashed(c.clone());
         }
         if let Some(e) = &exited {

@@ -51,11 +51,19 @@ pub fn guest_section(
         }),
         image: None,
         release: None,
+        crash: None,
+        resumed: vec![],
     }
 }
 
-/// run.json from the guest, with the host's command and paths and the `guest` section.
-pub fn patch_run_json(dir: &Path, a: &RunOptions, guest: GuestSection) -> Result<(), String> {
+/// run.json from the guest, with the host's command and paths and the `guest` section;
+/// `error`, when the guest did not finish (its kernel crashed), says so.
+pub fn patch_run_json(
+    dir: &Path,
+    a: &RunOptions,
+    guest: GuestSection,
+    error: Option<&str>,
+) -> Result<(), String> {
     let p = dir.join(results::RUN_JSON);
     let host_command: Vec<String> = std::env::args().collect();
     let Ok(text) = std::fs::read_to_string(&p) else {
@@ -63,9 +71,10 @@ pub fn patch_run_json(dir: &Path, a: &RunOptions, guest: GuestSection) -> Result
         let doc = RunDoc {
             format: results::FORMAT_VERSION,
             command: host_command,
-            error: Some(
-                "the run inside the guest wrote no run.json (see guest-console.log)".into(),
-            ),
+            error: Some(error.map_or_else(
+                || "the run inside the guest wrote no run.json (see guest-console.log)".into(),
+                str::to_string,
+            )),
             guest: Some(guest),
             ..Default::default()
         };
@@ -82,5 +91,8 @@ pub fn patch_run_json(dir: &Path, a: &RunOptions, guest: GuestSection) -> Result
         pr.path = Some(path.display().to_string());
     }
     doc.guest = Some(guest);
+    if let Some(e) = error {
+        doc.error = Some(e.to_string());
+    }
     crate::output::write_json(&p, &doc)
 }

@@ -210,6 +210,25 @@ pub fn kernel(run: &RunDoc, has_run: bool) -> Vec<Block> {
             }
         }
         kv.push(("guest".into(), s));
+        // A guest that stopped mid-run: resumed in a fresh boot, or its kernel crashed.
+        for (what, st) in g
+            .resumed
+            .iter()
+            .map(|r| ("guest resumed", r))
+            .chain(g.crash.iter().map(|c| ("guest crashed", c)))
+        {
+            kv.push((
+                what.into(),
+                format!(
+                    "after trial {} of {}: {}; {} ({})",
+                    st.after_trial,
+                    st.of.map_or("?".into(), |n| n.to_string()),
+                    st.console_excerpt.first().map_or("-", |l| l.as_str()),
+                    st.reason.as_deref().unwrap_or("-"),
+                    st.console_log.as_deref().unwrap_or("console not saved")
+                ),
+            ));
+        }
     }
     let c = run.cpus.clone().unwrap_or_default();
     let model = c.model.unwrap_or_else(|| "?".into());

@@ -1,0 +1,259 @@
+//! End-to-end: a guest run loses nothing when its guest dies mid-run. A real kernel
+//! crash (sysrq `c`, made on purpose after trial k) keeps trials 1..k and reports the
+//! crash with the console; the emulator's stale-breakpoint int3 fault (printed by the
+//! guest after trial k, as the kernel prints it: it cannot be made on demand) resumes
+//! the remaining trials in a fresh boot, all in one results directory.
+//!
+//! Needs root, qemu-system-x86_64 and a Debian 6.12 kernel package in
+//! /var/cache/xrunrig/kernels (`.ci/fetch-kernel`); a missing one FAILS the test.
+//! Each test boots TCG guests (about 15 s each here): run them one at a time.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+static ONE_GUEST_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn prerequisites() {
+    assert!(
+        unsafe { libc::geteuid() } == 0,
+        "the guest tests run the rig's FIFO threads in the guest's xrunrig and need root"
+    );
+    let qemu = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join("qemu-system-x86_64").is_file()))
+        .unwrap_or(false);
+    assert!(
+        qemu,
+        "qemu-system-x86_64 is not installed: apt-get install qemu-system-x86"
+    );
+    let cache = Path::new("/var/cache/xrunrig/kernels");
+    let has = std::fs::read_dir(cache)
+        .map(|rd| {
+            rd.flatten().any(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.starts_with("linux-image-6.12.") && n.ends_with(".deb")
+            })
+        })
+        .unwrap_or(false);
+    assert!(
+        has,
+        "no Debian 6.12 kernel package in {}: run .ci/fetch-kernel (or apt-get download linux-image-6.12.117+deb12-amd64-unsigned into it)",
+        cache.display()
+    );
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "xrunrig-test-lossless-{name}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn show(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// pi-inversion, 2 trials × 2 variants (4 trials in all) in a 6.12 guest, with the
+/// test-only fault `inject`.
+fn guest_run(inject: &str, out: &Path) -> (Output, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_xrunrig"))
+        .current_dir(repo())
+        .env("XRUNRIG_GUEST_TEST_INJECT", inject)
+        .args([
+            "run",
+            "rigs/pi-inversion.toml",
+            "--kernel",
+            "debian:6.12",
+            "--trials",
+            "2",
+            "--out",
+        ])
+        .arg(out)
+        .output()
+        .unwrap();
+    let text = show(&o);
+    eprintln!("{text}");
+    (o, text)
+}
+
+fn json(p: &Path) -> Value {
+    let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&t).unwrap()
+}
+
+/// samples.jsonl's (setting, variant, trial), in order.
+fn trials(dir: &Path) -> Vec<(String, String, u64)> {
+    let p = dir.join("samples.jsonl");
+    let t = std::fs::read_to_string(&p)
+        .unwrap_or_else(|e| panic!("{}: {e}: the finished trials were lost", p.display()));
+    t.lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (
+                v["setting"].as_str().unwrap().to_string(),
+                v["variant"].as_str().unwrap().to_string(),
+                v["trial"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn t(v: &str, n: u64) -> (String, String, u64) {
+    ("as-is".into(), v.into(), n)
+}
+
+/// summary.json's n of the wait row per variant.
+fn wait_n(dir: &Path, variant: &str) -> u64 {
+    let s = json(&dir.join("summary.json"));
+    s["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["variant"] == variant && r["metric"] == "wait")
+        .unwrap_or_else(|| panic!("no {variant}/wait row in {s}"))["n"]
+        .as_u64()
+        .unwrap()
+}
+
+/// `xrunrig report DIR`'s text.
+fn report(dir: &Path) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_xrunrig"))
+        .args(["report"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    std::fs::read_to_string(dir.join("report.txt")).unwrap()
+}
+
+#[test]
+fn a_kernel_crash_after_trial_2_keeps_trials_1_and_2_and_reports_the_crash() {
+    prerequisites();
+    let _one = ONE_GUEST_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let out = tmp("crash");
+    let (o, text) = guest_run("crash:2", &out);
+    assert_eq!(trials(&out), [t("inherit", 0), t("none", 0)], "{text}");
+    // A crash is a failed run (exit 3), said with the trials kept and the console.
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    assert!(
+        text.contains("the guest kernel crashed after trial 2 of 4")
+            && text.contains("sysrq triggered crash")
+            && text.contains("The 2 finished trials are kept"),
+        "{text}"
+    );
+    assert_eq!((wait_n(&out, "inherit"), wait_n(&out, "none")), (1, 1));
+    let console = std::fs::read_to_string(out.join("guest-console.log")).unwrap();
+    assert!(console.contains("sysrq: Trigger a crash"), "{console}");
+    let run = json(&out.join("run.json"));
+    let c = &run["guest"]["crash"];
+    assert_eq!(c["after_trial"], 2, "{run}");
+    assert_eq!(c["of"], 4, "{run}");
+    assert_eq!(c["console_log"], "guest-console.log");
+    let ex: Vec<&str> = c["console_excerpt"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l.as_str())
+        .collect();
+    assert_eq!(
+        ex.first().copied(),
+        Some("Kernel panic - not syncing: sysrq triggered crash")
+    );
+    assert!(
+        ex.iter().any(|l| l.contains("sysrq_handle_crash")),
+        "{ex:?}"
+    );
+    assert!(
+        c["reason"].as_str().unwrap().contains("not the emulator"),
+        "{c}"
+    );
+    assert!(run["guest"]["resumed"].is_null(), "{run}");
+    assert!(
+        run["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("crashed after trial 2 of 4")),
+        "{run}"
+    );
+    assert!(
+        run["kernel"]["release"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("6.12."))
+    );
+    let r = report(&out);
+    assert!(
+        r.contains("guest crashed") && r.contains("after trial 2 of 4"),
+        "{r}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn an_emulator_int3_fault_after_trial_3_resumes_in_a_fresh_boot_with_nothing_lost() {
+    prerequisites();
+    let _one = ONE_GUEST_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let out = tmp("int3");
+    // After 3 of 4: the resumed boot runs the rest of round 2 (variant "none" only).
+    let (o, text) = guest_run("int3:3", &out);
+    assert_eq!(
+        trials(&out),
+        [t("inherit", 0), t("none", 0), t("inherit", 1), t("none", 1)],
+        "{text}"
+    );
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("after trial 3 of 4; resuming the remaining trials in a fresh boot"),
+        "{text}"
+    );
+    assert_eq!((wait_n(&out, "inherit"), wait_n(&out, "none")), (2, 2));
+    let run = json(&out.join("run.json"));
+    let r = &run["guest"]["resumed"];
+    assert_eq!(r.as_array().map(|a| a.len()), Some(1), "{run}");
+    assert_eq!(r[0]["after_trial"], 3, "{run}");
+    assert_eq!(r[0]["of"], 4, "{run}");
+    assert!(
+        r[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("stale breakpoint"),
+        "{r}"
+    );
+    assert_eq!(
+        r[0]["console_excerpt"][0],
+        "Oops: int3: 0000 [#1] PREEMPT SMP NOPTI"
+    );
+    assert_eq!(r[0]["console_log"], "guest-console.log");
+    assert!(run["guest"]["crash"].is_null(), "{run}");
+    assert!(run["error"].is_null(), "{run}");
+    assert_eq!(run["trials"], 2);
+    assert_eq!(run["variants"].as_array().unwrap().len(), 2, "{run}");
+    // Both boots' consoles are kept: the faulted one and the one that finished.
+    let first = std::fs::read_to_string(out.join("guest-console.log")).unwrap();
+    assert!(first.contains("Oops: int3"), "{first}");
+    let second = std::fs::read_to_string(out.join("guest-console-boot2.log")).unwrap();
+    assert!(
+        second.contains("XRUNRIG-SHIPPED") && !second.contains("Oops"),
+        "{second}"
+    );
+    let rep = report(&out);
+    assert!(
+        rep.contains("guest resumed") && rep.contains("after trial 3 of 4"),
+        "{rep}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
