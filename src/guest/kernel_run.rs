@@ -109,6 +109,12 @@ fn bring_home(s: &Path, dest: &Path) -> Home {
     match log {
         Ok(log) => {
             for f in &log.frames {
+                // The final frame is the whole directory: what it lacks (the run's
+                // INCOMPLETE mark, removed when the guest's run finished) must go too.
+                if f.last {
+                    let _ = std::fs::remove_dir_all(dest);
+                    let _ = std::fs::create_dir_all(dest);
+                }
                 if let Err(e) = super::channel::untar(&f.tar, dest) {
                     h.problem = Some(format!("frame {}: {e}", f.seq));
                     return h;

@@ -127,8 +127,10 @@ impl Boot {
 }
 
 /// Files every part writes at its top: the merge writes its own (events.jsonl
-/// renumbered; histograms.json, one part's aggregate, not at all).
-const RUN_FILES: [&str; 5] = [
+/// renumbered; histograms.json, one part's aggregate, not at all). A part's INCOMPLETE
+/// mark is its own boot's; the merged directory is whole once the merge has written it.
+const RUN_FILES: [&str; 6] = [
+    results::INCOMPLETE,
     results::RUN_JSON,
     results::SUMMARY_JSON,
     results::SAMPLES_JSONL,
