@@ -20,8 +20,14 @@ fn repo() -> &'static Path {
 
 fn xrunrig() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_xrunrig"));
-    c.current_dir(repo());
+    // The run lock and journal of these runs are the test's own, not the machine's.
+    c.current_dir(repo()).env("XRUNRIG_STATE_DIR", state_dir());
     c
+}
+
+fn state_dir() -> &'static Path {
+    static D: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    D.get_or_init(|| xrunrig::testkit::private_dir("guest-state"))
 }
 
 /// False (a visible skip through `xrunrig::testkit`, a failure under

@@ -70,6 +70,7 @@ fn show(o: &Output) -> String {
 fn guest_run(inject: &str, out: &Path) -> (Output, String) {
     let o = Command::new(env!("CARGO_BIN_EXE_xrunrig"))
         .current_dir(repo())
+        .env("XRUNRIG_STATE_DIR", state_dir())
         .env("XRUNRIG_GUEST_TEST_INJECT", inject)
         .args([
             "run",
@@ -86,6 +87,12 @@ fn guest_run(inject: &str, out: &Path) -> (Output, String) {
     let text = show(&o);
     eprintln!("{text}");
     (o, text)
+}
+
+/// The run lock and journal of these runs are the test's own, not the machine's.
+fn state_dir() -> &'static Path {
+    static D: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    D.get_or_init(|| xrunrig::testkit::private_dir("lossless-state"))
 }
 
 fn json(p: &Path) -> Value {
