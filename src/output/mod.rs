@@ -13,6 +13,8 @@ pub fn results_dir(rig: &str, out: Option<&Path>) -> PathBuf {
         Some(p) => p.to_path_buf(),
         None => {
             let (_, stamp) = crate::sys::utc_now();
+            // Path-safe whatever the caller passes (the rig parser already refuses bad names).
+            let rig = crate::rig::limits::path_safe(rig);
             PathBuf::from("results").join(format!("{rig}-{stamp}"))
         }
     }
