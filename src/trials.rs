@@ -12,8 +12,10 @@ use std::sync::atomic::AtomicBool;
 /// Runs a prepared thread rig; the exit code says how it went.
 pub fn run_main(p: Prepared) -> i32 {
     let rig = &p.rig;
-    let per_trial = rig.trial_timeout_ns + rig.trial_gap_ns;
-    let estimate = per_trial * p.trials as u64 * p.settings.len() as u64 * p.variants.len() as u64;
+    let estimate = match estimate_ns(&p) {
+        Ok(e) => e,
+        Err(e) => return refuse_run(&p, &e),
+    };
     eprintln!(
         "xrunrig: {} — {} trial(s) × {} setting(s) × {} variant(s), results in {}",
         rig.name,
@@ -94,6 +96,27 @@ pub fn run_main(p: Prepared) -> i32 {
         },
         &metrics,
     )
+}
+
+/// The run's time estimate: every trial at its bound plus the gap, checked (an overflow
+/// is an error, never a wrapped, tiny watchdog bound).
+pub fn estimate_ns(p: &Prepared) -> Result<u64, String> {
+    crate::rig::limits::run_estimate_ns(
+        &[p.rig.trial_timeout_ns, p.rig.trial_gap_ns],
+        &[
+            u64::from(p.trials),
+            p.settings.len() as u64,
+            p.variants.len() as u64,
+        ],
+    )
+}
+
+/// Refuses a run before anything is changed: says why, and removes its results
+/// directory if nothing was written there yet.
+pub fn refuse_run(p: &Prepared, why: &str) -> i32 {
+    eprintln!("xrunrig: {why}. Nothing was changed.");
+    let _ = std::fs::remove_dir(&p.dir);
+    EXIT_REFUSED
 }
 
 /// The engine's trial outcome as samples.jsonl records it: the status, and what the

@@ -223,11 +223,13 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
         a.variants.len()
     } as u64;
     let per_trial = match rig.kind {
-        Kind::Trials => rig.trial_timeout_ns + rig.trial_gap_ns,
-        Kind::Livefx => au.duration_ns.unwrap_or(60_000_000_000) + 20_000_000_000,
+        Kind::Trials => [rig.trial_timeout_ns, rig.trial_gap_ns],
+        Kind::Livefx => [au.duration_ns.unwrap_or(60_000_000_000), 20_000_000_000],
     };
-    let estimate = per_trial * trials * n_settings * n_variants;
-    let inner = a.max_time_ns.unwrap_or(estimate * 2 + 60_000_000_000);
+    // Checked: an overflow is an error, never a wrapped, tiny bound.
+    let estimate =
+        crate::rig::limits::run_estimate_ns(&per_trial, &[trials, n_settings, n_variants])?;
+    let inner = crate::rig::limits::watchdog_bound_ns(a.max_time_ns, estimate)?;
     let boot_bound = env_secs("XRUNRIG_GUEST_BOOT_TIMEOUT").unwrap_or(Duration::from_secs(90));
     let run_bound = boot_bound + Duration::from_nanos(inner) + Duration::from_secs(60);
     let mut cmdline = BASE_CMDLINE.to_string();

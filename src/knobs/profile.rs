@@ -2,6 +2,7 @@
 //! tunables, sysctls, audio backend and period).
 
 use super::knob::{DEBUGFS, SYSCTLS};
+use crate::rig::limits::MAX_SETTINGS;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,7 +29,7 @@ struct SettingDef {
     sysctl: BTreeMap<String, Spanned<toml::Value>>,
     #[serde(default)]
     debugfs: BTreeMap<String, Spanned<toml::Value>>,
-    audio: Option<AudioSetting>,
+    audio: Option<Spanned<AudioSetting>>,
 }
 
 /// Audio parameters a setting may fix (used by audio rigs; others ignore them).
@@ -119,6 +120,28 @@ type KnobTable<'a> = (
     fn(String, String) -> Change,
 );
 
+/// A setting's `audio`, its counts within what the backends buffer (reported at the
+/// `audio` table).
+fn audio(
+    d: &SettingDef,
+    problems: &mut Vec<(std::ops::Range<usize>, String)>,
+) -> Option<AudioSetting> {
+    use crate::rig::limits::{MAX_NPERIODS, MAX_PERIOD, MAX_RATE};
+    let a = d.audio.as_ref()?;
+    for (what, v, max) in [
+        ("period", a.get_ref().period, MAX_PERIOD),
+        ("rate", a.get_ref().rate, MAX_RATE),
+        ("nperiods", a.get_ref().nperiods, MAX_NPERIODS),
+    ] {
+        if let Some(v) = v
+            && !(1..=max).contains(&v)
+        {
+            problems.push((a.span(), format!("audio.{what} = {v}: use 1..={max}")));
+        }
+    }
+    Some(a.get_ref().clone())
+}
+
 fn changes(d: &SettingDef, problems: &mut Vec<(std::ops::Range<usize>, String)>) -> Vec<Change> {
     let mut out = Vec::new();
     for f in &d.features {
@@ -196,13 +219,22 @@ pub fn parse(path: &Path, text: &str) -> Result<Profile, String> {
             changes(c.get_ref(), &mut problems)
         })
         .unwrap_or_default();
-    let common_audio = pf.common.as_ref().and_then(|c| c.get_ref().audio.clone());
+    let common_audio = pf
+        .common
+        .as_ref()
+        .and_then(|c| audio(c.get_ref(), &mut problems));
     if pf.settings.is_empty() {
         problems.push((0..0, "the profile has no [[settings]]".into()));
     }
+    if let Some(s) = pf.settings.get(MAX_SETTINGS) {
+        problems.push((
+            s.span(),
+            format!("at most {MAX_SETTINGS} [[settings]] in a profile"),
+        ));
+    }
     let mut settings = Vec::new();
     let mut names = std::collections::BTreeSet::new();
-    for s in &pf.settings {
+    for s in pf.settings.iter().take(MAX_SETTINGS) {
         let d = s.get_ref();
         let Some(name) = &d.name else {
             problems.push((s.span(), "each [[settings]] needs a name".into()));
@@ -224,7 +256,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Profile, String> {
             name: name.get_ref().clone(),
             description: d.description.clone().unwrap_or_default(),
             changes: ch,
-            audio: d.audio.clone().or_else(|| common_audio.clone()),
+            audio: audio(d, &mut problems).or_else(|| common_audio.clone()),
         });
     }
     if !problems.is_empty() {
@@ -251,9 +283,10 @@ fn same_knob(a: &Change, b: &Change) -> bool {
     }
 }
 
+/// Reads (at most `limits::MAX_FILE_BYTES`) and parses a profile file.
 pub fn load(path: &Path) -> Result<Profile, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read the profile: {e}", path.display()))?;
+    let text = crate::rig::limits::read_capped(path, "profile")
+        .map_err(|e| format!("{}:1:1: {e}", path.display()))?;
     parse(path, &text)
 }
 
@@ -293,6 +326,42 @@ sysctl = { "kernel.sched_rt_runtime_us" = 950000 }
                 Change::Feature("RT_PUSH_IPI".into(), false),
                 Change::Sysctl("kernel.sched_rt_runtime_us".into(), "950000".into())
             ]
+        );
+    }
+
+    #[test]
+    fn audio_counts_and_settings_are_capped_with_position() {
+        let e = parse(
+            Path::new("p.toml"),
+            "[common]\naudio = { nperiods = 99 }\n[[settings]]\nname = \"a\"\naudio = { period = 1000000, rate = 0 }\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("p.toml:2:9: audio.nperiods = 99: use 1..=32"),
+            "{e}"
+        );
+        assert!(
+            e.contains("p.toml:5:9: audio.period = 1000000: use 1..=16384"),
+            "{e}"
+        );
+        assert!(
+            e.contains("p.toml:5:9: audio.rate = 0: use 1..=768000"),
+            "{e}"
+        );
+        let many: String = (0..70)
+            .map(|i| format!("[[settings]]\nname = \"s{i}\"\n"))
+            .collect();
+        let e = parse(Path::new("p.toml"), &many).unwrap_err();
+        assert!(e.contains("p.toml:129:1: at most 64 [[settings]]"), "{e}");
+        let dir = std::env::temp_dir().join(format!("xrunrig-profile-cap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let big = dir.join("big.toml");
+        std::fs::write(&big, "#".repeat(2 << 20)).unwrap();
+        let e = load(&big).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            e.contains("big.toml:1:1: the profile file is over 1 MiB"),
+            "{e}"
         );
     }
 

@@ -53,6 +53,7 @@ fn run(p: &Prepared) -> Result<i32, i32> {
     }
     let params = params::resolve_settings(p, &cfg)?;
     params::probe_named(p, &params)?;
+    let estimate = params::estimate_ns(p, &cfg).map_err(|e| crate::trials::refuse_run(p, &e))?;
     let refuse = |e: String| {
         eprintln!("xrunrig: {e}");
         EXIT_REFUSED
@@ -63,8 +64,6 @@ fn run(p: &Prepared) -> Result<i32, i32> {
     std::fs::create_dir_all(&cycles_dir)
         .map_err(|e| refuse(format!("cannot create {}: {e}", cycles_dir.display())))?;
     let mut event_log = events::Log::create(&p.dir).map_err(refuse)?;
-    let n_runs = p.trials as u64 * p.settings.len() as u64 * p.variants.len() as u64;
-    let estimate = n_runs * (cfg.duration_ns + 5_000_000_000 + p.rig.trial_gap_ns);
     params::announce(p, &cfg, &params);
 
     let mut trials = Trials {

@@ -108,6 +108,19 @@ pub fn announce(p: &Prepared, cfg: &Config, params: &[Params]) {
     }
 }
 
+/// The run's time estimate: each trial's length plus 5 s to open and close the stream
+/// and the gap, checked (an overflow is an error, never a wrapped watchdog bound).
+pub fn estimate_ns(p: &Prepared, cfg: &Config) -> Result<u64, String> {
+    crate::rig::limits::run_estimate_ns(
+        &[cfg.duration_ns, 5_000_000_000, p.rig.trial_gap_ns],
+        &[
+            u64::from(p.trials),
+            p.settings.len() as u64,
+            p.variants.len() as u64,
+        ],
+    )
+}
+
 /// Resolves one setting's audio parameters: command line over the setting's `audio`
 /// over the rig. `cache` keeps auto's probe per (backend, device), so it runs once.
 pub fn resolve(
@@ -131,8 +144,17 @@ pub fn resolve(
     let period = a.period.or(au.period).unwrap_or(cfg.period);
     let rate = a.rate.or(au.rate).unwrap_or(cfg.rate);
     let nperiods = au.nperiods.unwrap_or(cfg.nperiods);
-    if period == 0 || rate == 0 || nperiods == 0 {
-        return Err("period, rate and nperiods must be at least 1".into());
+    {
+        use crate::rig::limits::{MAX_NPERIODS, MAX_PERIOD, MAX_RATE};
+        for (what, v, max) in [
+            ("period", period, MAX_PERIOD),
+            ("rate", rate, MAX_RATE),
+            ("nperiods", nperiods, MAX_NPERIODS),
+        ] {
+            if !(1..=max).contains(&v) {
+                return Err(format!("{what} {v}: use 1..={max}"));
+            }
+        }
     }
     let key = (choice, device.clone());
     let sel = match cache.iter().find(|(k, _)| *k == key) {
@@ -159,6 +181,7 @@ pub fn resolve(
             loopback: loopback.then(|| LoopbackSpec {
                 playback: cfg.loopback.playback.clone(),
                 capture: cfg.loopback.capture.clone(),
+                // Both capped (MAX_NPERIODS × MAX_PERIOD): no overflow.
                 clock_latency: cfg.loopback.clock_latency.unwrap_or(nperiods * period),
             }),
         },

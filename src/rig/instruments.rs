@@ -3,6 +3,7 @@
 //! Lives under `rig` so the rig parser does not reach up into `crate::instruments`,
 //! which uses it (re-exported as `crate::instruments::config`).
 
+use super::limits;
 use super::units::parse_duration;
 use super::validate::Problem;
 use serde::Deserialize;
@@ -144,6 +145,7 @@ pub(super) fn compile(
     problems: &mut Vec<Problem>,
 ) -> Config {
     let mut ck = Ck { problems, threads };
+    ck.list_caps(def);
     let cpu = def.cpu.as_ref().and_then(|c| ck.instrument_cpu(c));
     let ipi = def.ipi.as_ref().map(|i| ck.ipi(i.get_ref()));
     let trace = def.trace.as_ref().map(|t| ck.trace(t));
@@ -157,6 +159,10 @@ struct Ck<'a> {
     threads: &'a [String],
 }
 
+/// Entries of any one list in `[instruments]` (events, counters, threads, metrics):
+/// each is sampled or traced per trial, so the lists stay short.
+pub const MAX_LIST: usize = 64;
+
 impl Ck<'_> {
     fn err(&mut self, off: usize, msg: String) {
         self.problems.push(Problem {
@@ -165,15 +171,46 @@ impl Ck<'_> {
         })
     }
 
+    /// Every list of the table is at most `MAX_LIST` long (reported at the first
+    /// entry past it).
+    fn list_caps(&mut self, def: &InstrumentsDef) {
+        let mut lists: Vec<(&str, Vec<usize>)> = Vec::new();
+        if let Some(i) = &def.ipi {
+            let i = i.get_ref();
+            if let Some(c) = &i.counters {
+                lists.push(("ipi counters", c.iter().map(|x| x.span().start).collect()));
+            }
+        }
+        if let Some(t) = &def.trace {
+            let t = t.get_ref();
+            if let Some(e) = &t.events {
+                lists.push(("trace events", e.iter().map(|x| x.span().start).collect()));
+            }
+            for (what, l) in [
+                ("trace threads", &t.threads),
+                ("trace evidence", &t.evidence),
+                ("trace distribution", &t.distribution),
+            ] {
+                lists.push((what, l.iter().map(|x| x.span().start).collect()));
+            }
+            lists.push((
+                "trace metrics",
+                t.metrics.values().map(|m| m.span().start).collect(),
+            ));
+        }
+        for (what, starts) in lists {
+            if let Some(&at) = starts.get(MAX_LIST) {
+                self.err(at, format!("{what}: at most {MAX_LIST} entries"));
+            }
+        }
+    }
+
     /// `cpu`: the instrument threads' CPU.
     fn instrument_cpu(&mut self, c: &Spanned<i64>) -> Option<usize> {
-        if (0..4096).contains(c.get_ref()) {
+        if (0..limits::cpu_limit() as i64).contains(c.get_ref()) {
             Some(*c.get_ref() as usize)
         } else {
-            self.err(
-                c.span().start,
-                format!("cpu = {} is not a CPU number", c.get_ref()),
-            );
+            self.err(c.span().start, limits::cpu_refusal(c.get_ref()));
             None
         }
     }
@@ -185,10 +222,10 @@ impl Ck<'_> {
         let mut cpus = Vec::new();
         if let Some(c) = &d.cpus {
             for &x in c.get_ref() {
-                if (0..4096).contains(&x) {
+                if (0..limits::cpu_limit() as i64).contains(&x) {
                     cpus.push(x as usize);
                 } else {
-                    self.err(c.span().start, format!("CPU {x} is not a CPU number"));
+                    self.err(c.span().start, limits::cpu_refusal(x));
                 }
             }
             cpus.sort_unstable();

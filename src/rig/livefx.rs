@@ -5,6 +5,7 @@
 //! their protocol. Lives under `rig` so the rig parser does not reach up into
 //! `crate::livefx`, which uses it (re-exported as `crate::livefx::config`).
 
+use super::limits::{self, MAX_LATENCY, MAX_NPERIODS, MAX_PERIOD, MAX_PLUGINS, MAX_RATE};
 use super::units::parse_duration;
 use super::validate::Problem;
 use serde::Deserialize;
@@ -154,12 +155,14 @@ impl Ck {
             0
         })
     }
+    /// A CPU list as written (its order kept: `pin = "each"` deals it out), each CPU
+    /// once and every one a CPU a machine or guest can have.
     fn cpus(&mut self, s: &Spanned<Vec<i64>>) -> Vec<usize> {
         let mut v = Vec::new();
         for &c in s.get_ref() {
-            if !(0..4096).contains(&c) {
-                self.err(s.span(), format!("CPU {c} is not a CPU number"));
-            } else {
+            if !(0..limits::cpu_limit() as i64).contains(&c) {
+                self.err(s.span(), limits::cpu_refusal(c));
+            } else if !v.contains(&(c as usize)) {
                 v.push(c as usize);
             }
         }
@@ -201,9 +204,9 @@ pub(super) fn compile(
     // bursts, workers.
     let duration_ns = ck.trial_duration(&lf.duration);
     let backend = ck.backend(&lf.backend);
-    let period = ck.at_least_one(&lf.period, 256, "period", &at);
-    let rate = ck.at_least_one(&lf.rate, 48000, "rate", &at);
-    let nperiods = ck.at_least_one(&lf.nperiods, 2, "nperiods", &at);
+    let period = ck.count(&lf.period, 256, "period", MAX_PERIOD, &at);
+    let rate = ck.count(&lf.rate, 48000, "rate", MAX_RATE, &at);
+    let nperiods = ck.count(&lf.nperiods, 2, "nperiods", MAX_NPERIODS, &at);
     let inject_every = lf.inject_every.as_ref().map_or(0, |s| *s.get_ref());
     let inject_factor = ck.inject_factor(&lf.inject_factor);
     let (callback_priority, callback_cpus) = ck.callback(&lf.callback);
@@ -246,6 +249,11 @@ impl Ck {
         {
             self.err(d.span(), "duration must be more than 0");
         }
+        if let Some(d) = d
+            && duration_ns > limits::MAX_TRIAL_NS
+        {
+            self.err(d.span(), "duration is at most 24 h");
+        }
         duration_ns
     }
 
@@ -262,20 +270,21 @@ impl Ck {
         backend
     }
 
-    /// A count that must be at least 1 (`period`, `rate`, `nperiods`); a bad default
-    /// would be reported at the table (`at`).
-    fn at_least_one(
+    /// A count that must be 1..=`max` (`period`, `rate`, `nperiods`: buffers are
+    /// sized from them); a bad default would be reported at the table (`at`).
+    fn count(
         &mut self,
         v: &Option<Spanned<u32>>,
         def: u32,
         what: &str,
+        max: u32,
         at: &Range<usize>,
     ) -> u32 {
         let x = v.as_ref().map_or(def, |s| *s.get_ref());
-        if x == 0 {
+        if !(1..=max).contains(&x) {
             self.err(
                 v.as_ref().map_or(at.clone(), |s| s.span()),
-                format!("{what} must be at least 1"),
+                format!("{what} must be 1..={max}"),
             );
         }
         x
@@ -319,6 +328,14 @@ impl Ck {
                     self.err(
                         c.span(),
                         format!("clock_latency must be at least one period ({period} frames)"),
+                    );
+                }
+                if let Some(c) = &s.clock_latency
+                    && *c.get_ref() > MAX_LATENCY
+                {
+                    self.err(
+                        c.span(),
+                        format!("clock_latency is at most {MAX_LATENCY} frames"),
                     );
                 }
                 LoopbackCfg {
@@ -376,6 +393,10 @@ impl Ck {
         let mut workers = Vec::new();
         let mut names = std::collections::BTreeSet::new();
         for w in defs {
+            // Past the 254 `compile` refuses, stop expanding: the file may list many more.
+            if workers.len() > 254 {
+                break;
+            }
             self.worker(w, lock_names, &mut names, &mut workers);
         }
         workers
@@ -405,7 +426,12 @@ impl Ck {
         if !names.insert(name.clone()) {
             self.err(wd.name.span(), format!("worker '{name}' is defined twice"));
         }
-        let instances = wd.instances.as_ref().map_or(1, |i| *i.get_ref());
+        // Clamped: a bad count is reported, never expanded.
+        let instances = wd
+            .instances
+            .as_ref()
+            .map_or(1, |i| *i.get_ref())
+            .clamp(1, 64);
         if let Some(i) = &wd.instances
             && !(1..=64).contains(i.get_ref())
         {
@@ -414,6 +440,12 @@ impl Ck {
         let priority = self.rt_priority(&wd.priority);
         let cpus = wd.cpus.as_ref().map_or(vec![], |s| self.cpus(s));
         let mask = self.pin_mask(&wd.pin);
+        if wd.plugins.len() > MAX_PLUGINS {
+            self.err(
+                wd.plugins[MAX_PLUGINS].span(),
+                format!("worker '{name}' has more than {MAX_PLUGINS} plugins"),
+            );
+        }
         if wd.plugins.is_empty() {
             self.err(
                 w.span(),
@@ -423,6 +455,7 @@ impl Ck {
         let plugins: Vec<PluginCfg> = wd
             .plugins
             .iter()
+            .take(MAX_PLUGINS)
             .map(|p| self.plugin(p, lock_names))
             .collect();
         for i in 0..instances {

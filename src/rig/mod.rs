@@ -3,6 +3,7 @@
 //! rest of the program uses the typed `Rig` and never reads the rig text again.
 
 pub mod instruments;
+pub mod limits;
 pub mod livefx;
 pub mod model;
 pub mod plan;
@@ -79,9 +80,9 @@ pub fn parse(path: &Path, text: &str) -> Result<Rig, RigError> {
 
 /// Reads, parses and validates a rig file.
 pub fn load(path: &Path) -> Result<Rig, RigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| RigError {
+    let text = limits::read_capped(path, "rig").map_err(|e| RigError {
         file: path.display().to_string(),
-        problems: vec![(0, 0, format!("cannot read the rig file: {e}"))],
+        problems: vec![(1, 1, e)],
     })?;
     parse(path, &text)
 }

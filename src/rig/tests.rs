@@ -206,7 +206,7 @@ fn livefx_and_instruments_are_checked_with_the_rest() {
     );
     let lf = "kind = \"livefx\"\n[livefx]\nperiod = 0\n[[livefx.workers]]\nname = \"w\"\n\
               priority = 10\nplugins = [ { run = \"1 ms\", lock = \"nope\" } ]\n";
-    assert_eq!(one_err(lf, "period must be at least 1"), (3, 10));
+    assert_eq!(one_err(lf, "period must be 1..=16384"), (3, 10));
     assert_eq!(one_err(lf, "lock 'nope' is not defined"), (7, 36));
     let r = parse(
         Path::new("lf.toml"),
@@ -222,15 +222,13 @@ fn livefx_and_instruments_are_checked_with_the_rest() {
 
 #[test]
 fn cpus_missing_on_this_machine_name_the_line() {
-    let text = GOOD.replace("cpus = [0]", "cpus = [0, 4000]");
+    // CPU 40: none here, but a guest kernel (up to 64 vCPUs) can have it.
+    let text = GOOD.replace("cpus = [0]", "cpus = [0, 40]");
     let r = parse(Path::new("big.toml"), &text).unwrap();
     let e = r.check_machine(&[0, 1]).unwrap_err();
-    assert!(
-        e.contains("big.toml:10:8: thread 'a' uses CPU {4000}"),
-        "{e}"
-    );
+    assert!(e.contains("big.toml:10:8: thread 'a' uses CPU {40}"), "{e}");
     assert!(e.contains("--kernel"), "{e}");
-    assert!(r.check_machine(&(0..4001).collect::<Vec<_>>()).is_ok());
+    assert!(r.check_machine(&(0..41).collect::<Vec<_>>()).is_ok());
 }
 
 #[test]
@@ -261,4 +259,82 @@ to = "a.y"
 fn line_col_counts_from_one() {
     assert_eq!(line_col("ab\ncd", 0), (1, 1));
     assert_eq!(line_col("ab\ncd", 4), (2, 2));
+}
+
+/// The caps of `super::limits`, each at its line and column; none of these is
+/// expanded (threads, workers) before it is refused.
+#[test]
+fn counts_past_their_caps_are_positioned_errors() {
+    let t = GOOD.replace("trials = 3", "trials = 10000\ntrial_timeout = \"24 h\"");
+    assert_eq!(one_err(&t, "the run is too long"), (3, 10));
+    let t = GOOD.replace("instances = 2", "instances = 4000000000");
+    assert_eq!(one_err(&t, "instances must be 1..=256"), (16, 13));
+    let thread = |n: &str| {
+        format!(
+            "[[threads]]\nname = \"{n}\"\npolicy = \"other\"\ninstances = 200\nsteps = [ {{ mark = \"x\" }} ]\n"
+        )
+    };
+    let t = format!(
+        "{}{}[metrics.m]\nfrom = \"a.x\"\nto = \"b.x\"\n",
+        thread("a"),
+        thread("b")
+    );
+    assert_eq!(one_err(&t, "at most 256 thread instances"), (7, 8));
+    let t = GOOD.replace("name = \"ok\"", "name = \"a\\u0007b\"");
+    assert_eq!(one_err(&t, "name contains"), (2, 8));
+    let t = GOOD.replace("cpus = \"0\"", "cpus = \"0-99999999999999999999\"");
+    assert_eq!(one_err(&t, "does not exist"), (15, 8));
+
+    let lf = |body: &str| format!("kind = \"livefx\"\n[livefx]\n{body}\n");
+    let w = "[[livefx.workers]]\nname = \"w\"\npriority = 10\n";
+    assert_eq!(
+        one_err(&lf("period = 20000"), "period must be 1..=16384"),
+        (3, 10)
+    );
+    assert_eq!(
+        one_err(&lf("rate = 4000000"), "rate must be 1..=768000"),
+        (3, 8)
+    );
+    assert_eq!(
+        one_err(&lf("nperiods = 1000"), "nperiods must be 1..=32"),
+        (3, 12)
+    );
+    assert_eq!(one_err(&lf("duration = \"25 h\""), "at most 24 h"), (3, 12));
+    assert_eq!(
+        one_err(
+            &lf("loopback = { clock_latency = 4000000000 }"),
+            "at most 1048576"
+        ),
+        (3, 30)
+    );
+    assert_eq!(
+        one_err(
+            &lf("callback = { cpus = [0, 100000] }"),
+            "CPU 100000 does not exist"
+        ),
+        (3, 21)
+    );
+    let many = format!("{w}instances = 4000000000\nplugins = [ {{ run = \"1 us\" }} ]");
+    assert_eq!(one_err(&lf(&many), "instances must be 1..=64"), (6, 13));
+    let plugins = vec!["{ run = \"1 us\" }"; 65].join(", ");
+    let many = format!("{w}plugins = [ {plugins} ]");
+    assert!(one_err(&lf(&many), "more than 64 plugins").0 == 6);
+
+    let events = vec!["\"sched_switch\""; 65].join(", ");
+    let i = format!(
+        "{}[instruments]\ncpu = 5000\n[instruments.trace]\nevents = [{events}]\n",
+        GOOD
+    );
+    assert!(
+        errs(&i)
+            .iter()
+            .any(|p| p.2.contains("trace events: at most 64")),
+        "{:?}",
+        errs(&i)
+    );
+    assert!(
+        errs(&i)
+            .iter()
+            .any(|p| p.2.contains("CPU 5000 does not exist"))
+    );
 }

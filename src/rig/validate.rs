@@ -1,5 +1,6 @@
 //! Turns a parsed rig file into plans, collecting every problem with its position.
 
+use super::limits::{self, MAX_INSTANCES, MAX_OPS, MAX_REPEATS, MAX_THREADS, MAX_VARIANTS};
 use super::model::*;
 use super::plan::*;
 use super::units::{Bound, parse_duration, unit_scale};
@@ -57,8 +58,8 @@ impl<'a> Checker<'a> {
             CpuSpec::List(v) => {
                 let mut out = Vec::new();
                 for &c in v {
-                    if !(0..4096).contains(&c) {
-                        self.err(at(spec), format!("CPU {c} is not a CPU number"));
+                    if !(0..limits::cpu_limit() as i64).contains(&c) {
+                        self.err(at(spec), limits::cpu_refusal(c));
                     } else {
                         out.push(c as usize);
                     }
@@ -70,7 +71,7 @@ impl<'a> Checker<'a> {
                 }
                 out
             }
-            CpuSpec::Text(s) => match crate::sys::parse_cpu_list(s) {
+            CpuSpec::Text(s) => match limits::parse_cpu_list(s, limits::cpu_limit()) {
                 Ok(v) if !v.is_empty() => v,
                 Ok(_) => {
                     self.err(at(spec), "cpus is empty: list at least one CPU");
@@ -371,13 +372,17 @@ fn migrate_disabled_runs(ops: &mut [Op]) {
 /// Checks the whole file and builds one plan per variant.
 pub fn compile(ck: &mut Checker, path: &std::path::Path, text: &str) -> Option<Rig> {
     let rig = ck.rig;
-    let name = rig_name(rig, path);
+    let name = rig_name(ck, rig, path);
     let kind = kind(ck, rig);
     let (trials, trial_timeout_ns, trial_gap_ns) = trial_shape(ck, rig);
     if kind == Kind::Trials && rig.threads.is_empty() {
         ck.err(0..0, "the rig has no threads: add at least one [[threads]]");
     }
     let seen = thread_names(ck, rig);
+    // Nothing is expanded (instances, variants) while a count is past its cap.
+    if !within_caps(ck, rig) {
+        return None;
+    }
     check_variant_defs(ck, rig, &seen);
     let mut variant_defs: Vec<Option<&Spanned<VariantDef>>> =
         rig.variants.iter().map(Some).collect();
@@ -402,6 +407,19 @@ pub fn compile(ck: &mut Checker, path: &std::path::Path, text: &str) -> Option<R
                     ck.problems.push(p);
                 }
             }
+        }
+    }
+    for v in &variants {
+        let samples: usize = v.plan.marks.iter().map(|m| m.capacity).sum();
+        if samples > limits::MAX_MARK_SAMPLES {
+            ck.err(
+                0..0,
+                format!(
+                    "variant '{}' keeps up to {samples} mark timestamps per trial; at most {}: fewer marks inside repeats, or fewer instances",
+                    v.name,
+                    limits::MAX_MARK_SAMPLES
+                ),
+            );
         }
     }
     let metrics = compile_metrics(ck, rig, &seen, &found);
@@ -437,16 +455,23 @@ pub fn compile(ck: &mut Checker, path: &std::path::Path, text: &str) -> Option<R
     })
 }
 
-/// The rig's `name`, else its file's stem.
-fn rig_name(rig: &RigFile, path: &std::path::Path) -> String {
-    rig.name
-        .as_ref()
-        .map(|n| n.get_ref().clone())
-        .unwrap_or_else(|| {
-            path.file_stem()
+/// The rig's `name`, else its file's stem (made path-safe): it names the results
+/// directory, so a name that could leave `results/` is refused.
+fn rig_name(ck: &mut Checker, rig: &RigFile, path: &std::path::Path) -> String {
+    match &rig.name {
+        Some(n) => {
+            if let Err(e) = limits::check_path_name(n.get_ref()) {
+                ck.err(at(n), format!("name {e}"));
+            }
+            n.get_ref().clone()
+        }
+        None => limits::path_safe(
+            &path
+                .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "rig".into())
-        })
+                .unwrap_or_else(|| "rig".into()),
+        ),
+    }
 }
 
 /// `kind`, and a `[livefx]` table exactly when it is livefx.
@@ -477,9 +502,9 @@ fn kind(ck: &mut Checker, rig: &RigFile) -> Kind {
 fn trial_shape(ck: &mut Checker, rig: &RigFile) -> (u32, u64, u64) {
     let trials = rig.trials.as_ref().map_or(8, |t| *t.get_ref());
     if let Some(t) = &rig.trials
-        && trials == 0
+        && !(1..=limits::MAX_TRIALS).contains(&trials)
     {
-        ck.err(at(t), "trials must be at least 1");
+        ck.err(at(t), format!("trials must be 1..={}", limits::MAX_TRIALS));
     }
     let trial_timeout_ns = rig
         .trial_timeout
@@ -490,10 +515,40 @@ fn trial_shape(ck: &mut Checker, rig: &RigFile) -> (u32, u64, u64) {
     {
         ck.err(at(t), "trial_timeout must be more than 0");
     }
+    if let Some(t) = &rig.trial_timeout
+        && trial_timeout_ns > limits::MAX_TRIAL_NS
+    {
+        ck.err(at(t), "trial_timeout is at most 24 h");
+    }
     let trial_gap_ns = rig
         .trial_gap
         .as_ref()
         .map_or(100_000_000, |d| ck.duration(d));
+    if let Some(g) = &rig.trial_gap
+        && trial_gap_ns > limits::MAX_GAP_NS
+    {
+        ck.err(at(g), "trial_gap is at most 1 h");
+    }
+    // The run's own budget (trials × variants here; settings are the profile's): it
+    // must fit, or the watchdog's bound would not.
+    let variants = rig.variants.len().max(1) as u64;
+    let counts_ok = (1..=limits::MAX_TRIALS).contains(&trials)
+        && trial_timeout_ns <= limits::MAX_TRIAL_NS
+        && trial_gap_ns <= limits::MAX_GAP_NS;
+    if counts_ok
+        && let Err(e) = limits::run_estimate_ns(
+            &[trial_timeout_ns, trial_gap_ns],
+            &[u64::from(trials), variants],
+        )
+    {
+        let span = rig
+            .trials
+            .as_ref()
+            .map(at)
+            .or(rig.trial_timeout.as_ref().map(at))
+            .unwrap_or(0..0);
+        ck.err(span, format!("trials × trial_timeout: {e}"));
+    }
     (trials, trial_timeout_ns, trial_gap_ns)
 }
 
@@ -519,12 +574,102 @@ fn thread_names(ck: &mut Checker, rig: &RigFile) -> BTreeSet<String> {
             );
         }
         if let Some(i) = &t.get_ref().instances
-            && *i.get_ref() == 0
+            && !(1..=MAX_INSTANCES).contains(i.get_ref())
         {
-            ck.err(at(i), "instances must be at least 1");
+            ck.err(at(i), format!("instances must be 1..={MAX_INSTANCES}"));
         }
     }
     seen
+}
+
+/// The counts that multiply into threads, steps and loops are within their caps:
+/// instances and variants, the steps every thread instance of every variant compiles
+/// to, and nested repeats. False (with the problems added) when one is not, so
+/// `compile` stops before expanding anything.
+fn within_caps(ck: &mut Checker, rig: &RigFile) -> bool {
+    let before = ck.problems.len();
+    if rig.variants.len() > MAX_VARIANTS {
+        ck.err(
+            at(&rig.variants[MAX_VARIANTS]),
+            format!("at most {MAX_VARIANTS} variants"),
+        );
+    }
+    let variants = rig.variants.len().max(1);
+    let (mut threads, mut ops) = (0usize, 0usize);
+    for t in &rig.threads {
+        let td = t.get_ref();
+        let n = td.instances.as_ref().map_or(1, |i| *i.get_ref()) as usize;
+        threads = threads.saturating_add(n);
+        if threads > MAX_THREADS {
+            ck.err(
+                at(&td.name),
+                format!("at most {MAX_THREADS} thread instances in a rig (instances included)"),
+            );
+            break;
+        }
+        let steps = count_steps(&td.steps)
+            .saturating_mul(n)
+            .saturating_mul(variants);
+        ops = ops.saturating_add(steps);
+        if ops > MAX_OPS {
+            ck.err(
+                at(&td.name),
+                format!(
+                    "the rig compiles to more than {MAX_OPS} steps (steps × instances × variants): fewer steps or instances"
+                ),
+            );
+            break;
+        }
+        check_repeats(ck, &td.steps, 1);
+    }
+    // Problems found earlier (a bad instances value) also stop the expansion.
+    ck.problems.len() == before
+        && rig.threads.iter().all(|t| {
+            t.get_ref()
+                .instances
+                .as_ref()
+                .is_none_or(|i| (1..=MAX_INSTANCES).contains(i.get_ref()))
+        })
+}
+
+/// Steps in a list, those inside repeats included.
+fn count_steps(steps: &[Spanned<StepDef>]) -> usize {
+    steps.iter().fold(0usize, |a, s| {
+        a.saturating_add(1)
+            .saturating_add(s.get_ref().steps.as_deref().map_or(0, count_steps))
+    })
+}
+
+/// Each repeat's count, times the counts of the repeats around it (`outer`), is at
+/// most `MAX_REPEATS`: a loop that only signals or marks never looks at the clock.
+fn check_repeats(ck: &mut Checker, steps: &[Spanned<StepDef>], outer: u64) {
+    for st in steps {
+        let s = st.get_ref();
+        let mut inner = outer;
+        if let Some(r) = &s.repeat {
+            match outer.checked_mul(*r.get_ref()) {
+                Some(x) if x <= MAX_REPEATS => inner = x,
+                _ => {
+                    ck.err(
+                        at(r),
+                        format!(
+                            "repeat = {}{}: at most {MAX_REPEATS} iterations in all; use repeat_for = \"10 s\" for long loops",
+                            r.get_ref(),
+                            if outer > 1 {
+                                format!(" inside repeats of {outer}")
+                            } else {
+                                String::new()
+                            }
+                        ),
+                    );
+                    continue;
+                }
+            }
+        }
+        if let Some(body) = &s.steps {
+            check_repeats(ck, body, inner);
+        }
+    }
 }
 
 /// Variants: names unique, overrides name real locks and threads.
@@ -598,7 +743,11 @@ fn compile_variant(
         let over = vdef
             .and_then(|v| v.get_ref().threads.get(td.name.get_ref()))
             .map(|o| o.get_ref());
-        let n = td.instances.as_ref().map_or(1, |i| *i.get_ref()).max(1);
+        let n = td
+            .instances
+            .as_ref()
+            .map_or(1, |i| *i.get_ref())
+            .clamp(1, MAX_INSTANCES);
         found.instances_of.insert(td.name.get_ref().clone(), n);
         let mut shared = Shared {
             locks: &locks,

@@ -43,7 +43,7 @@ pub fn sweep(
         let _ = set_affinity(0, &[c]);
     }
     install_signal_flag(&p.stop).map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    let bound = p.max_time_ns.unwrap_or(estimate_ns * 2 + 60_000_000_000);
+    let bound = crate::rig::limits::watchdog_bound_ns(p.max_time_ns, estimate_ns)?;
     let _wd = Watchdog::start(
         bound,
         p.stop.clone(),

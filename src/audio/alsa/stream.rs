@@ -6,6 +6,7 @@
 use super::device;
 use crate::audio::stream::cpus_or_all;
 use crate::audio::{Cycle, Notes, Process, Stream, StreamInfo, StreamSpec};
+use crate::rig::limits::MAX_PERIOD;
 use crate::sys::now_ns;
 use cpal::traits::{DeviceTrait, StreamTrait};
 use std::sync::Arc;
@@ -41,6 +42,12 @@ pub(super) fn open(
     mut process: Box<dyn Process>,
     notes: Arc<Notes>,
 ) -> Result<Box<dyn Stream>, String> {
+    if !(1..=MAX_PERIOD).contains(&spec.period) {
+        return Err(format!(
+            "ALSA: period {} frames: use 1..={MAX_PERIOD}",
+            spec.period
+        ));
+    }
     let d = device(&spec.device)?;
     let def = d
         .default_output_config()
@@ -58,9 +65,10 @@ pub(super) fn open(
     let cpus = cpus_or_all(spec);
     let sched = crate::engine::thread::Sched::fifo(spec.priority, cpus);
     let (xr, st, en) = (xruns.clone(), stopping.clone(), ended.clone());
-    // Preallocated: the callback never allocates.
-    let mut mono = vec![0.0f32; 16384];
-    let silence = vec![0.0f32; 16384];
+    // Preallocated: the callback never allocates. Sized for the largest period cpal
+    // may round ours up to; a callback with more frames than this plays silence past it.
+    let mut mono = vec![0.0f32; MAX_PERIOD as usize];
+    let silence = vec![0.0f32; MAX_PERIOD as usize];
     let mut index = 0u64;
     let mut anchor = 0u64;
     let mut frames_since_anchor = 0u64;
@@ -106,9 +114,7 @@ pub(super) fn open(
         if !process.cycle(&mut c) {
             st.store(true, Ordering::Relaxed);
         }
-        for (i, s) in data.iter_mut().enumerate() {
-            *s = mono[i / channels as usize];
-        }
+        interleave(&mono, data, channels as usize);
     };
     let (xr2, notes2) = (xruns.clone(), notes.clone());
     let err_cb = move |e: cpal::Error| match e.kind() {
@@ -144,4 +150,41 @@ pub(super) fn open(
         stopping,
         ended,
     }))
+}
+
+/// Copies the mono `out` buffer to every channel of cpal's interleaved `data`.
+/// Frames past `mono` (cpal gave more than the buffer holds) and a torn last frame are
+/// silence: the callback must never index past its preallocated buffer.
+fn interleave(mono: &[f32], data: &mut [f32], channels: usize) {
+    for (i, frame) in data.chunks_mut(channels.max(1)).enumerate() {
+        let v = if frame.len() == channels {
+            mono.get(i).copied().unwrap_or(0.0)
+        } else {
+            0.0
+        };
+        frame.fill(v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// cpal may hand the callback more frames than the period asked for (ALSA rounds
+    /// periods up); before, every frame past the 16384-frame buffer indexed past it and
+    /// panicked in the audio callback.
+    #[test]
+    fn interleave_never_reads_past_the_mono_buffer() {
+        let mono = vec![0.5f32; 16384];
+        let mut data = vec![1.0f32; 2 * 20_000];
+        interleave(&mono, &mut data, 2);
+        assert!(data[..2 * 16384].iter().all(|&x| x == 0.5));
+        assert!(
+            data[2 * 16384..].iter().all(|&x| x == 0.0),
+            "frames past the buffer are silence"
+        );
+        let mut data = vec![1.0f32; 7];
+        interleave(&[0.25, 0.75], &mut data, 3);
+        assert_eq!(data, [0.25, 0.25, 0.25, 0.75, 0.75, 0.75, 0.0]);
+    }
 }
