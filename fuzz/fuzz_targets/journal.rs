@@ -1,10 +1,10 @@
-//! The restore journal as read back. Until `knobs::parse_journal` (the journal's own
-//! checked reader) is merged, this is the serde reader the restore path uses.
+//! The restore journal as read back: `knobs::parse_journal`, the checked reader the
+//! restore path uses (size cap, version check) before any entry is written back.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
-        let _ = serde_json::from_str::<xrunrig::knobs::Journal>(text);
+        let _ = xrunrig::knobs::parse_journal(text);
     }
 });
