@@ -20,14 +20,16 @@ fn repo() -> &'static Path {
 
 fn xrunrig() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_xrunrig"));
-    // The run lock and journal of these runs are the test's own, not the machine's.
+    // The run lock and journal are each run's own, not the machine's: tests that boot no
+    // guest run beside the ones that do, and must not meet their run lock.
     c.current_dir(repo()).env("XRUNRIG_STATE_DIR", state_dir());
     c
 }
 
-fn state_dir() -> &'static Path {
-    static D: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    D.get_or_init(|| xrunrig::testkit::private_dir("guest-state"))
+fn state_dir() -> PathBuf {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    xrunrig::testkit::private_dir(&format!("guest-state-{n}"))
 }
 
 /// False (a visible skip through `xrunrig::testkit`, a failure under
