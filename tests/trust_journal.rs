@@ -32,11 +32,8 @@ fn assert_root() {
 
 /// A private, root-owned 0700 directory (the state directory root accepts).
 fn tmp(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("xrunrig-trust-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
-    d
+    // The same fresh 0700 directory every test gets (a state directory root accepts).
+    xrunrig::testkit::private_dir(&format!("trust-{tag}"))
 }
 
 fn rr() -> String {

@@ -13,7 +13,6 @@
 mod support;
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
@@ -40,11 +39,8 @@ fn assert_root() {
 }
 
 fn tmp(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("xrunrig-kill-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
-    d
+    // The same fresh 0700 directory every test gets (a state directory root accepts).
+    xrunrig::testkit::private_dir(&format!("kill-{tag}"))
 }
 
 fn read(p: &str) -> String {
