@@ -1,0 +1,69 @@
+#!/bin/sh
+# Builds the ramdisk the local QEMU LAVA device boots (tests/lava.rs): busybox-static for
+# a shell, xrunrig with its shared libraries (from ldd), the kernel modules LAVA's test
+# overlay disk needs (virtio_blk, ext4 and their dependencies, from the kernel's own
+# package) and an /init that gives LAVA a root shell on the serial console.
+#
+# Usage: lava/qemu-ramdisk.sh XRUNRIG_BINARY LINUX_IMAGE_DEB OUT.cpio.gz
+# Needs: busybox-static, cpio, kmod (modprobe --show-depends), xz-utils, binutils (strip),
+# dpkg-deb, gzip: all in .ci/setup already.
+set -eu
+xr=$1 deb=$2 out=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+root=$work/root
+mkdir -p "$root/bin" "$root/proc" "$root/sys" "$root/dev" "$root/tmp" "$root/root" \
+  "$root/etc" "$root/lib/modules" "$root/usr/local/bin"
+
+cp /bin/busybox "$root/bin/busybox"
+for a in $(/bin/busybox --list); do
+  [ "$a" = busybox ] || ln -s busybox "$root/bin/$a"
+done
+strip --strip-debug -o "$root/bin/xrunrig" "$xr" 2>/dev/null || cp "$xr" "$root/bin/xrunrig"
+for l in $(ldd "$xr" | grep -o '/[^ ]*'); do
+  mkdir -p "$root$(dirname "$l")"
+  cp -L "$l" "$root$l"
+done
+
+# LAVA attaches its overlay (the test definitions, lava-test-case …) as an ext2 disk and
+# mounts it by UUID; the Debian kernel has virtio_blk and ext4 as modules.
+dpkg-deb -x "$deb" "$work/k"
+rel=$(ls "$work/k/lib/modules")
+depmod -b "$work/k" "$rel"
+: >"$root/lib/modules/order"
+for m in virtio_blk ext4; do
+  modprobe -d "$work/k" -S "$rel" --show-depends "$m"
+done | awk '$1 == "insmod" { print $2 }' | awk '!seen[$0]++' | while read -r ko; do
+  name=$(basename "$ko" .xz)
+  case "$ko" in
+    *.xz) xz -dc "$ko" >"$root/lib/modules/$name" ;;
+    *) cp "$ko" "$root/lib/modules/$name" ;;
+  esac
+  echo "$name" >>"$root/lib/modules/order"
+done
+
+cat >"$root/init" <<'INIT'
+#!/bin/sh
+export PATH=/usr/local/bin:/bin:/sbin:/usr/bin:/usr/sbin HOME=/root
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+for m in $(cat /lib/modules/order); do insmod "/lib/modules/$m" 2>/dev/null; done
+# No udev here: the by-uuid links LAVA's test shell mounts its overlay with.
+mkdir -p /dev/disk/by-uuid
+for i in 1 2 3 4 5; do
+  blkid | grep -q UUID && break
+  sleep 1
+done
+blkid | while IFS=: read -r dev rest; do
+  uuid=$(echo "$rest" | sed -n 's/.* UUID="\([^"]*\)".*/\1/p')
+  [ -n "$uuid" ] && ln -sf "$dev" "/dev/disk/by-uuid/$uuid"
+done
+echo "xrunrig LAVA ramdisk: $(uname -r), root shell on the console"
+export PS1='/ # '
+exec setsid cttyhack /bin/sh
+INIT
+chmod 755 "$root/init"
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$out"
+echo "ramdisk: $out ($(wc -c <"$out") bytes, kernel modules for $rel)"
