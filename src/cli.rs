@@ -37,6 +37,39 @@ pub enum Cmd {
     Report(ReportArgs),
     /// Compare results directories (kernels or settings) with statistics.
     Compare(CompareArgs),
+    /// Write results directories in another system's format.
+    #[command(subcommand)]
+    Export(ExportCmd),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ExportCmd {
+    /// KCIDB I/O JSON (KernelCI's report database) on stdout: a checkout and build per
+    /// kernel, a test per summary row.
+    Kcidb(KcidbArgs),
+    /// LAVA test cases, one per line: NAME RESULT [MEASUREMENT UNITS] (lava/ uses it).
+    Lava(LavaArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LavaArgs {
+    /// Results directories.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct KcidbArgs {
+    /// Results directories.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// The lab's name in KCIDB: lower-case letters, digits and _.
+    #[arg(long, default_value = analysis::kcidb::DEFAULT_ORIGIN)]
+    pub origin: String,
+    /// Where the results directories are published (BASE/<dir name>/report.txt);
+    /// default: file:// URLs of the local directories.
+    #[arg(long)]
+    pub url_base: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]

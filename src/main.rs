@@ -1,5 +1,5 @@
 use clap::Parser;
-use xrunrig::cli::{Cli, Cmd};
+use xrunrig::cli::{Cli, Cmd, ExportCmd};
 
 fn main() {
     let cli = Cli::parse();
@@ -24,6 +24,26 @@ fn main() {
                 }
             }
         }
+        Cmd::Export(ExportCmd::Kcidb(a)) => {
+            let opts = analysis::kcidb::Options {
+                origin: a.origin,
+                url_base: a.url_base,
+            };
+            match analysis::kcidb::main(&a.dirs, &opts) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("xrunrig export kcidb: {e}");
+                    2
+                }
+            }
+        }
+        Cmd::Export(ExportCmd::Lava(a)) => match analysis::kcidb::lava_main(&a.dirs) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("xrunrig export lava: {e}");
+                2
+            }
+        },
     };
     std::process::exit(code);
 }

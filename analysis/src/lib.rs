@@ -10,6 +10,7 @@ pub mod compare;
 pub mod doc;
 pub mod export;
 pub mod hist;
+pub mod kcidb;
 pub mod load;
 pub mod out;
 pub mod plot;

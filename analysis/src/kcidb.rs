@@ -1,0 +1,791 @@
+//! `xrunrig export kcidb DIR…`: results directories as KCIDB I/O JSON, the format
+//! KernelCI's common report database takes from every lab (`kcidb-submit`).
+//!
+//! Targets I/O schema v5.3, the newest that `kcidb-io` 141 (PyPI, November 2026)
+//! validates (`kcidb_io.schema.LATEST`); tests/kcidb.rs has that package validate what
+//! this writes. One results directory gives:
+//! - a checkout and a build for the kernel it ran on (run.json: release, `uname -v`,
+//!   machine, preemption, and for a guest run the Debian package it came from); the same
+//!   kernel from several directories is one checkout and one build;
+//! - a test per summary row, path `xrunrig.<rig>.<setting>.<variant>.<metric>`. A trial
+//!   rig's row is one metric: PASS when every trial met its bound, FAIL when one did not,
+//!   DONE when the row has no bound. A livefx row gives one test per count (xruns,
+//!   deadline misses not injected on purpose, loopback discontinuities: PASS at 0, the
+//!   report's rule for "suitable for real-time audio") and per latency (p99 and max of
+//!   the callback, its lateness and wake-up: DONE).
+//!
+//! Everything is read through `crate::load` (the `results` types); nothing here parses
+//! results JSON by hand.
+
+use crate::load::livefx::{LRow, LivefxData};
+use crate::load::trials::{TRow, TrialsData};
+use crate::load::{self, Kind, Results};
+use crate::report;
+use results::livefx::Pcts;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use std::path::PathBuf;
+
+/// The schema version written (`version` of the I/O data).
+pub const SCHEMA_MAJOR: u32 = 5;
+pub const SCHEMA_MINOR: u32 = 3;
+
+/// The origin when none is given.
+pub const DEFAULT_ORIGIN: &str = "xrunrig";
+
+/// The schema's cap on a log excerpt, in characters.
+const LOG_EXCERPT_MAX: usize = 16384;
+
+/// Files of a results directory listed as a test's outputs when present: the report
+/// `xrunrig report` writes (report.txt first: it becomes `log_url`) and the run's own.
+const OUTPUT_FILES: &[&str] = &[
+    "report.txt",
+    "report.html",
+    "report.md",
+    "report.json",
+    results::SUMMARY_JSON,
+    results::RUN_JSON,
+];
+
+/// How the export names and links things.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The submitting CI system (the lab): lower-case letters, digits and `_`.
+    pub origin: String,
+    /// Where the results directories are published (`BASE/<dir name>/report.txt`);
+    /// None: `file://` URLs of the local directories.
+    pub url_base: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            origin: DEFAULT_ORIGIN.into(),
+            url_base: None,
+        }
+    }
+}
+
+/// KCIDB I/O data: what one submission holds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Io {
+    pub version: SchemaVersion,
+    pub checkouts: Vec<Checkout>,
+    pub builds: Vec<Build>,
+    pub tests: Vec<Test>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SchemaVersion {
+    pub major: u32,
+    pub minor: u32,
+}
+
+/// The kernel's source: a Debian package or an image, by release and `uname -v`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Checkout {
+    pub id: String,
+    pub origin: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tree_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    pub valid: bool,
+    pub misc: Map<String, Value>,
+}
+
+/// The kernel as built: architecture and preemption model.
+#[derive(Debug, Clone, Serialize)]
+pub struct Build {
+    pub id: String,
+    pub checkout_id: String,
+    pub origin: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub architecture: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    /// It booted and ran the rig.
+    pub status: Status,
+    pub misc: Map<String, Value>,
+}
+
+/// One measured figure of one summary row.
+#[derive(Debug, Clone, Serialize)]
+pub struct Test {
+    pub id: String,
+    pub build_id: String,
+    pub origin: String,
+    pub path: String,
+    pub status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub number: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration: Option<f64>,
+    pub environment: Environment,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_url: Option<String>,
+    pub log_excerpt: String,
+    pub output_files: Vec<Resource>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    pub misc: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Status {
+    Fail,
+    Error,
+    Miss,
+    Pass,
+    Done,
+    Skip,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Number {
+    pub value: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Environment {
+    pub comment: String,
+    pub misc: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Resource {
+    pub name: String,
+    pub url: String,
+}
+
+/// `xrunrig export kcidb`: prints the I/O JSON for `dirs`; returns the exit code.
+pub fn main(dirs: &[PathBuf], opts: &Options) -> Result<i32, String> {
+    let io = export(dirs, opts)?;
+    let text = serde_json::to_string_pretty(&io).map_err(|e| e.to_string())?;
+    println!("{text}");
+    Ok(0)
+}
+
+/// The I/O data for `dirs`, in order; checkouts and builds once per kernel.
+pub fn export(dirs: &[PathBuf], opts: &Options) -> Result<Io, String> {
+    check_origin(&opts.origin)?;
+    if let Some(b) = &opts.url_base
+        && !(b.starts_with("https://") || b.starts_with("http://") || b.starts_with("file://"))
+    {
+        return Err(format!(
+            "--url-base '{b}': give the http(s):// address the results directories are published under"
+        ));
+    }
+    let mut io = Io {
+        version: SchemaVersion {
+            major: SCHEMA_MAJOR,
+            minor: SCHEMA_MINOR,
+        },
+        checkouts: vec![],
+        builds: vec![],
+        tests: vec![],
+    };
+    for dir in dirs {
+        let res = load::load(dir)?;
+        let (checkout, build) = kernel(&res, opts);
+        if !io.checkouts.iter().any(|c| c.id == checkout.id) {
+            io.checkouts.push(checkout);
+        }
+        let build_id = build.id.clone();
+        if !io.builds.iter().any(|b| b.id == build.id) {
+            io.builds.push(build);
+        }
+        let tests = tests(&res, &build_id, opts)?;
+        for t in tests {
+            if io.tests.iter().any(|x| x.id == t.id) {
+                return Err(format!(
+                    "{}: test {} is already exported from another directory (the same run given twice?)",
+                    dir.display(),
+                    t.id
+                ));
+            }
+            io.tests.push(t);
+        }
+    }
+    Ok(io)
+}
+
+/// KCIDB's origin pattern: `[a-z0-9_]+`.
+pub fn check_origin(o: &str) -> Result<(), String> {
+    if !o.is_empty()
+        && o.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "--origin '{o}': KCIDB names a lab with lower-case letters, digits and _ only (e.g. my_lab)"
+        ))
+    }
+}
+
+/// One part of a test path: KCIDB allows `[a-zA-Z0-9_-]`; anything else becomes `_`.
+pub fn path_part(s: &str) -> String {
+    let p: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if p.is_empty() { "_".into() } else { p }
+}
+
+/// `xrunrig.<rig>.<setting>.<variant>.<metric>`.
+pub fn test_path(rig: &str, setting: &str, variant: &str, metric: &str) -> String {
+    ["xrunrig", rig, setting, variant, metric]
+        .iter()
+        .map(|p| path_part(p))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// The status a trial rig's row gets from its bound.
+pub fn trial_row_status(r: &TRow) -> Status {
+    match (&r.bound, r.within_bound) {
+        (None, _) => Status::Done,
+        // Nothing ran: the harness, not the kernel, is to blame.
+        (Some(_), _) if r.n == 0 => Status::Miss,
+        (Some(_), Some(w)) if w >= r.n => Status::Pass,
+        (Some(_), Some(_)) => Status::Fail,
+        // A bound but no count of values within it: unreadable, not a result.
+        (Some(_), None) => Status::Error,
+    }
+}
+
+/// The figures of a livefx row exported as tests: (metric, value, unit, must be 0).
+pub fn livefx_figures(r: &LRow) -> Vec<(&'static str, f64, Option<&'static str>, bool)> {
+    let c = &r.counts;
+    let real_misses = c
+        .misses_not_injected
+        .unwrap_or(c.deadline_misses.saturating_sub(c.injected));
+    let mut out = vec![
+        ("xruns", c.xruns as f64, None, true),
+        ("deadline_misses", real_misses as f64, None, true),
+    ];
+    if let Some(d) = c.discontinuities {
+        out.push(("discontinuities", d as f64, None, true));
+    }
+    let pcts: [(&'static str, &'static str, &Pcts); 3] = [
+        ("callback_p99", "callback_max", &r.callback_us),
+        ("lateness_p99", "lateness_max", &r.lateness_us),
+        ("wake_p99", "wake_max", &r.wake_us),
+    ];
+    for (p99, max, p) in pcts {
+        if let Some(v) = p.p99 {
+            out.push((p99, v, Some("us"), false));
+        }
+        if let Some(v) = p.max {
+            out.push((max, v, Some("us"), false));
+        }
+    }
+    out
+}
+
+/// The kernel's checkout and build.
+fn kernel(res: &Results, opts: &Options) -> (Checkout, Build) {
+    let run = &res.run;
+    let k = run.kernel.clone().unwrap_or_default();
+    let g = run.guest.as_ref();
+    let release = k
+        .release
+        .clone()
+        .or_else(|| g.and_then(|g| g.kernel_release.clone().or(g.release.clone())))
+        .unwrap_or_else(|| "unknown".into());
+    let version = k.version.clone().unwrap_or_default();
+    let package = g.and_then(|g| g.kernel_package.clone());
+    let key = format!("{release} {version}").trim().to_string();
+    let checkout_id = format!("{}:{key}", opts.origin);
+    let mut cmisc = Map::new();
+    cmisc.insert("release".into(), json!(release));
+    put(&mut cmisc, "version", k.version.clone());
+    put(&mut cmisc, "package", package.clone());
+    put(&mut cmisc, "kernel", g.and_then(|g| g.kernel.clone()));
+    put(
+        &mut cmisc,
+        "image",
+        g.and_then(|g| g.kernel_image.clone().or(g.image.clone())),
+    );
+    let comment = match &package {
+        Some(p) => format!("Linux {release} ({version}) from the Debian package {p}"),
+        None => format!("Linux {release} ({version})"),
+    };
+    let checkout = Checkout {
+        id: checkout_id.clone(),
+        origin: opts.origin.clone(),
+        // Debian's kernels say so in `uname -v`; other trees are not guessed.
+        tree_name: (version.contains("Debian") || package.is_some()).then(|| "debian".into()),
+        comment: Some(comment.trim().to_string()),
+        valid: true,
+        misc: cmisc,
+    };
+    let arch = k
+        .machine
+        .clone()
+        .map(|m| m.to_ascii_lowercase())
+        .filter(|m| {
+            !m.is_empty()
+                && m.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        });
+    let mut bmisc = Map::new();
+    put(&mut bmisc, "preemption", k.preemption.clone());
+    put(&mut bmisc, "cmdline", k.cmdline.clone());
+    let build = Build {
+        id: format!(
+            "{}:{key} {}",
+            opts.origin,
+            k.machine.as_deref().unwrap_or("")
+        )
+        .trim()
+        .to_string(),
+        checkout_id,
+        origin: opts.origin.clone(),
+        architecture: arch,
+        config_name: k.preemption.clone(),
+        comment: package.clone(),
+        status: Status::Pass,
+        misc: bmisc,
+    };
+    (checkout, build)
+}
+
+fn put(m: &mut Map<String, Value>, k: &str, v: Option<String>) {
+    if let Some(v) = v {
+        m.insert(k.into(), json!(v));
+    }
+}
+
+/// Where and on what the run measured, for every test of the directory.
+fn environment(res: &Results) -> Environment {
+    let run = &res.run;
+    let mut misc = Map::new();
+    let mut words = Vec::new();
+    let k = run.kernel.clone().unwrap_or_default();
+    if let Some(m) = &k.machine {
+        words.push(m.clone());
+        misc.insert("machine".into(), json!(m));
+    }
+    if let Some(c) = &run.cpus {
+        let n = c.count.map_or(String::new(), |n| format!("{n} × "));
+        words.push(format!("{n}{}", c.model.as_deref().unwrap_or("CPU")));
+        put(&mut misc, "cpu_model", c.model.clone());
+        if let Some(n) = c.count {
+            misc.insert("cpus".into(), json!(n));
+        }
+    }
+    if let Some(p) = &k.preemption {
+        words.push(format!("preemption {p}"));
+        misc.insert("preemption".into(), json!(p));
+    }
+    put(&mut misc, "host", run.host.clone());
+    let emulated = run
+        .guest
+        .as_ref()
+        .is_some_and(|g| g.emulated || g.accel.as_deref() == Some("tcg"));
+    misc.insert("emulated".into(), json!(emulated));
+    if let Some(g) = &run.guest {
+        put(&mut misc, "accel", g.accel.clone());
+        put(&mut misc, "qemu", g.qemu.clone());
+        let host = g.host.as_ref();
+        put(
+            &mut misc,
+            "qemu_host",
+            host.and_then(|h| h.hostname.clone()),
+        );
+        put(
+            &mut misc,
+            "qemu_host_cpu",
+            host.and_then(|h| h.cpus.as_ref())
+                .and_then(|c| c.model.clone()),
+        );
+        words.push(if emulated {
+            format!(
+                "QEMU guest, emulated CPUs ({})",
+                g.accel.as_deref().unwrap_or("tcg")
+            )
+        } else {
+            format!("QEMU guest ({})", g.accel.as_deref().unwrap_or("?"))
+        });
+    } else {
+        words.push("bare metal or the host's own VM".into());
+    }
+    if let Some(p) = run.profile.as_ref().and_then(|p| p.name.clone()) {
+        misc.insert("profile".into(), json!(p));
+    }
+    Environment {
+        comment: words.join(", "),
+        misc,
+    }
+}
+
+/// The report's verdict (its conclusion, the bullets and, for an emulated run, the
+/// note that says so): every test's log excerpt.
+fn verdict(res: &Results) -> String {
+    let (bullets, conclusion) = match &res.kind {
+        Kind::Trials(t) => report::trials::verdict(t),
+        Kind::Livefx(d) => report::livefx::verdict(&report::livefx::cases(d)),
+    };
+    let mut s = conclusion;
+    for b in bullets {
+        s += "\n- ";
+        s += &b;
+    }
+    if let Some(n) = report::common::emulated_note(&res.run) {
+        s += "\n";
+        s += &n;
+    }
+    s.push('\n');
+    // The schema caps an excerpt in characters; a verdict that long is cut, not refused.
+    if s.chars().count() > LOG_EXCERPT_MAX {
+        s = s.chars().take(LOG_EXCERPT_MAX - 2).collect::<String>() + "…\n";
+    }
+    s
+}
+
+/// The results directory's files as published.
+fn files(res: &Results, opts: &Options) -> Result<Vec<Resource>, String> {
+    let base = match &opts.url_base {
+        Some(b) => {
+            let name = res
+                .dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "results".into());
+            format!("{}/{}", b.trim_end_matches('/'), encode(&name))
+        }
+        None => {
+            let abs = std::fs::canonicalize(&res.dir)
+                .map_err(|e| format!("{}: {e}", res.dir.display()))?;
+            format!("file://{}", encode(&abs.to_string_lossy()))
+        }
+    };
+    Ok(OUTPUT_FILES
+        .iter()
+        .filter(|f| res.dir.join(f).is_file())
+        .map(|f| Resource {
+            name: f.to_string(),
+            url: format!("{base}/{f}"),
+        })
+        .collect())
+}
+
+/// A path percent-encoded for a URL, `/` kept.
+fn encode(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, PATH).to_string()
+}
+
+/// Everything but RFC 3986's unreserved characters and `/`.
+const PATH: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/');
+
+/// run.json's start time when it is RFC 3339 (as this xrunrig writes it), else none.
+fn start_time(res: &Results) -> Option<String> {
+    let s = res.run.started.clone()?;
+    let b = s.as_bytes();
+    let ok = b.len() >= 20
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && (b[10] == b'T' || b[10] == b't')
+        && b[13] == b':'
+        && b[16] == b':'
+        && (s.ends_with('Z')
+            || s.ends_with('z')
+            || b[19..].iter().any(|c| *c == b'+' || *c == b'-'));
+    ok.then_some(s)
+}
+
+/// What names this run among all the origin's runs: the directory's name and the time
+/// it started.
+fn run_key(res: &Results) -> String {
+    let name = res
+        .dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match &res.run.started {
+        Some(t) => format!("{name}@{t}"),
+        None => name,
+    }
+}
+
+fn tests(res: &Results, build_id: &str, opts: &Options) -> Result<Vec<Test>, String> {
+    let env = environment(res);
+    let excerpt = verdict(res);
+    let mut outputs = files(res, opts)?;
+    // report.txt is the overview: the log; the rest are outputs.
+    let log_url = outputs
+        .iter()
+        .position(|r| r.name == "report.txt")
+        .map(|i| outputs.remove(i).url);
+    let start = start_time(res);
+    let key = run_key(res);
+    let rig = &res.rig;
+    let mk = |setting: &str,
+              variant: &str,
+              metric: &str,
+              status: Status,
+              number: Option<Number>,
+              duration: Option<f64>,
+              misc: Map<String, Value>| {
+        let path = test_path(rig, setting, variant, metric);
+        let mut misc = misc;
+        misc.insert("rig".into(), json!(rig));
+        misc.insert("setting".into(), json!(setting));
+        misc.insert("variant".into(), json!(variant));
+        misc.insert("metric".into(), json!(metric));
+        if let Some(s) = res
+            .run
+            .settings
+            .iter()
+            .find(|s| s.name.as_deref() == Some(setting))
+        {
+            if let Some(f) = &s.in_force {
+                misc.insert("in_force".into(), json!(f));
+            }
+            put(&mut misc, "setting_description", s.description.clone());
+        }
+        Test {
+            id: format!("{}:{key}:{path}", opts.origin),
+            build_id: build_id.to_string(),
+            origin: opts.origin.clone(),
+            path,
+            status,
+            number,
+            start_time: start.clone(),
+            duration: duration.filter(|d| d.is_finite() && *d >= 0.0),
+            environment: env.clone(),
+            log_url: log_url.clone(),
+            log_excerpt: excerpt.clone(),
+            output_files: outputs.clone(),
+            comment: Some(format!("{rig}: {setting} / {variant}: {metric}")),
+            misc,
+        }
+    };
+    let mut out = Vec::new();
+    match &res.kind {
+        Kind::Trials(t) => {
+            for r in &t.rows {
+                out.push(mk(
+                    &r.setting,
+                    &r.variant,
+                    &r.metric,
+                    trial_row_status(r),
+                    r.median.filter(|v| v.is_finite()).map(|v| Number {
+                        value: v,
+                        unit: (!r.unit.is_empty()).then(|| r.unit.clone()),
+                    }),
+                    trials_seconds(t, &r.setting, &r.variant),
+                    trial_misc(r),
+                ));
+            }
+        }
+        Kind::Livefx(d) => {
+            for r in &d.rows {
+                for (metric, value, unit, zero_bound) in livefx_figures(r) {
+                    let status = if !zero_bound {
+                        Status::Done
+                    } else if value == 0.0 {
+                        Status::Pass
+                    } else {
+                        Status::Fail
+                    };
+                    out.push(mk(
+                        &r.setting,
+                        &r.variant,
+                        metric,
+                        status,
+                        Some(Number {
+                            value,
+                            unit: unit.map(String::from),
+                        }),
+                        r.duration_s,
+                        livefx_misc(d, r, zero_bound),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A LAVA test case (`lava-test-case NAME --result R --measurement M --units U`) made
+/// from a KCIDB test: the same path without the leading `xrunrig.`, PASS and DONE as
+/// pass, FAIL as fail, SKIP as skip, MISS and ERROR as unknown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LavaCase {
+    pub name: String,
+    pub result: &'static str,
+    pub measurement: Option<f64>,
+    /// The number's unit; "count" for a count (LAVA shows a unit beside every number).
+    pub units: String,
+}
+
+pub fn lava_cases(io: &Io) -> Vec<LavaCase> {
+    io.tests
+        .iter()
+        .map(|t| LavaCase {
+            name: t
+                .path
+                .strip_prefix("xrunrig.")
+                .unwrap_or(&t.path)
+                .to_string(),
+            result: match t.status {
+                Status::Pass | Status::Done => "pass",
+                Status::Fail => "fail",
+                Status::Skip => "skip",
+                Status::Miss | Status::Error => "unknown",
+            },
+            measurement: t.number.as_ref().map(|n| n.value),
+            units: t
+                .number
+                .as_ref()
+                .and_then(|n| n.unit.clone())
+                .unwrap_or_else(|| "count".into()),
+        })
+        .collect()
+}
+
+/// `xrunrig export lava DIR…`: one line per test case, `NAME RESULT [MEASUREMENT
+/// UNITS]`, for lava/xrunrig-lava.sh to hand to `lava-test-case` (no JSON parser needed
+/// on the board).
+pub fn lava_main(dirs: &[PathBuf]) -> Result<i32, String> {
+    let io = export(dirs, &Options::default())?;
+    for c in lava_cases(&io) {
+        match c.measurement {
+            Some(m) => println!("{} {} {m} {}", c.name, c.result, c.units),
+            None => println!("{} {}", c.name, c.result),
+        }
+    }
+    Ok(0)
+}
+
+/// The trials' summed run time of a (setting, variant), in s.
+fn trials_seconds(t: &TrialsData, setting: &str, variant: &str) -> Option<f64> {
+    let ms: Vec<f64> = t
+        .trials
+        .iter()
+        .filter(|x| x.setting == setting && x.variant == variant && x.duration_ms.is_finite())
+        .map(|x| x.duration_ms)
+        .collect();
+    (!ms.is_empty()).then(|| ms.iter().sum::<f64>() / 1e3)
+}
+
+fn trial_misc(r: &TRow) -> Map<String, Value> {
+    let mut m = Map::new();
+    put(&mut m, "bound", r.bound.clone());
+    m.insert("unit".into(), json!(r.unit));
+    m.insert("trials".into(), json!(r.n));
+    if let Some(w) = r.within_bound {
+        m.insert("within_bound".into(), json!(w));
+    }
+    m.insert("missing".into(), json!(r.missing));
+    for (k, v) in [("median", r.median), ("min", r.min), ("max", r.max)] {
+        if let Some(v) = v.filter(|v| v.is_finite()) {
+            m.insert(k.into(), json!(v));
+        }
+    }
+    m.insert("values".into(), json!(r.values));
+    m
+}
+
+fn livefx_misc(d: &LivefxData, r: &LRow, zero_bound: bool) -> Map<String, Value> {
+    let mut m = Map::new();
+    if zero_bound {
+        m.insert("bound".into(), json!("== 0"));
+    }
+    m.insert("backend".into(), json!(r.backend));
+    for (k, v) in [("period", r.period), ("rate", r.rate), ("trials", r.trials)] {
+        if let Some(v) = v {
+            m.insert(k.into(), json!(v));
+        }
+    }
+    let c = &r.counts;
+    m.insert("cycles".into(), json!(c.cycles));
+    m.insert("deadline_misses_all".into(), json!(c.deadline_misses));
+    m.insert("injected".into(), json!(c.injected));
+    let trials = d
+        .trials
+        .iter()
+        .filter(|t| t.setting == r.setting && t.variant == r.variant)
+        .count();
+    m.insert("trial_rows".into(), json!(trials));
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_keep_to_kcidbs_characters() {
+        assert_eq!(
+            test_path("pi-boost", "RT_PUSH_IPI", "no pi", "wait.ms"),
+            "xrunrig.pi-boost.RT_PUSH_IPI.no_pi.wait_ms"
+        );
+        assert_eq!(path_part(""), "_");
+    }
+
+    #[test]
+    fn origins_are_checked() {
+        assert!(check_origin("lab_2").is_ok());
+        for bad in ["", "Lab", "my-lab", "a:b"] {
+            assert!(
+                check_origin(bad).unwrap_err().contains("lower-case"),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_rows_bound_gives_its_status() {
+        let row = |bound: Option<&str>, n, w| TRow {
+            bound: bound.map(String::from),
+            n,
+            within_bound: w,
+            ..TRow::default()
+        };
+        assert_eq!(trial_row_status(&row(None, 3, None)), Status::Done);
+        assert_eq!(
+            trial_row_status(&row(Some("< 1 ms"), 3, Some(3))),
+            Status::Pass
+        );
+        assert_eq!(
+            trial_row_status(&row(Some("< 1 ms"), 3, Some(2))),
+            Status::Fail
+        );
+        assert_eq!(
+            trial_row_status(&row(Some("< 1 ms"), 0, Some(0))),
+            Status::Miss
+        );
+        assert_eq!(
+            trial_row_status(&row(Some("< 1 ms"), 3, None)),
+            Status::Error
+        );
+        assert_eq!(serde_json::to_value(Status::Pass).unwrap(), json!("PASS"));
+    }
+
+    #[test]
+    fn urls_are_encoded() {
+        assert_eq!(encode("/tmp/a b/ü"), "/tmp/a%20b/%C3%BC");
+    }
+}
