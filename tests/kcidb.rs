@@ -208,7 +208,7 @@ fn fresh_livefx_clock_run_is_valid_kcidb() {
     if !testkit::root() {
         return;
     }
-    let state = testkit::private_dir("kcidb-fresh");
+    let state = testkit::private_dir("kcidb-livefx-run");
     let out = state.join("res");
     let o = Command::new(env!("CARGO_BIN_EXE_xrunrig"))
         .current_dir(repo())
