@@ -224,7 +224,7 @@ fn lava_cases(log: &str) -> Vec<(String, String, Option<f64>, Option<String>)> {
             m["measurement"]
                 .as_f64()
                 .or_else(|| m["measurement"].as_str().and_then(|s| s.parse().ok())),
-            m["unit"].as_str().map(String::from),
+            m["units"].as_str().map(String::from),
         ));
     }
     out
@@ -303,20 +303,21 @@ fn lava_run_boots_the_guest_kernel_and_reports_every_row() {
         .env("LIBGUESTFS_BACKEND_SETTINGS", "force_tcg")
         .output()
         .unwrap();
-    let log = String::from_utf8_lossy(&o.stdout).into_owned();
+    // lava-run logs to stderr, one YAML flow mapping a line.
+    let log = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
     eprintln!(
         "lava-run: exit {:?} in {:.0} s",
         o.status.code(),
         t0.elapsed().as_secs_f64()
     );
     std::fs::write(d.join("lava-run.log"), &log).unwrap();
-    let tail: String = log.lines().rev().take(40).collect::<Vec<_>>().join("\n");
+    let lines: Vec<&str> = log.lines().collect();
+    let tail = lines[lines.len().saturating_sub(40)..].join("\n");
     assert!(
         o.status.success()
             && log.contains("\"case\": \"job\", \"definition\": \"lava\", \"result\": \"pass\""),
-        "lava-run failed (log: {}):\n{tail}\n{}",
+        "lava-run failed (whole log: {}):\n{tail}",
         d.join("lava-run.log").display(),
-        String::from_utf8_lossy(&o.stderr)
     );
     let cases = lava_cases(&log);
     let res = attached_results(&log, &d);
