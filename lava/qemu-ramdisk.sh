@@ -4,7 +4,8 @@
 # overlay disk needs (virtio_blk, ext4 and their dependencies, from the kernel's own
 # package) and an /init that gives LAVA a root shell on the serial console.
 #
-# Usage: lava/qemu-ramdisk.sh XRUNRIG_BINARY LINUX_IMAGE_DEB OUT.cpio.gz
+# Usage: lava/qemu-ramdisk.sh XRUNRIG_BINARY LINUX_IMAGE_DEB|UNPACKED_DIR OUT.cpio.gz
+# (a directory: the package already unpacked with dpkg-deb -x, modules .ko or .ko.xz)
 # Needs: busybox-static, cpio, kmod (modprobe --show-depends), xz-utils, binutils (strip),
 # dpkg-deb, gzip: all in .ci/setup already.
 set -eu
@@ -27,12 +28,17 @@ done
 
 # LAVA attaches its overlay (the test definitions, lava-test-case …) as an ext2 disk and
 # mounts it by UUID; the Debian kernel has virtio_blk and ext4 as modules.
-dpkg-deb -x "$deb" "$work/k"
-rel=$(ls "$work/k/lib/modules")
-depmod -b "$work/k" "$rel"
+if [ -d "$deb" ]; then
+  k=$deb
+else
+  k=$work/k
+  dpkg-deb -x "$deb" "$k"
+fi
+rel=$(ls "$k/lib/modules")
+[ -f "$k/lib/modules/$rel/modules.dep" ] || depmod -b "$k" "$rel"
 : >"$root/lib/modules/order"
 for m in virtio_blk ext4; do
-  modprobe -d "$work/k" -S "$rel" --show-depends "$m"
+  modprobe -d "$k" -S "$rel" --show-depends "$m"
 done | awk '$1 == "insmod" { print $2 }' | awk '!seen[$0]++' | while read -r ko; do
   name=$(basename "$ko" .xz)
   case "$ko" in

@@ -276,7 +276,7 @@ fn lava_run_boots_the_guest_kernel_and_reports_every_row() {
         Command::new("sh")
             .arg(repo().join("lava/qemu-ramdisk.sh"))
             .arg(env!("CARGO_BIN_EXE_xrunrig"))
-            .arg(&deb)
+            .arg(&k)
             .arg(&ramdisk),
         "building the ramdisk",
     );
