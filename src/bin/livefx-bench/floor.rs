@@ -145,7 +145,7 @@ pub fn main(a: &Args) -> i32 {
         a.dma_latency
     );
     println!(
-        "{:>7} {:>7} {:>25}   {:>25} {:>6}",
+        "{:>7} {:>7} {:>25}   {:>30} {:>6}",
         "workers", "cycles", "cycle p50 / p99 / max µs", "last worker awake p50 / p99 µs", "misses"
     );
     for &n in &a.workers {

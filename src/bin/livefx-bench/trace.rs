@@ -241,7 +241,7 @@ pub fn row(name: &str, w: &[Wake]) -> String {
     let n = w.len().max(1) as f64;
     let share = |s: Option<u32>| 100.0 * w.iter().filter(|x| x.idle == s).count() as f64 / n;
     format!(
-        "{name:<11} {:>6} {} {} {} {} {} {:>5.0}% {:>5.0}% {:>5.0}%",
+        "{name:<11} {:>6} {} {} {} {} {}   {:>18.0}% / {:.0}% / {:.0}%",
         w.len(),
         col(&|x| Some(x.irq_late)),
         col(&|x| Some(x.irq_to_run)),
@@ -254,8 +254,21 @@ pub fn row(name: &str, w: &[Wake]) -> String {
     )
 }
 
-pub const HEADER: &str = "traced      wakes  timer late   irq → on CPU  due → on CPU   on-CPU/cycle   timer slack   CPU at expiry: halt   poll   busy\n\
-                          (µs, median / p99)";
+/// The breakdown table's header, in `row`'s widths.
+pub fn header() -> String {
+    let cols = [
+        "timer late",
+        "irq → on CPU",
+        "due → on CPU",
+        "on-CPU/cycle",
+        "timer slack",
+    ];
+    let mut h = format!("{:<11} {:>6}", "traced", "wakes");
+    for c in cols {
+        h += &format!(" {c:>15}");
+    }
+    h + "   CPU at expiry: halt / poll / busy\n(µs, median / p99)"
+}
 
 #[cfg(test)]
 mod tests {

@@ -199,7 +199,7 @@ fn run(a: &Args) -> Result<(), String> {
     println!("(both sides count whole µs; this VM stalls now and then, so max varies run to run)");
     if tracer.is_some() {
         println!();
-        println!("{}", trace::HEADER);
+        println!("{}", trace::header());
         println!("{}", trace::row("clock", &tw_c));
         println!("{}", trace::row("cyclictest", &tw_t));
         println!(
