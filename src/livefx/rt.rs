@@ -794,6 +794,10 @@ mod tests {
             waited: true,
             plugins: vec![],
         };
+        // The callback at FIFO, as on a backend: a time-shared thread on a loaded machine
+        // can wait out a deadline in the run queue, which is not a lost wake-up. (This
+        // test's own thread, which ends with the test.)
+        apply_current(&Sched::fifo(20, vec![])).unwrap();
         let sh = Shared::new(&[true, true], &[]).unwrap();
         let (w, _holds) = Workers::start(sh.clone(), &[idle("a"), idle("b")]).unwrap();
         let (tx, mut rx) = rtrb::RingBuffer::new(4096);
