@@ -232,6 +232,20 @@ pub fn test_stall(point: &str) {
     }
 }
 
+/// Touches the calling thread's next 256 KiB of stack, a page at a time, so an RT loop
+/// never takes a first-touch page fault there (mlockall's MCL_FUTURE keeps them; without
+/// it they are at least resident). Call before the loop, not in it.
+#[inline(never)]
+pub fn prefault_stack() {
+    const BYTES: usize = 256 * 1024;
+    let mut buf = [0u8; BYTES];
+    for i in (0..BYTES).step_by(4096) {
+        // SAFETY: i < BYTES; volatile so the writes are not optimised away.
+        unsafe { std::ptr::write_volatile(buf.as_mut_ptr().add(i), 1) };
+    }
+    std::hint::black_box(&buf);
+}
+
 /// Locks all current and future pages so a page fault never stalls an RT thread.
 pub fn mlockall() -> Result<(), String> {
     // SAFETY: mlockall takes flags only.

@@ -55,6 +55,14 @@ pub struct RunDoc {
         deserialize_with = "section"
     )]
     pub livefx: Option<LivefxSection>,
+    /// Whether the run's memory was locked (mlockall): absent in runs from before it was
+    /// recorded.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "section"
+    )]
+    pub mlockall: Option<Mlockall>,
     #[serde(default, deserialize_with = "section")]
     pub profile: Option<ProfileInfo>,
     #[serde(default, deserialize_with = "section")]
@@ -104,6 +112,30 @@ impl RunDoc {
             crate::check_format(u32::try_from(f).unwrap_or(u32::MAX), crate::RUN_JSON)?;
         }
         serde_json::from_value(v).map_err(|e| format!("run.json: {e}"))
+    }
+}
+
+/// The outcome of locking the run's memory: a failed lock means page faults may have
+/// added to what the run measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Mlockall {
+    #[serde(default, deserialize_with = "lenient::flag")]
+    pub locked: bool,
+    /// The system's error when it failed.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::text"
+    )]
+    pub error: Option<String>,
+}
+
+impl Mlockall {
+    pub fn from_result(r: Result<(), String>) -> Mlockall {
+        Mlockall {
+            locked: r.is_ok(),
+            error: r.err(),
+        }
     }
 }
 
@@ -561,6 +593,24 @@ mod tests {
         assert!(e.contains("format 99"), "{e}");
         assert!(e.contains("0..=1") && e.contains("update xrunrig"), "{e}");
         assert_eq!(RunDoc::from_json("{}").unwrap().format, 0);
+    }
+
+    #[test]
+    fn mlockall_is_recorded_and_optional() {
+        let mut d = RunDoc::default();
+        assert!(!serde_json::to_string(&d).unwrap().contains("mlockall"));
+        d.mlockall = Some(Mlockall::from_result(Err("Cannot allocate memory".into())));
+        let back = RunDoc::from_json(&serde_json::to_string(&d).unwrap()).unwrap();
+        assert_eq!(
+            back.mlockall,
+            Some(Mlockall {
+                locked: false,
+                error: Some("Cannot allocate memory".into())
+            })
+        );
+        let ok = RunDoc::from_json(r#"{"mlockall": {"locked": true}}"#).unwrap();
+        assert_eq!(ok.mlockall, Some(Mlockall::from_result(Ok(()))));
+        assert_eq!(RunDoc::from_json("{}").unwrap().mlockall, None);
     }
 
     #[test]

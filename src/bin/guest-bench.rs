@@ -7,19 +7,22 @@
 //! --kernel K --trials 8 --variant pi --variant no-pi` with the xrunrig binary next
 //! to this one (or $XRUNRIG_BIN), from the current directory (the repository root).
 
+use clap::Parser;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
+/// Boot-to-rig-start time and the PI-boost A/B + control wall time in guest kernels.
+#[derive(Parser)]
+#[command(name = "guest-bench")]
+struct Args {
+    /// Kernels as `xrunrig run --kernel` takes them.
+    #[arg(value_name = "KERNEL", default_values_t = ["debian:6.12".to_string()])]
+    kernels: Vec<String>,
+}
+
 fn main() {
-    let kernels: Vec<String> = {
-        let a: Vec<String> = std::env::args().skip(1).collect();
-        if a.is_empty() {
-            vec!["debian:6.12".into()]
-        } else {
-            a
-        }
-    };
+    let kernels = Args::parse().kernels;
     let bin = std::env::var_os("XRUNRIG_BIN")
         .map(PathBuf::from)
         .unwrap_or_else(|| {

@@ -14,6 +14,7 @@ use crate::engine::sync::{futex_wait_until, futex_wake_all};
 use crate::engine::thread::{Sched, apply_current};
 use crate::rig::Protocol;
 use crate::sys::{gettid, now_ns, thread_cpu_ns};
+use crossbeam::utils::CachePadded;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
@@ -122,15 +123,23 @@ struct Slot {
     started: AtomicU32,
 }
 
-/// What the callback and the workers share.
+/// What the callback and the workers share. Written by the callback (`go` and what it
+/// publishes with it), by the workers (`done`) and per worker (each slot): each on its
+/// own cache line, so a worker reporting does not take the line the others read.
 pub struct Shared {
-    go: AtomicU32,
+    go: CachePadded<AtomicU32>,
+    /// Workers asleep (or about to sleep) on `go`: the callback makes the wake system
+    /// call only when there is one.
+    go_sleepers: AtomicU32,
     publish_ns: AtomicU64,
     /// Bound on a cycle's plugin work: past it a worker gives the cycle up.
     hard_ns: AtomicU64,
-    done: AtomicU32,
-    abort: AtomicBool,
-    slots: Box<[Slot]>,
+    done: CachePadded<AtomicU32>,
+    /// 1 while the callback is asleep (or about to sleep) on `done`: workers make the
+    /// wake system call only then.
+    done_sleeping: AtomicU32,
+    abort: CachePadded<AtomicBool>,
+    slots: Box<[CachePadded<Slot>]>,
     locks: Vec<PiMutex>,
     ready: AtomicU32,
     setup_error: Mutex<Option<String>>,
@@ -144,27 +153,31 @@ impl Shared {
             .map(|p| PiMutex::new(*p).map_err(|e| format!("cannot create a lock: {e}")))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Arc::new(Shared {
-            go: AtomicU32::new(0),
+            go: CachePadded::new(AtomicU32::new(0)),
+            go_sleepers: AtomicU32::new(0),
             publish_ns: AtomicU64::new(0),
             hard_ns: AtomicU64::new(0),
-            done: AtomicU32::new(0),
-            abort: AtomicBool::new(false),
+            done: CachePadded::new(AtomicU32::new(0)),
+            done_sleeping: AtomicU32::new(0),
+            abort: CachePadded::new(AtomicBool::new(false)),
             slots: waited
                 .iter()
-                .map(|&w| Slot {
-                    waited: w,
-                    seq: AtomicU32::new(0),
-                    wake_ns: AtomicU64::new(0),
-                    end_ns: AtomicU64::new(0),
-                    tid: AtomicI32::new(0),
-                    wait_lock: AtomicU32::new(0),
-                    wait_holder: AtomicI32::new(0),
-                    wait_since: AtomicU64::new(0),
-                    cyc_lock: AtomicU32::new(0),
-                    cyc_holder: AtomicI32::new(0),
-                    cyc_wait_ns: AtomicU64::new(0),
-                    cyc_since: AtomicU64::new(0),
-                    started: AtomicU32::new(0),
+                .map(|&w| {
+                    CachePadded::new(Slot {
+                        waited: w,
+                        seq: AtomicU32::new(0),
+                        wake_ns: AtomicU64::new(0),
+                        end_ns: AtomicU64::new(0),
+                        tid: AtomicI32::new(0),
+                        wait_lock: AtomicU32::new(0),
+                        wait_holder: AtomicI32::new(0),
+                        wait_since: AtomicU64::new(0),
+                        cyc_lock: AtomicU32::new(0),
+                        cyc_holder: AtomicI32::new(0),
+                        cyc_wait_ns: AtomicU64::new(0),
+                        cyc_since: AtomicU64::new(0),
+                        started: AtomicU32::new(0),
+                    })
                 })
                 .collect(),
             locks,
@@ -293,6 +306,7 @@ fn worker_main(sh: Arc<Shared>, i: usize, cfg: WorkerCfg, mut holds: rtrb::Produ
     let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ (i as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D);
     let plugins = &cfg.plugins[..];
     let mut last = sh.go.load(Ordering::Acquire);
+    crate::sys::prefault_stack();
     sh.ready.fetch_add(1, Ordering::SeqCst);
     rt_mark(true);
     loop {
@@ -301,8 +315,14 @@ fn worker_main(sh: Arc<Shared>, i: usize, cfg: WorkerCfg, mut holds: rtrb::Produ
         }
         let seq = sh.go.load(Ordering::Acquire);
         if seq == last {
-            // Bounded: wakes at least every 100 ms to look at the abort flag.
-            futex_wait_until(&sh.go, last, now_ns() + 100_000_000);
+            // Announced before the re-check (both SeqCst): either this sees the callback's
+            // new `go`, or the callback sees a sleeper and wakes it.
+            sh.go_sleepers.fetch_add(1, Ordering::SeqCst);
+            if sh.go.load(Ordering::SeqCst) == last {
+                // Bounded: wakes at least every 100 ms to look at the abort flag.
+                futex_wait_until(&sh.go, last, now_ns() + 100_000_000);
+            }
+            sh.go_sleepers.fetch_sub(1, Ordering::SeqCst);
             continue;
         }
         last = seq;
@@ -317,8 +337,10 @@ fn worker_main(sh: Arc<Shared>, i: usize, cfg: WorkerCfg, mut holds: rtrb::Produ
         slot.cyc_wait_ns.store(waited, Ordering::Relaxed);
         slot.end_ns.store(now_ns(), Ordering::Relaxed);
         slot.seq.store(seq, Ordering::Release);
-        sh.done.fetch_add(1, Ordering::Release);
-        futex_wake_all(&sh.done);
+        sh.done.fetch_add(1, Ordering::SeqCst);
+        if sh.done_sleeping.load(Ordering::SeqCst) != 0 {
+            futex_wake_all(&sh.done);
+        }
     }
     rt_mark(false);
 }
@@ -478,7 +500,13 @@ impl LivefxProcess {
             if now_ns() >= deadline {
                 return false;
             }
-            futex_wait_until(&self.sh.done, snap, deadline);
+            // Announced before the re-check (both SeqCst): either this sees a worker's
+            // new `done`, or that worker sees the flag and wakes this.
+            self.sh.done_sleeping.store(1, Ordering::SeqCst);
+            if self.sh.done.load(Ordering::SeqCst) == snap {
+                futex_wait_until(&self.sh.done, snap, deadline);
+            }
+            self.sh.done_sleeping.store(0, Ordering::Relaxed);
         }
     }
 }
@@ -536,8 +564,10 @@ impl Process for LivefxProcess {
             Ordering::Release,
         );
         self.sh.publish_ns.store(publish, Ordering::Release);
-        self.sh.go.store(seq, Ordering::Release);
-        futex_wake_all(&self.sh.go);
+        self.sh.go.store(seq, Ordering::SeqCst);
+        if self.sh.go_sleepers.load(Ordering::SeqCst) != 0 {
+            futex_wake_all(&self.sh.go);
+        }
         if let (Some(g), Some(ch)) = (&mut self.signal, &mut self.check) {
             g.fill(c.output);
             if ch.feed(c.input) > 0 {
@@ -726,6 +756,98 @@ mod tests {
             assert!(w[0].released_ns - w[0].acquired_ns >= 200_000, "{w:?}");
         }
         assert_eq!(all.iter().filter(|h| h.worker == 1).count(), 6);
+    }
+
+    #[test]
+    fn workers_and_the_callback_write_separate_cache_lines() {
+        let sh = Shared::new(&[true, true, true], &[]).unwrap();
+        // crossbeam pads to the line pair the CPU prefetches together (128 B on x86_64).
+        let line = std::mem::align_of::<CachePadded<u8>>();
+        let lines = |p: usize, len: usize| p / line..=(p + len - 1) / line;
+        let slot = std::mem::size_of::<Slot>();
+        let at: Vec<_> = sh
+            .slots
+            .iter()
+            .map(|s| lines(&**s as *const Slot as usize, slot))
+            .collect();
+        for w in at.windows(2) {
+            assert!(w[0].end() < w[1].start(), "slots share a line: {at:?}");
+        }
+        let go = &*sh.go as *const AtomicU32 as usize / line;
+        let done = &*sh.done as *const AtomicU32 as usize / line;
+        assert_ne!(go, done);
+        assert!(at.iter().all(|r| !r.contains(&go) && !r.contains(&done)));
+    }
+
+    #[test]
+    fn no_wake_up_is_lost_over_many_cycles() {
+        // Each side makes the wake call only when the other announced it sleeps: a
+        // lost wake-up would leave the callback (or a worker) asleep to the deadline.
+        let _g = crate::engine::test_lock();
+        if !crate::testkit::root() {
+            return;
+        }
+        let idle = |name: &str| WorkerCfg {
+            name: name.into(),
+            priority: 10,
+            cpus: vec![],
+            waited: true,
+            plugins: vec![],
+        };
+        // The callback at FIFO, as on a backend: a time-shared thread on a loaded machine
+        // can wait out a deadline in the run queue, which is not a lost wake-up. (This
+        // test's own thread, which ends with the test.)
+        apply_current(&Sched::fifo(20, vec![])).unwrap();
+        let sh = Shared::new(&[true, true], &[]).unwrap();
+        let (w, _holds) = Workers::start(sh.clone(), &[idle("a"), idle("b")]).unwrap();
+        let (tx, mut rx) = rtrb::RingBuffer::new(4096);
+        let mut p = LivefxProcess::new(
+            sh,
+            tx,
+            Arc::new(RtCounters::default()),
+            0,
+            0.0,
+            false,
+            Arc::new(LoopResult::default()),
+        );
+        let (inp, mut out) = (vec![0.0f32; 16], vec![0.0f32; 16]);
+        for i in 0..3000u64 {
+            let start = now_ns();
+            let mut c = Cycle {
+                index: i,
+                frames: 16,
+                start_ns: start,
+                deadline_ns: start + 50_000_000,
+                wake_ns: start,
+                xruns_before: 0,
+                input: &inp,
+                output: &mut out,
+            };
+            assert!(p.cycle(&mut c));
+            // Some cycles back to back (workers still awake), some after a pause
+            // (workers asleep): both paths of each handshake.
+            if i % 3 == 0 {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        }
+        p.end();
+        w.stop();
+        let recs: Vec<Rec> = std::iter::from_fn(|| rx.pop().ok()).collect();
+        assert_eq!(recs.len(), 3000);
+        let missed: Vec<_> = recs.iter().filter(|r| r.flags & FLAG_MISS != 0).collect();
+        assert!(
+            missed.is_empty(),
+            "{} cycles waited to their deadline: {:?}",
+            missed.len(),
+            missed.first()
+        );
+        // Well under a 50 ms deadline each: a lost wake would cost 50 ms (callback) or
+        // up to 100 ms (worker).
+        let slow = recs
+            .iter()
+            .filter(|r| r.end_ns - r.wake_ns > 40_000_000)
+            .count();
+        assert_eq!(slow, 0);
     }
 
     #[test]

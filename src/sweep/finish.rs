@@ -75,6 +75,7 @@ pub fn run_json(p: &Prepared, sw: &Swept, extra: RunExtra) -> RunDoc {
         .ok(),
         interrupted: sw.interrupted,
         error: sw.fatal.clone(),
+        mlockall: Some(results::run::Mlockall::from_result(sw.mlockall.clone())),
         // The doctor writes its own JSON (also `xrunrig doctor --json`); run.json keeps
         // it as the results format's doctor section.
         doctor: serde_json::from_value::<Option<DoctorSection>>(crate::doctor::findings_for_run())

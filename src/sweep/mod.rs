@@ -54,4 +54,6 @@ pub struct Swept {
     pub ended: String,
     pub features_before: SchedFeatures,
     pub features_after: SchedFeatures,
+    /// mlockall's outcome, for run.json.
+    pub mlockall: Result<(), String>,
 }

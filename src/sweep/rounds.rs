@@ -26,8 +26,11 @@ pub fn sweep(
     estimate_ns: u64,
     one: &mut dyn FnMut(&Setting, usize, u32, &AtomicBool) -> TrialRecord,
 ) -> Result<Swept, String> {
-    if let Err(e) = crate::sys::mlockall() {
-        eprintln!("xrunrig: warning: mlockall failed ({e}): page faults may add latency");
+    let mlockall = crate::sys::mlockall();
+    if let Err(e) = &mlockall {
+        eprintln!(
+            "xrunrig: warning: mlockall failed ({e}): page faults may add latency (recorded in run.json)"
+        );
     }
     let mut used: Vec<usize> = p
         .variants
@@ -126,6 +129,7 @@ pub fn sweep(
         ended,
         features_before,
         features_after,
+        mlockall,
     })
 }
 

@@ -9,6 +9,7 @@
 //!   analysis-bench --make-trials DIR
 
 use analysis::synth;
+use clap::Parser;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -23,54 +24,53 @@ fn vm_hwm_kib() -> Option<u64> {
         .ok()
 }
 
-fn usage() -> ! {
-    eprintln!(
-        "usage: analysis-bench [--cycles N] [--trials T] [--dir DIR]\n       analysis-bench --make-livefx DIR [--cycles N] [--trials T] [--inject-every K] [--stall-every S]\n       analysis-bench --make-trials DIR"
-    );
-    std::process::exit(2)
+/// Times `xrunrig report` over a large synthetic livefx results directory, or makes
+/// synthetic inputs.
+#[derive(Parser)]
+#[command(name = "analysis-bench")]
+struct Args {
+    /// Cycles to generate (underscores allowed: 100_000_000).
+    #[arg(long, default_value = "10000000", value_parser = parse_count)]
+    cycles: u64,
+    /// Trials per setting.
+    #[arg(long, default_value_t = 2)]
+    trials: u32,
+    /// Where the benchmark's synthetic directory lives (default /tmp/xrunrig-bench-CYCLES).
+    #[arg(long, conflicts_with_all = ["make_livefx", "make_trials", "report_only"])]
+    dir: Option<PathBuf>,
+    /// Write a synthetic livefx results directory into DIR and stop.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["make_trials", "report_only"])]
+    make_livefx: Option<PathBuf>,
+    /// Write a synthetic trials results directory into DIR and stop.
+    #[arg(long, value_name = "DIR", conflicts_with = "report_only")]
+    make_trials: Option<PathBuf>,
+    /// With --make-livefx: an injected overrun every K cycles.
+    #[arg(long, default_value_t = 0)]
+    inject_every: u64,
+    /// With --make-livefx: a stall in setting B every S cycles.
+    #[arg(long)]
+    stall_every: Option<u64>,
+    /// The timed child: report + plots over DIR (run by the benchmark itself).
+    #[arg(long, value_name = "DIR", hide = true)]
+    report_only: Option<PathBuf>,
+}
+
+fn parse_count(s: &str) -> Result<u64, String> {
+    s.replace('_', "")
+        .parse()
+        .map_err(|_| format!("'{s}' is not a whole number of cycles"))
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let mut cycles: u64 = 10_000_000;
-    let mut trials: u32 = 2;
-    let mut dir: Option<PathBuf> = None;
-    let mut mode = "bench";
-    let mut inject_every = 0u64;
-    let mut stall_every: Option<u64> = None;
-    let mut i = 1;
-    while i < args.len() {
-        let val = |i: usize| args.get(i + 1).cloned().unwrap_or_else(|| usage());
-        match args[i].as_str() {
-            "--cycles" => cycles = val(i).replace('_', "").parse().unwrap_or_else(|_| usage()),
-            "--trials" => trials = val(i).parse().unwrap_or_else(|_| usage()),
-            "--inject-every" => inject_every = val(i).parse().unwrap_or_else(|_| usage()),
-            "--stall-every" => stall_every = Some(val(i).parse().unwrap_or_else(|_| usage())),
-            "--dir" => dir = Some(PathBuf::from(val(i))),
-            "--make-livefx" => {
-                mode = "make-livefx";
-                dir = Some(PathBuf::from(val(i)));
-            }
-            "--make-trials" => {
-                mode = "make-trials";
-                dir = Some(PathBuf::from(val(i)));
-            }
-            "--report-only" => {
-                mode = "report-only";
-                dir = Some(PathBuf::from(val(i)));
-            }
-            _ => usage(),
-        }
-        i += 2;
-    }
-    match mode {
-        "make-trials" => {
-            let d = dir.unwrap();
+    let a = Args::parse();
+    let (cycles, trials) = (a.cycles, a.trials);
+    let (inject_every, stall_every) = (a.inject_every, a.stall_every);
+    match (a.make_livefx, a.make_trials, a.report_only) {
+        (_, Some(d), _) => {
             synth::trials::generate(&d).unwrap_or_else(|e| panic!("{e}"));
             println!("wrote synthetic trials results into {}", d.display());
         }
-        "make-livefx" => {
-            let d = dir.unwrap();
+        (Some(d), _, _) => {
             let mut spec = synth::livefx::Spec::ab(cycles, trials);
             spec.inject_every = inject_every;
             if let Some(s) = stall_every {
@@ -82,8 +82,7 @@ fn main() {
                 d.display()
             );
         }
-        "report-only" => {
-            let d = dir.unwrap();
+        (_, _, Some(d)) => {
             let t0 = Instant::now();
             let (_, files) =
                 analysis::report::write_all(&d, false).unwrap_or_else(|e| panic!("{e}"));
@@ -95,7 +94,9 @@ fn main() {
             );
         }
         _ => {
-            let d = dir.unwrap_or_else(|| PathBuf::from(format!("/tmp/xrunrig-bench-{cycles}")));
+            let d = a
+                .dir
+                .unwrap_or_else(|| PathBuf::from(format!("/tmp/xrunrig-bench-{cycles}")));
             let stamp = d.join(".bench-cycles");
             let have = std::fs::read_to_string(&stamp)
                 .ok()

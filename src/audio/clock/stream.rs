@@ -67,6 +67,7 @@ pub(super) fn open(
                 let _ = tx.send(Err(e));
                 return;
             }
+            crate::sys::prefault_stack();
             let _ = tx.send(Ok(()));
             drop(tx);
             process.rt_init();

@@ -1,0 +1,48 @@
+//! Benchmarks for livefx, printed, not asserted (needs root for SCHED_FIFO).
+//!
+//!   livefx-bench wake   the clock backend's wake-up latency against Debian's cyclictest,
+//!                       interleaved in short slices (A B A B …) on one CPU, priority and
+//!                       interval; `--trace` splits each wake-up with tracefs
+//!   livefx-bench floor  the cost of one livefx cycle with N workers and no plugin work
+//!   livefx-bench rss    resident memory of a long livefx run on the clock backend
+//!
+//! `livefx-bench help SUBCOMMAND` lists the options.
+
+mod cyclic;
+mod floor;
+mod pmqos;
+mod rss;
+mod stats;
+mod trace;
+mod wake;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "livefx-bench",
+    about = "Benchmarks for livefx (printed, not asserted)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Clock backend vs cyclictest wake-up latency, interleaved in slices.
+    Wake(wake::Args),
+    /// One livefx cycle's cost with N workers and no plugin work.
+    Floor(floor::Args),
+    /// Resident memory over a long livefx run on the clock backend.
+    Rss(rss::Args),
+}
+
+fn main() {
+    let code = match Cli::parse().cmd {
+        Cmd::Wake(a) => wake::main(&a),
+        Cmd::Floor(a) => floor::main(&a),
+        Cmd::Rss(a) => rss::main(&a),
+    };
+    std::process::exit(code);
+}
