@@ -264,3 +264,119 @@ fn an_emulator_int3_fault_after_trial_3_resumes_in_a_fresh_boot_with_nothing_los
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// A livefx guest run merged from two boots, the first dead after 3 of its 4 trials
+/// (with the 4th's cycles file cut short), the second the resumed rest, has the
+/// summary.json (rows and trials) and histograms.json the same run has uninterrupted.
+/// The boots are made from a real run on this host (clock backend, 1 s trials, an
+/// injected overrun every 20 cycles so there are misses and their causes), split as the
+/// guest's parts write them: a guest run would take minutes under TCG and could not
+/// be compared with the same trials run whole.
+#[test]
+fn a_livefx_run_merged_from_two_boots_has_the_summary_and_histograms_of_one_run() {
+    use xrunrig::guest::resume::{self, Boot, Order};
+    if !xrunrig::testkit::root() {
+        return;
+    }
+    let base = tmp("livefx-merge");
+    let whole = base.join("whole");
+    let o = Command::new(env!("CARGO_BIN_EXE_xrunrig"))
+        .current_dir(repo())
+        .env("XRUNRIG_STATE_DIR", state_dir())
+        .args(["run", "rigs/livefx.toml", "--backend", "clock"])
+        .args(["--duration", "1 s", "--trials", "2", "--inject-every", "20"])
+        .arg("--out")
+        .arg(&whole)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let order = Order {
+        trials: 2,
+        settings: vec!["as-is".into()],
+        variants: vec!["pi".into(), "no-pi".into()],
+    };
+    let boots = [
+        Boot {
+            dir: base.join("b0"),
+            parts: resume::parts_from(&order, 0),
+        },
+        Boot {
+            dir: base.join("b1"),
+            parts: resume::parts_from(&order, 3),
+        },
+    ];
+    let samples = std::fs::read_to_string(whole.join("samples.jsonl")).unwrap();
+    let events = std::fs::read_to_string(whole.join("events.jsonl")).unwrap();
+    let mut parts_text = [
+        (String::new(), String::new()),
+        (String::new(), String::new()),
+    ];
+    for (i, line) in samples.lines().enumerate() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let (s, var, t) = (
+            v["setting"].as_str().unwrap(),
+            v["variant"].as_str().unwrap(),
+            v["trial"].as_u64().unwrap() as u32,
+        );
+        // Trials 1-3 in the first boot, the 4th in the second (its trial 0).
+        let b = usize::from(i >= 3);
+        let t_part = t - boots[b].parts[0].round0;
+        let renumber = |l: &str| {
+            let mut e: Value = serde_json::from_str(l).unwrap();
+            e["trial"] = t_part.into();
+            e.to_string() + "\n"
+        };
+        parts_text[b].0.push_str(&renumber(line));
+        for l in events.lines() {
+            let e: Value = serde_json::from_str(l).unwrap();
+            if e["setting"] == s && e["variant"] == var && e["trial"] == t {
+                parts_text[b].1.push_str(&renumber(l));
+            }
+        }
+        let from = whole.join(format!("cycles/{s}__{var}__{t}.bin"));
+        let to = boots[b]
+            .part_dir(0)
+            .join(format!("cycles/{s}__{var}__{t_part}.bin"));
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&from, &to).unwrap();
+        if i == 3 {
+            // The first boot died in this trial: half its cycles, no record.
+            let bytes = std::fs::read(&from).unwrap();
+            let cut = boots[0]
+                .part_dir(0)
+                .join(format!("cycles/{s}__{var}__{t}.bin"));
+            std::fs::write(cut, &bytes[..bytes.len() / 2 + 5]).unwrap();
+        }
+    }
+    for (b, (s, e)) in parts_text.iter().enumerate() {
+        let d = boots[b].part_dir(0);
+        std::fs::write(d.join("samples.jsonl"), s).unwrap();
+        std::fs::write(d.join("events.jsonl"), e).unwrap();
+    }
+    // Only the second boot's run ended and wrote run.json.
+    std::fs::copy(
+        whole.join("run.json"),
+        boots[1].part_dir(0).join("run.json"),
+    )
+    .unwrap();
+    let rig = xrunrig::rig::load(&repo().join("rigs/livefx.toml")).unwrap();
+    let dest = base.join("merged");
+    let m = resume::merge(&order, &boots, &rig, None, "6.12.0", ("a", "b"), &dest).unwrap();
+    assert_eq!(m.records, 4);
+    assert_eq!(m.dropped, ["cycles/as-is__no-pi__1.bin"]);
+    let merged = json(&dest.join("summary.json"));
+    let one = json(&whole.join("summary.json"));
+    assert_eq!(merged["kind"], "livefx", "{merged}");
+    assert_eq!(one["rows"].as_array().map(|r| r.len()), Some(2), "{one}");
+    assert_eq!(one["trials"].as_array().map(|r| r.len()), Some(4), "{one}");
+    assert_eq!(merged["rows"], one["rows"]);
+    assert_eq!(merged["trials"], one["trials"]);
+    assert_eq!(
+        json(&dest.join("histograms.json")),
+        json(&whole.join("histograms.json"))
+    );
+    // The report reads the merged directory (before: no summary.json, refused).
+    let r = report(&dest);
+    assert!(r.contains("no-pi"), "{r}");
+    let _ = std::fs::remove_dir_all(&base);
+}
