@@ -8,44 +8,15 @@
 //! /var/cache/xrunrig/kernels (`.ci/fetch-kernel`); a missing one FAILS the test.
 //! Each test boots TCG guests (about 15 s each here): run them one at a time.
 
+mod support;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
+use support::run::{BIN, json, repo, text as show};
 
 static ONE_GUEST_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn prerequisites() {
-    assert!(
-        unsafe { libc::geteuid() } == 0,
-        "the guest tests run the rig's FIFO threads in the guest's xrunrig and need root"
-    );
-    let qemu = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join("qemu-system-x86_64").is_file()))
-        .unwrap_or(false);
-    assert!(
-        qemu,
-        "qemu-system-x86_64 is not installed: apt-get install qemu-system-x86"
-    );
-    let cache = Path::new("/var/cache/xrunrig/kernels");
-    let has = std::fs::read_dir(cache)
-        .map(|rd| {
-            rd.flatten().any(|e| {
-                let n = e.file_name().to_string_lossy().into_owned();
-                n.starts_with("linux-image-6.12.") && n.ends_with(".deb")
-            })
-        })
-        .unwrap_or(false);
-    assert!(
-        has,
-        "no Debian 6.12 kernel package in {}: run .ci/fetch-kernel (or apt-get download linux-image-6.12.117+deb12-amd64-unsigned into it)",
-        cache.display()
-    );
-}
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(
@@ -56,21 +27,10 @@ fn tmp(name: &str) -> PathBuf {
     d
 }
 
-fn show(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 /// pi-inversion, 2 trials × 2 variants (4 trials in all) in a 6.12 guest, with the
 /// test-only fault `inject`.
 fn guest_run(inject: &str, out: &Path) -> (Output, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_xrunrig"))
-        .current_dir(repo())
-        .env("XRUNRIG_STATE_DIR", state_dir())
+    let o = support::run::command(state_dir())
         .env("XRUNRIG_GUEST_TEST_INJECT", inject)
         .args([
             "run",
@@ -93,11 +53,6 @@ fn guest_run(inject: &str, out: &Path) -> (Output, String) {
 fn state_dir() -> &'static Path {
     static D: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     D.get_or_init(|| xrunrig::testkit::private_dir("lossless-state"))
-}
-
-fn json(p: &Path) -> Value {
-    let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&t).unwrap()
 }
 
 /// samples.jsonl's (setting, variant, trial), in order.
@@ -136,7 +91,7 @@ fn wait_n(dir: &Path, variant: &str) -> u64 {
 
 /// `xrunrig report DIR`'s text.
 fn report(dir: &Path) -> String {
-    let o = Command::new(env!("CARGO_BIN_EXE_xrunrig"))
+    let o = Command::new(BIN)
         .args(["report"])
         .arg(dir)
         .output()
@@ -147,7 +102,7 @@ fn report(dir: &Path) -> String {
 
 #[test]
 fn a_kernel_crash_after_trial_2_keeps_trials_1_and_2_and_reports_the_crash() {
-    prerequisites();
+    support::guest::prerequisites();
     let _one = ONE_GUEST_AT_A_TIME
         .lock()
         .unwrap_or_else(|e| e.into_inner());
@@ -210,7 +165,7 @@ fn a_kernel_crash_after_trial_2_keeps_trials_1_and_2_and_reports_the_crash() {
 
 #[test]
 fn an_emulator_int3_fault_after_trial_3_resumes_in_a_fresh_boot_with_nothing_lost() {
-    prerequisites();
+    support::guest::prerequisites();
     let _one = ONE_GUEST_AT_A_TIME
         .lock()
         .unwrap_or_else(|e| e.into_inner());
@@ -280,9 +235,7 @@ fn a_livefx_run_merged_from_two_boots_has_the_summary_and_histograms_of_one_run(
     }
     let base = tmp("livefx-merge");
     let whole = base.join("whole");
-    let o = Command::new(env!("CARGO_BIN_EXE_xrunrig"))
-        .current_dir(repo())
-        .env("XRUNRIG_STATE_DIR", state_dir())
+    let o = support::run::command(state_dir())
         .args(["run", "rigs/livefx.toml", "--backend", "clock"])
         .args(["--duration", "1 s", "--trials", "2", "--inject-every", "20"])
         .arg("--out")
