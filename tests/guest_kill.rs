@@ -18,17 +18,7 @@ use std::time::Instant;
 #[test]
 fn kill_9_in_a_guest_and_restore_puts_sched_features_back() {
     support::guest::prerequisites();
-    let seed: u64 = std::env::var("XRUNRIG_KILL_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                % 1_000_000
-        });
-    eprintln!("kill seed {seed} (XRUNRIG_KILL_SEED={seed} to replay)");
+    let seed = support::run::kill_seed();
     let d = xrunrig::testkit::private_dir("guest-kill");
     let out = d.join("res");
     let t0 = Instant::now();

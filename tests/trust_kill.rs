@@ -155,16 +155,7 @@ fn kill_9_at_twenty_random_points_leaves_nothing_changed() {
     let _g = serial();
     let _back = Saved::now(&KNOBS);
     let before = _back.values();
-    let seed: u64 = std::env::var("XRUNRIG_KILL_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    eprintln!("kill matrix seed {seed} (replay: XRUNRIG_KILL_SEED={seed})");
+    let seed = support::run::kill_seed();
     let mut rng = Rng(seed);
     let d = tmp("matrix");
     std::fs::write(d.join("rig.toml"), RIG).unwrap();

@@ -67,6 +67,21 @@ pub fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A kill matrix's seed: XRUNRIG_KILL_SEED to replay one, else the clock; printed.
+pub fn kill_seed() -> u64 {
+    let seed = std::env::var("XRUNRIG_KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    eprintln!("kill matrix seed {seed} (replay: XRUNRIG_KILL_SEED={seed})");
+    seed
+}
+
 /// A rig that holds the run open (a sleeping SCHED_OTHER thread) long enough to kill it.
 pub const SLEEPER: &str = r#"
 name = "sleeper"
