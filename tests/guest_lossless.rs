@@ -235,7 +235,9 @@ fn a_livefx_run_merged_from_two_boots_has_the_summary_and_histograms_of_one_run(
     }
     let base = tmp("livefx-merge");
     let whole = base.join("whole");
-    let o = support::run::command(state_dir())
+    // Its own state directory: the guest tests of this file hold theirs' run lock.
+    let state = xrunrig::testkit::private_dir("lossless-livefx-state");
+    let o = support::run::command(&state)
         .args(["run", "rigs/livefx.toml", "--backend", "clock"])
         .args(["--duration", "1 s", "--trials", "2", "--inject-every", "20"])
         .arg("--out")
