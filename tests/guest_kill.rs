@@ -50,11 +50,10 @@ fn kill_9_in_a_guest_and_restore_puts_sched_features_back() {
             "the next start left sched features changed: {k}\n{log}"
         );
     }
-    // The kills in and after the apply caught the features changed: the restore had
-    // something to put back.
-    for k in &kills[..2] {
-        assert!(k.contains("changed-at-kill yes"), "{k}\n{log}");
-    }
+    // The kill inside the apply (after both of RT_PUSH_IPI's writes) caught the features
+    // changed: the restore had something to put back. (Mid-trial and mid-restore kills
+    // may land where a feature write already put them back: not asserted.)
+    assert!(kills[0].contains("changed-at-kill yes"), "{log}");
     // The run after the matrix started from the features the boot had.
     let run = support::run::json(&out.join("run.json"));
     let words = |t: &str| t.split_whitespace().map(String::from).collect::<Vec<_>>();
