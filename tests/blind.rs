@@ -241,12 +241,7 @@ fn disturbed_run(
     let starts: Vec<u64> = OFFSETS_NS.iter().map(|o| base + o).collect();
     let windows = hog(hog_cpu, &starts);
     let o = guard.wait();
-    eprintln!(
-        "--- {tag}: exit {:?}\n{}\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    eprintln!("--- {tag}: {}", support::run::text(&o));
     assert_eq!(o.status.code(), Some(0), "the run succeeds");
     let s: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();

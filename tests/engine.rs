@@ -1,21 +1,14 @@
 //! End-to-end tests of `xrunrig run` on this machine: the real binary, real SCHED_FIFO
 //! threads, real PI mutexes, real sysctls. Needs root (CI runs as root).
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::Mutex;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use support::run::{BIN, QUICK, SLEEPER, json, serial, text, xrunrig};
 use xrunrig::testkit;
-
-const BIN: &str = env!("CARGO_BIN_EXE_xrunrig");
-
-/// RT tests share CPU 1: run them one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// The test's own directory, 0700: it is also the run's XRUNRIG_STATE_DIR, so the
 /// machine's real journal is never read or restored by a test.
@@ -23,33 +16,8 @@ fn tmp(tag: &str) -> PathBuf {
     testkit::private_dir(&format!("e2e-{tag}"))
 }
 
-fn xrunrig(args: &[&str], state: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("XRUNRIG_STATE_DIR", state)
-        .output()
-        .expect("run xrunrig")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn json(p: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
-
 fn rr_timeslice() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/sched_rr_timeslice_ms")
-        .unwrap()
-        .trim()
-        .to_string()
+    support::sysctl::read(support::sysctl::RR_TIMESLICE)
 }
 
 fn fmt_val(v: f64) -> String {
@@ -210,32 +178,6 @@ fn locked_down_features_stop_the_run_unless_settings_as_is() {
     let s = json(&out.join("summary.json"));
     assert_eq!(s["rows"][0]["setting"], "as-is");
 }
-
-/// A rig that holds the run open (a sleeping SCHED_OTHER thread) long enough to kill it.
-const SLEEPER: &str = r#"
-name = "sleeper"
-trials = 1
-trial_timeout = "60 s"
-[[threads]]
-name = "s"
-policy = "other"
-steps = [ { mark = "a" }, { sleep = "30 s" }, { mark = "b" } ]
-[metrics.slept]
-from = "s.a"
-to = "s.b"
-"#;
-
-const QUICK: &str = r#"
-name = "quick"
-trials = 1
-[[threads]]
-name = "q"
-policy = "other"
-steps = [ { mark = "a" }, { run = "1 ms" }, { mark = "b" } ]
-[metrics.ran]
-from = "q.a"
-to = "q.b"
-"#;
 
 /// Writes the sleeper rig and a profile that sets the RR timeslice to a value other
 /// than the current one. Returns (rig, profile, original, target).

@@ -8,44 +8,15 @@
 //! /var/cache/xrunrig/kernels (`.ci/fetch-kernel`); a missing one FAILS the test.
 //! Each test boots TCG guests (about 15 s each here): run them one at a time.
 
+mod support;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
+use support::run::{BIN, json, repo, text as show};
 
 static ONE_GUEST_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn prerequisites() {
-    assert!(
-        unsafe { libc::geteuid() } == 0,
-        "the guest tests run the rig's FIFO threads in the guest's xrunrig and need root"
-    );
-    let qemu = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join("qemu-system-x86_64").is_file()))
-        .unwrap_or(false);
-    assert!(
-        qemu,
-        "qemu-system-x86_64 is not installed: apt-get install qemu-system-x86"
-    );
-    let cache = Path::new("/var/cache/xrunrig/kernels");
-    let has = std::fs::read_dir(cache)
-        .map(|rd| {
-            rd.flatten().any(|e| {
-                let n = e.file_name().to_string_lossy().into_owned();
-                n.starts_with("linux-image-6.12.") && n.ends_with(".deb")
-            })
-        })
-        .unwrap_or(false);
-    assert!(
-        has,
-        "no Debian 6.12 kernel package in {}: run .ci/fetch-kernel (or apt-get download linux-image-6.12.117+deb12-amd64-unsigned into it)",
-        cache.display()
-    );
-}
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(
@@ -56,21 +27,10 @@ fn tmp(name: &str) -> PathBuf {
     d
 }
 
-fn show(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 /// pi-inversion, 2 trials × 2 variants (4 trials in all) in a 6.12 guest, with the
 /// test-only fault `inject`.
 fn guest_run(inject: &str, out: &Path) -> (Output, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_xrunrig"))
-        .current_dir(repo())
-        .env("XRUNRIG_STATE_DIR", state_dir())
+    let o = support::run::command(state_dir())
         .env("XRUNRIG_GUEST_TEST_INJECT", inject)
         .args([
             "run",
@@ -93,11 +53,6 @@ fn guest_run(inject: &str, out: &Path) -> (Output, String) {
 fn state_dir() -> &'static Path {
     static D: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     D.get_or_init(|| xrunrig::testkit::private_dir("lossless-state"))
-}
-
-fn json(p: &Path) -> Value {
-    let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&t).unwrap()
 }
 
 /// samples.jsonl's (setting, variant, trial), in order.
@@ -136,7 +91,7 @@ fn wait_n(dir: &Path, variant: &str) -> u64 {
 
 /// `xrunrig report DIR`'s text.
 fn report(dir: &Path) -> String {
-    let o = Command::new(env!("CARGO_BIN_EXE_xrunrig"))
+    let o = Command::new(BIN)
         .args(["report"])
         .arg(dir)
         .output()
@@ -147,7 +102,7 @@ fn report(dir: &Path) -> String {
 
 #[test]
 fn a_kernel_crash_after_trial_2_keeps_trials_1_and_2_and_reports_the_crash() {
-    prerequisites();
+    support::guest::prerequisites();
     let _one = ONE_GUEST_AT_A_TIME
         .lock()
         .unwrap_or_else(|e| e.into_inner());
@@ -210,7 +165,7 @@ fn a_kernel_crash_after_trial_2_keeps_trials_1_and_2_and_reports_the_crash() {
 
 #[test]
 fn an_emulator_int3_fault_after_trial_3_resumes_in_a_fresh_boot_with_nothing_lost() {
-    prerequisites();
+    support::guest::prerequisites();
     let _one = ONE_GUEST_AT_A_TIME
         .lock()
         .unwrap_or_else(|e| e.into_inner());
@@ -263,4 +218,120 @@ fn an_emulator_int3_fault_after_trial_3_resumes_in_a_fresh_boot_with_nothing_los
         "{rep}"
     );
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// A livefx guest run merged from two boots, the first dead after 3 of its 4 trials
+/// (with the 4th's cycles file cut short), the second the resumed rest, has the
+/// summary.json (rows and trials) and histograms.json the same run has uninterrupted.
+/// The boots are made from a real run on this host (clock backend, 1 s trials, an
+/// injected overrun every 20 cycles so there are misses and their causes), split as the
+/// guest's parts write them: a guest run would take minutes under TCG and could not
+/// be compared with the same trials run whole.
+#[test]
+fn a_livefx_run_merged_from_two_boots_has_the_summary_and_histograms_of_one_run() {
+    use xrunrig::guest::resume::{self, Boot, Order};
+    if !xrunrig::testkit::root() {
+        return;
+    }
+    let base = tmp("livefx-merge");
+    let whole = base.join("whole");
+    // Its own state directory: the guest tests of this file hold theirs' run lock.
+    let state = xrunrig::testkit::private_dir("lossless-livefx-state");
+    let o = support::run::command(&state)
+        .args(["run", "rigs/livefx.toml", "--backend", "clock"])
+        .args(["--duration", "1 s", "--trials", "2", "--inject-every", "20"])
+        .arg("--out")
+        .arg(&whole)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let order = Order {
+        trials: 2,
+        settings: vec!["as-is".into()],
+        variants: vec!["pi".into(), "no-pi".into()],
+    };
+    let boots = [
+        Boot {
+            dir: base.join("b0"),
+            parts: resume::parts_from(&order, 0),
+        },
+        Boot {
+            dir: base.join("b1"),
+            parts: resume::parts_from(&order, 3),
+        },
+    ];
+    let samples = std::fs::read_to_string(whole.join("samples.jsonl")).unwrap();
+    let events = std::fs::read_to_string(whole.join("events.jsonl")).unwrap();
+    let mut parts_text = [
+        (String::new(), String::new()),
+        (String::new(), String::new()),
+    ];
+    for (i, line) in samples.lines().enumerate() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let (s, var, t) = (
+            v["setting"].as_str().unwrap(),
+            v["variant"].as_str().unwrap(),
+            v["trial"].as_u64().unwrap() as u32,
+        );
+        // Trials 1-3 in the first boot, the 4th in the second (its trial 0).
+        let b = usize::from(i >= 3);
+        let t_part = t - boots[b].parts[0].round0;
+        let renumber = |l: &str| {
+            let mut e: Value = serde_json::from_str(l).unwrap();
+            e["trial"] = t_part.into();
+            e.to_string() + "\n"
+        };
+        parts_text[b].0.push_str(&renumber(line));
+        for l in events.lines() {
+            let e: Value = serde_json::from_str(l).unwrap();
+            if e["setting"] == s && e["variant"] == var && e["trial"] == t {
+                parts_text[b].1.push_str(&renumber(l));
+            }
+        }
+        let from = whole.join(format!("cycles/{s}__{var}__{t}.bin"));
+        let to = boots[b]
+            .part_dir(0)
+            .join(format!("cycles/{s}__{var}__{t_part}.bin"));
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&from, &to).unwrap();
+        if i == 3 {
+            // The first boot died in this trial: half its cycles, no record.
+            let bytes = std::fs::read(&from).unwrap();
+            let cut = boots[0]
+                .part_dir(0)
+                .join(format!("cycles/{s}__{var}__{t}.bin"));
+            std::fs::write(cut, &bytes[..bytes.len() / 2 + 5]).unwrap();
+        }
+    }
+    for (b, (s, e)) in parts_text.iter().enumerate() {
+        let d = boots[b].part_dir(0);
+        std::fs::write(d.join("samples.jsonl"), s).unwrap();
+        std::fs::write(d.join("events.jsonl"), e).unwrap();
+    }
+    // Only the second boot's run ended and wrote run.json.
+    std::fs::copy(
+        whole.join("run.json"),
+        boots[1].part_dir(0).join("run.json"),
+    )
+    .unwrap();
+    let rig = xrunrig::rig::load(&repo().join("rigs/livefx.toml")).unwrap();
+    let dest = base.join("merged");
+    let m = resume::merge(&order, &boots, &rig, None, "6.12.0", ("a", "b"), &dest).unwrap();
+    assert_eq!(m.records, 4);
+    assert_eq!(m.dropped, ["cycles/as-is__no-pi__1.bin"]);
+    let merged = json(&dest.join("summary.json"));
+    let one = json(&whole.join("summary.json"));
+    assert_eq!(merged["kind"], "livefx", "{merged}");
+    assert_eq!(one["rows"].as_array().map(|r| r.len()), Some(2), "{one}");
+    assert_eq!(one["trials"].as_array().map(|r| r.len()), Some(4), "{one}");
+    assert_eq!(merged["rows"], one["rows"]);
+    assert_eq!(merged["trials"], one["trials"]);
+    assert_eq!(
+        json(&dest.join("histograms.json")),
+        json(&whole.join("histograms.json"))
+    );
+    // The report reads the merged directory (before: no summary.json, refused).
+    let r = report(&dest);
+    assert!(r.contains("no-pi"), "{r}");
+    let _ = std::fs::remove_dir_all(&base);
 }

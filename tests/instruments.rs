@@ -5,6 +5,8 @@
 //! Tests that need root (tracefs, SCHED_*) skip through `xrunrig::testkit` without it:
 //! a visible, logged skip, and a failure under XRUNRIG_REQUIRE_ALL=1.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -192,11 +194,10 @@ metrics.n = { of = "intervals", thread = "a" }
 "#;
 
 fn run_rig(rig: &Path, out: &Path, state: &Path) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_xrunrig"))
-        .args(["run", rig.to_str().unwrap(), "--out", out.to_str().unwrap()])
-        .env("XRUNRIG_STATE_DIR", state)
-        .output()
-        .unwrap()
+    support::run::xrunrig(
+        &["run", rig.to_str().unwrap(), "--out", out.to_str().unwrap()],
+        state,
+    )
 }
 
 #[test]

@@ -34,10 +34,7 @@ fn out_dir(tag: &str) -> PathBuf {
 
 /// `xrunrig` with the state directory of the test's own (the parent of `out`).
 fn xrunrig(out: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_xrunrig"));
-    c.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("XRUNRIG_STATE_DIR", out.parent().expect("out has a parent"));
-    c
+    support::run::command(out.parent().expect("out has a parent"))
 }
 
 struct Run {

@@ -5,99 +5,35 @@
 //! restored. Needs root (it writes kernel.sched_rr_timeslice_ms, which is safe to change
 //! here, and always puts it back).
 
+mod support;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::Mutex;
+use std::process::{Command, Stdio};
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
+use support::run::{BIN, SLEEPER, assert_root, serial, text, xrunrig_in as xrunrig};
+use support::sysctl::{self, RR_TIMESLICE as RR, Saved};
 
-const BIN: &str = env!("CARGO_BIN_EXE_xrunrig");
-const RR: &str = "/proc/sys/kernel/sched_rr_timeslice_ms";
-
-/// These tests share one sysctl: one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn assert_root() {
-    // SAFETY: geteuid has no preconditions.
-    assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
-        "these tests write sysctls and check root's refusals: run them as root"
-    );
-}
+const ROOT: &str = "these tests write sysctls and check root's refusals";
 
 /// A private, root-owned 0700 directory (the state directory root accepts).
 fn tmp(tag: &str) -> PathBuf {
-    // The same fresh 0700 directory every test gets (a state directory root accepts).
     xrunrig::testkit::private_dir(&format!("trust-{tag}"))
 }
 
 fn rr() -> String {
-    std::fs::read_to_string(RR).unwrap().trim().to_string()
-}
-
-/// Puts the timeslice back whatever a failed assertion left.
-struct RrGuard(String);
-impl Drop for RrGuard {
-    fn drop(&mut self) {
-        let _ = std::fs::write(RR, &self.0);
-    }
-}
-
-fn xrunrig(args: &[&str], state: &Path, cwd: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(cwd)
-        .env("XRUNRIG_STATE_DIR", state)
-        .output()
-        .expect("run xrunrig")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    sysctl::read(RR)
 }
 
 fn repo(p: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(p)
-        .display()
-        .to_string()
+    support::run::repo().join(p).display().to_string()
 }
 
-const QUICK: &str = r#"
-name = "quick"
-trials = 1
-trial_gap = "0 ms"
-[[threads]]
-name = "q"
-policy = "other"
-steps = [ { mark = "a" }, { run = "1 ms" }, { mark = "b" } ]
-[metrics.ran]
-from = "q.a"
-to = "q.b"
-"#;
-
-const SLEEPER: &str = r#"
-name = "sleeper"
-trials = 1
-trial_timeout = "60 s"
-[[threads]]
-name = "s"
-policy = "other"
-steps = [ { mark = "a" }, { sleep = "30 s" }, { mark = "b" } ]
-[metrics.slept]
-from = "s.a"
-to = "s.b"
-"#;
+/// The quick rig with no gap between trials.
+static QUICK: LazyLock<String> = LazyLock::new(|| {
+    support::run::QUICK.replacen("trials = 1\n", "trials = 1\ntrial_gap = \"0 ms\"\n", 1)
+});
 
 fn journal(state: &Path, body: serde_json::Value) {
     std::fs::write(state.join("journal.json"), body.to_string()).unwrap();
@@ -120,10 +56,10 @@ fn boot_id() -> String {
 /// journal A's 37 as "the original" and the machine kept it.
 #[test]
 fn concurrent_runs_with_a_profile_leave_the_originals() {
-    assert_root();
+    assert_root(ROOT);
     let _g = serial();
     let original = rr();
-    let _back = RrGuard(original.clone());
+    let _back = Saved::now(&[RR]);
     let d = tmp("pairs");
     let mut refused = 0;
     for pair in 0..6 {
@@ -179,11 +115,11 @@ fn concurrent_runs_with_a_profile_leave_the_originals() {
 /// Runs without a profile take the lock too, and so does `xrunrig restore`.
 #[test]
 fn a_run_without_a_profile_holds_the_lock_against_runs_and_restore() {
-    assert_root();
+    assert_root(ROOT);
     let _g = serial();
     let d = tmp("noprof");
     std::fs::write(d.join("sleeper.toml"), SLEEPER).unwrap();
-    std::fs::write(d.join("quick.toml"), QUICK).unwrap();
+    std::fs::write(d.join("quick.toml"), &*QUICK).unwrap();
     let mut holder = Command::new(BIN)
         .args(["run", "sleeper.toml", "--out", "res-sleep"])
         .current_dir(&d)
@@ -224,10 +160,10 @@ fn a_run_without_a_profile_holds_the_lock_against_runs_and_restore() {
 /// distinct ones, each complete.
 #[test]
 fn results_directories_started_together_do_not_collide() {
-    assert_root();
+    assert_root(ROOT);
     let _g = serial();
     let d = tmp("collide");
-    std::fs::write(d.join("quick.toml"), QUICK).unwrap();
+    std::fs::write(d.join("quick.toml"), &*QUICK).unwrap();
     // Separate state directories, so the lock does not serialise them.
     let kids: Vec<_> = (0..4)
         .map(|i| {
@@ -288,10 +224,10 @@ fn results_directories_started_together_do_not_collide() {
 /// the listed knob beside it is restored.
 #[test]
 fn a_forged_journal_entry_is_refused_and_not_written() {
-    assert_root();
+    assert_root(ROOT);
     let _g = serial();
     let original = rr();
-    let _back = RrGuard(original.clone());
+    let _back = Saved::now(&[RR]);
     let d = tmp("forged");
     // A stand-in for /etc/shadow that this test owns.
     let victim = d.join("shadow");
@@ -316,7 +252,7 @@ fn a_forged_journal_entry_is_refused_and_not_written() {
     assert!(err.contains("xrunrig restore --discard"), "{err}");
     // Runs with a profile stay refused until it is dealt with; --settings-as-is goes,
     // saying what to do.
-    std::fs::write(d.join("quick.toml"), QUICK).unwrap();
+    std::fs::write(d.join("quick.toml"), &*QUICK).unwrap();
     let prof = repo("profiles/rr-timeslice.toml");
     let o = xrunrig(
         &["run", "quick.toml", "--profile", &prof, "--out", "r1"],
@@ -364,10 +300,10 @@ fn a_forged_journal_entry_is_refused_and_not_written() {
 /// and its "originals" are stale.
 #[test]
 fn a_journal_from_another_boot_is_discarded_not_replayed() {
-    assert_root();
+    assert_root(ROOT);
     let _g = serial();
     let original = rr();
-    let _back = RrGuard(original.clone());
+    let _back = Saved::now(&[RR]);
     let d = tmp("boot");
     let stale = if original == "41" { "43" } else { "41" };
     journal(
@@ -375,7 +311,7 @@ fn a_journal_from_another_boot_is_discarded_not_replayed() {
         serde_json::json!({"version": 2, "pid": 999999999u32, "started": "s", "command": "c",
             "boot_id": "00000000-0000-0000-0000-000000000000", "entries": [rr_entry(stale)]}),
     );
-    std::fs::write(d.join("quick.toml"), QUICK).unwrap();
+    std::fs::write(d.join("quick.toml"), &*QUICK).unwrap();
     let o = xrunrig(&["run", "quick.toml", "--out", "r"], &d, &d);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(rr(), original, "not replayed: {}", text(&o));
@@ -388,10 +324,10 @@ fn a_journal_from_another_boot_is_discarded_not_replayed() {
 /// A journal of a newer version is refused, nothing written, with what to do.
 #[test]
 fn a_newer_journal_is_refused() {
-    assert_root();
+    assert_root(ROOT);
     let _g = serial();
     let original = rr();
-    let _back = RrGuard(original.clone());
+    let _back = Saved::now(&[RR]);
     let d = tmp("newer");
     let other = if original == "41" { "43" } else { "41" };
     journal(
@@ -411,13 +347,13 @@ fn a_newer_journal_is_refused() {
 /// Root does not take a journal from a directory others can write.
 #[test]
 fn a_state_dir_others_can_write_is_refused_for_root() {
-    assert_root();
+    assert_root(ROOT);
     let _g = serial();
     let d = tmp("perm");
     let state = d.join("state");
     std::fs::create_dir_all(&state).unwrap();
     std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o777)).unwrap();
-    std::fs::write(d.join("quick.toml"), QUICK).unwrap();
+    std::fs::write(d.join("quick.toml"), &*QUICK).unwrap();
     for args in [&["run", "quick.toml", "--out", "r"][..], &["restore"][..]] {
         let o = xrunrig(args, &state, &d);
         assert_eq!(o.status.code(), Some(2), "{}", text(&o));
@@ -431,10 +367,10 @@ fn a_state_dir_others_can_write_is_refused_for_root() {
 /// The analysis side refuses a directory still marked INCOMPLETE.
 #[test]
 fn report_refuses_an_incomplete_directory() {
-    assert_root();
+    assert_root(ROOT);
     let _g = serial();
     let d = tmp("incomplete");
-    std::fs::write(d.join("quick.toml"), QUICK).unwrap();
+    std::fs::write(d.join("quick.toml"), &*QUICK).unwrap();
     let o = xrunrig(&["run", "quick.toml", "--out", "r"], &d, &d);
     assert!(o.status.success(), "{}", text(&o));
     assert!(

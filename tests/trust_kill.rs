@@ -14,12 +14,13 @@ mod support;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::Mutex;
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_xrunrig");
+use support::run::{BIN, assert_root, serial, text, xrunrig, xrunrig_in};
+use support::sysctl::{self, Saved};
+
 /// Safe to change on this machine (MEASURED.md; tests/engine.rs already does).
 const KNOBS: [&str; 2] = [
     "/proc/sys/kernel/sched_rr_timeslice_ms",
@@ -27,38 +28,15 @@ const KNOBS: [&str; 2] = [
 ];
 const STALL_MS: u64 = 150;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn assert_root() {
-    // SAFETY: geteuid has no preconditions.
-    assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
-        "the kill matrix writes sysctls: run it as root"
-    );
-}
+const ROOT: &str = "the kill matrix writes sysctls";
 
 fn tmp(tag: &str) -> PathBuf {
     // The same fresh 0700 directory every test gets (a state directory root accepts).
     xrunrig::testkit::private_dir(&format!("kill-{tag}"))
 }
 
-fn read(p: &str) -> String {
-    std::fs::read_to_string(p).unwrap().trim().to_string()
-}
-
 fn knobs() -> Vec<String> {
-    KNOBS.iter().map(|p| read(p)).collect()
-}
-
-/// Puts every knob back whatever a failed assertion left.
-struct Back(Vec<String>);
-impl Drop for Back {
-    fn drop(&mut self) {
-        for (p, v) in KNOBS.iter().zip(&self.0) {
-            let _ = std::fs::write(p, v);
-        }
-    }
+    KNOBS.iter().map(|p| sysctl::read(p)).collect()
 }
 
 /// splitmix64: small, seeded, the same sequence everywhere.
@@ -136,15 +114,6 @@ fn wait_for(rx: &Receiver<String>, needle: &str, seen: &mut Vec<String>) -> bool
     false
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 /// A results directory is complete (both files parse, no mark) or marked INCOMPLETE;
 /// any summary.json or run.json in it parses whole either way (they are renamed into
 /// place, never written in place).
@@ -182,20 +151,11 @@ fn check_results(dir: &Path, what: &str) -> &'static str {
 
 #[test]
 fn kill_9_at_twenty_random_points_leaves_nothing_changed() {
-    assert_root();
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let before = knobs();
-    let _back = Back(before.clone());
-    let seed: u64 = std::env::var("XRUNRIG_KILL_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    eprintln!("kill matrix seed {seed} (replay: XRUNRIG_KILL_SEED={seed})");
+    assert_root(ROOT);
+    let _g = serial();
+    let _back = Saved::now(&KNOBS);
+    let before = _back.values();
+    let seed = support::run::kill_seed();
     let mut rng = Rng(seed);
     let d = tmp("matrix");
     std::fs::write(d.join("rig.toml"), RIG).unwrap();
@@ -276,20 +236,15 @@ fn kill_9_at_twenty_random_points_leaves_nothing_changed() {
         // alternating so each phase is recovered both ways.
         let by_run = (i / 4 + i) % 2 == 1;
         let next = if !by_run {
-            Command::new(BIN)
-                .arg("restore")
-                .current_dir(&d)
-                .env("XRUNRIG_STATE_DIR", &d)
-                .output()
-                .unwrap()
+            xrunrig_in(&["restore"], &d, &d)
         } else {
-            Command::new(BIN)
-                .args(["run", "quick.toml", "--trials", "1", "--out"])
-                .arg(d.join(format!("next-{i:02}")))
-                .current_dir(&d)
-                .env("XRUNRIG_STATE_DIR", &d)
-                .output()
-                .unwrap()
+            let out = d.join(format!("next-{i:02}"));
+            let out = out.to_str().unwrap();
+            xrunrig_in(
+                &["run", "quick.toml", "--trials", "1", "--out", out],
+                &d,
+                &d,
+            )
         };
         assert!(
             next.status.success(),
@@ -339,36 +294,43 @@ fn server_period(name: &str) -> u32 {
         .unwrap_or_else(|e| panic!("cannot read the period of '{name}': {e}"))
 }
 
+/// rigs/livefx.toml's pi variant on JACK server `server` at period 128 (the server runs
+/// at 256) into `d/out`, with `d` as the state directory.
+fn jack_run(d: &Path, server: &str, duration: &str, out: &str) -> Command {
+    let mut c = support::run::command(d);
+    c.args([
+        "run",
+        "rigs/livefx.toml",
+        "--variant",
+        "pi",
+        "--backend",
+        "jack",
+    ])
+    .args([
+        "--device",
+        server,
+        "--period",
+        "128",
+        "--duration",
+        duration,
+    ])
+    .arg("--out")
+    .arg(d.join(out));
+    c
+}
+
 /// `--backend jack --period N` changes the user's server; SIGKILL gives no chance to put
 /// it back, so the next start does, as a client; with the server gone it says so.
 #[test]
 fn kill_9_during_a_jack_run_and_the_next_start_restores_the_period() {
-    assert_root();
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    assert_root(ROOT);
+    let _g = serial();
     let d = tmp("jack");
     let Some(mut j) = support::jackd::PrivateJackd::start("kill", 256) else {
         return;
     };
     let start = |out: &str| {
-        let mut c = Command::new(BIN)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args([
-                "run",
-                "rigs/livefx.toml",
-                "--variant",
-                "pi",
-                "--backend",
-                "jack",
-                "--device",
-                &j.name,
-                "--period",
-                "128",
-                "--duration",
-                "20 s",
-                "--out",
-            ])
-            .arg(d.join(out))
-            .env("XRUNRIG_STATE_DIR", &d)
+        let mut c = jack_run(&d, &j.name, "20 s", out)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -393,27 +355,7 @@ fn kill_9_during_a_jack_run_and_the_next_start_restores_the_period() {
         c.wait().unwrap();
     };
     // A run that ends normally puts the period back and leaves no journal.
-    let o = Command::new(BIN)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args([
-            "run",
-            "rigs/livefx.toml",
-            "--variant",
-            "pi",
-            "--backend",
-            "jack",
-            "--device",
-            &j.name,
-            "--period",
-            "128",
-            "--duration",
-            "1 s",
-            "--out",
-        ])
-        .arg(d.join("r0"))
-        .env("XRUNRIG_STATE_DIR", &d)
-        .output()
-        .unwrap();
+    let o = jack_run(&d, &j.name, "1 s", "r0").output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(server_period(&j.name), 256, "{}", text(&o));
     assert!(!d.join("journal.json").exists(), "{}", text(&o));
@@ -424,11 +366,7 @@ fn kill_9_during_a_jack_run_and_the_next_start_restores_the_period() {
         128,
         "SIGKILL gives no chance to restore"
     );
-    let o = Command::new(BIN)
-        .arg("restore")
-        .env("XRUNRIG_STATE_DIR", &d)
-        .output()
-        .unwrap();
+    let o = xrunrig(&["restore"], &d);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(server_period(&j.name), 256, "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
@@ -441,11 +379,7 @@ fn kill_9_during_a_jack_run_and_the_next_start_restores_the_period() {
     // Killed again, and the server is gone before the next start: the user is told.
     start("r2");
     j.stop();
-    let o = Command::new(BIN)
-        .arg("restore")
-        .env("XRUNRIG_STATE_DIR", &d)
-        .output()
-        .unwrap();
+    let o = xrunrig(&["restore"], &d);
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(

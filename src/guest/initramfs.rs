@@ -112,6 +112,66 @@ pub enum Inject {
     /// The emulator's stale-breakpoint Oops, printed on the console as the kernel
     /// prints it (`crash::INT3_OOPS_SAMPLE`), then power off.
     Int3 { after: u64 },
+    /// The kill -9 matrix in the guest (tests/guest_kill.rs), before the run itself:
+    /// the first part's run is started and SIGKILLed at `KILLS` seeded moments (mid-apply,
+    /// mid-trial, mid-restore), each followed by `xrunrig restore`; kill.log (in the
+    /// results) tells sched/features before, at each kill and after each restore.
+    Kill { seed: u64 },
+}
+
+/// The guest kill matrix's kills, and how long the run stalls at each hook.
+pub const KILLS: usize = 3;
+pub const KILL_STALL_MS: u64 = 2000;
+
+/// `Inject::Kill`'s shell: a function, then one call per kill with its phase (the
+/// stall line to wait for, how many of them) and its seeded delay inside the window.
+fn kill_matrix(first: &[String], seed: u64) -> String {
+    let mut x = seed;
+    let mut next = || {
+        // splitmix64: the same kills for the same seed.
+        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let mut out = format!(
+        r#"  KCMD={cmd}
+  F=/sys/kernel/debug/sched/features
+  f0=$(cat $F); echo "before: $f0" >>/results/kill.log
+  kill_one() {{
+    c=$(echo "$KCMD" | sed "s#/results/x/p0#/results/k$1#")
+    (export XRUNRIG_TEST_STALL_MS={stall}; eval "exec $c") >/dev/null 2>/results/k$1.err &
+    pid=$!; t=0
+    while [ $(grep -c "$2" /results/k$1.err) -lt $3 ] && kill -0 $pid 2>/dev/null && [ $t -lt 1200 ]; do sleep 0.05; t=$((t+1)); done
+    sleep $4
+    fk=$(cat $F); kill -9 $pid; wait $pid
+    /bin/xrunrig restore >>/results/kill.log 2>&1; r=$?
+    f1=$(cat $F)
+    ch=no; [ "$fk" != "$f0" ] && ch=yes
+    ok=CHANGED; [ "$f1" = "$f0" ] && ok=back
+    echo "kill $1 '$2' x$3 +$4 s: changed-at-kill $ch; restore rc $r; features $ok" >>/results/kill.log
+    [ $ok = back ] || echo "after: $f1" >>/results/kill.log
+  }}
+"#,
+        cmd = quote(&shell_line(first)),
+        stall = KILL_STALL_MS,
+    );
+    // (phase: the stall line, how many of them first, extra seconds before the window)
+    let phases = [
+        ("test-stall apply", 2, 0.0),
+        ("test-stall apply", 2, KILL_STALL_MS as f64 / 1e3),
+        ("test-stall restore", 1, 0.0),
+    ];
+    for (i, (needle, n, extra)) in phases.iter().enumerate().take(KILLS) {
+        let within = (next() % (KILL_STALL_MS * 8 / 10)) as f64 / 1e3;
+        out.push_str(&format!(
+            "  kill_one {i} '{needle}' {n} {:.2}
+",
+            extra + within
+        ));
+    }
+    out
 }
 
 /// Where the injected console text goes in the initramfs.
@@ -136,6 +196,9 @@ pub fn init_script(
         format!("taskset -p -c {} $$ >/dev/null 2>&1\n", l.join(","))
     };
     let mut run = String::new();
+    if let (Inject::Kill { seed }, Some(first)) = (inject, parts.first()) {
+        run.push_str(&kill_matrix(first, seed));
+    }
     for cmd in parts {
         run.push_str(&format!(
             "  if [ $rc -eq 0 ]; then {}; rc=$?; fi\n",
@@ -148,6 +211,7 @@ pub fn init_script(
         Inject::None => (0, "5", String::new()),
         Inject::Crash { after } => (after, "0.05", "echo c >/proc/sysrq-trigger".into()),
         Inject::Int3 { after } => (after, "0.05", format!("cat {INJECT_CONSOLE}; poweroff -f")),
+        Inject::Kill { .. } => (0, "5", String::new()),
     };
     let (stop, crash) = if fault.is_empty() {
         (String::new(), String::new())
@@ -179,7 +243,7 @@ stty -F /dev/ttyS1 raw -echo
 echo "XRUNRIG-READY $(cat /proc/uptime)"
 (
   rc=0
-{run}  echo $rc >/results/rc.tmp && mv /results/rc.tmp /results/rc
+{run}{keep}  echo $rc >/results/rc.tmp && mv /results/rc.tmp /results/rc
 ) >/results/stdout.txt &
 # The shipping below yields to the run, on CPUs the rig does not use.
 renice -n 19 -p $$ >/dev/null 2>&1
@@ -239,6 +303,12 @@ echo XRUNRIG-SHIPPED
 poweroff -f
 "#,
         libs = lib_dirs.join(":"),
+        // The kill matrix's log goes home with the run's results.
+        keep = if matches!(inject, Inject::Kill { .. }) {
+            "  cp /results/kill.log /results/x/p0/kill.log\n"
+        } else {
+            ""
+        },
         magic = super::channel::FRAME_MAGIC,
         archive = super::channel::MAGIC,
         disk = super::channel::GUEST_DISK,
@@ -485,5 +555,21 @@ mod tests {
             s.contains("if [ $n -ge 2 ]; then echo c >/proc/sysrq-trigger"),
             "{s}"
         );
+        let s = init_script(
+            &[vec!["/bin/xrunrig".into(), "/results/x/p0".into()]],
+            &[],
+            Inject::Kill { seed: 7 },
+            &[],
+        );
+        for needle in [
+            "KCMD='/bin/xrunrig /results/x/p0'",
+            "kill_one 0 'test-stall apply' 2 ",
+            "kill_one 1 'test-stall apply' 2 ",
+            "kill_one 2 'test-stall restore' 1 ",
+            "cp /results/kill.log /results/x/p0/kill.log",
+        ] {
+            assert!(s.contains(needle), "{needle} missing from\n{s}");
+        }
+        assert!(!s.contains("sysrq"));
     }
 }

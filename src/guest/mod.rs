@@ -272,17 +272,19 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
 }
 
 /// XRUNRIG_GUEST_TEST_INJECT=crash:K or int3:K (tests only): the first boot crashes
-/// its kernel, or prints the emulator's int3 Oops and stops, once K trials are home.
+/// its kernel, or prints the emulator's int3 Oops and stops, once K trials are home;
+/// kill:SEED runs the kill -9 matrix before the run (`initramfs::Inject::Kill`).
 fn test_inject() -> Result<initramfs::Inject, String> {
     let Ok(v) = std::env::var("XRUNRIG_GUEST_TEST_INJECT") else {
         return Ok(initramfs::Inject::None);
     };
-    let bad = || format!("XRUNRIG_GUEST_TEST_INJECT={v}: give crash:K or int3:K");
+    let bad = || format!("XRUNRIG_GUEST_TEST_INJECT={v}: give crash:K, int3:K or kill:SEED");
     let (kind, k) = v.split_once(':').ok_or_else(bad)?;
     let after: u64 = k.parse().map_err(|_| bad())?;
     match kind {
         "crash" => Ok(initramfs::Inject::Crash { after }),
         "int3" => Ok(initramfs::Inject::Int3 { after }),
+        "kill" => Ok(initramfs::Inject::Kill { seed: after }),
         _ => Err(bad()),
     }
 }

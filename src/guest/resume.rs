@@ -204,9 +204,9 @@ pub struct Merged {
 /// Merges every boot's parts into `dest`: samples.jsonl in the sweep's order, each
 /// finished trial's files renamed to the run's trial number (an unfinished trial's
 /// files are left out), events.jsonl likewise, run.json from the parts' (or from the
-/// host's plan when none arrived), and, for thread rigs, summary.json over the trials
-/// that arrived. An audio rig's summary.json and histograms.json are not rebuilt
-/// here: its samples, cycles and events are kept for them.
+/// host's plan when none arrived), and summary.json over the trials that arrived (an
+/// audio rig's with its histograms.json, replayed from its trials' records, cycles and
+/// events by `livefx::stored`, as a run that was never interrupted writes them).
 pub fn merge(
     order: &Order,
     boots: &[Boot],
@@ -327,6 +327,16 @@ pub fn merge(
         )?;
     }
     let mut doc = merged_doc(order, docs, rig, profile, &renamed, &trial_files);
+    if rig.kind == Kind::Livefx {
+        crate::livefx::stored::rebuild(
+            dest,
+            rig,
+            &order.settings,
+            &order.variants,
+            &records,
+            doc.livefx.as_ref(),
+        )?;
+    }
     // The boots' span on the host's clock: the first boot may have written no run.json.
     doc.started = Some(span.0.to_string());
     doc.ended = Some(span.1.to_string());

@@ -8,7 +8,7 @@ use crate::exit::EXIT_FAILED;
 use crate::sweep::{Prepared, RunExtra, Swept};
 use results::livefx::rows::{self, Summary, TrialRow};
 use results::livefx::{
-    BackendNote, BackendUsed, CallbackInfo, LivefxSection, PluginInfo, WorkerInfo,
+    BackendNote, BackendUsed, CallbackInfo, HistEntry, LivefxSection, PluginInfo, WorkerInfo,
 };
 use results::run::InstrumentsSection;
 use results::{HISTOGRAMS_JSON, RUN_JSON, SUMMARY_JSON};
@@ -24,14 +24,7 @@ pub fn write(
     sw: &Swept,
     instruments: Option<InstrumentsSection>,
 ) -> i32 {
-    let summary = Summary {
-        format: Some(results::FORMAT_VERSION),
-        rig: p.rig.name.clone(),
-        kind: rows::KIND.into(),
-        rows: groups.iter().map(report::row).collect(),
-        trials: trial_rows,
-    };
-    let hists: Vec<_> = groups.iter().flat_map(report::hists).collect();
+    let (summary, hists) = tables(&p.rig.name, groups, trial_rows);
     let extra = RunExtra {
         instruments,
         livefx: Some(section(p, cfg, params, groups)),
@@ -61,6 +54,23 @@ pub fn write(
         }
     }
     code
+}
+
+/// summary.json and histograms.json of a run's groups and trials: a run's own end, and
+/// the guest's merge of boots (`stored::rebuild`) go through this one function.
+pub(super) fn tables(
+    rig: &str,
+    groups: &[Group],
+    trial_rows: Vec<TrialRow>,
+) -> (Summary, Vec<HistEntry>) {
+    let summary = Summary {
+        format: Some(results::FORMAT_VERSION),
+        rig: rig.to_string(),
+        kind: rows::KIND.into(),
+        rows: groups.iter().map(report::row).collect(),
+        trials: trial_rows,
+    };
+    (summary, groups.iter().flat_map(report::hists).collect())
 }
 
 /// run.json's livefx part: the backend of each setting, the note of each group, and the

@@ -21,6 +21,7 @@ mod params;
 mod per_trial;
 pub mod report;
 pub mod rt;
+pub mod stored;
 mod tally;
 pub mod trial;
 pub mod why;

@@ -5,13 +5,12 @@ use super::config::Config;
 use super::events;
 use super::report::Group;
 use super::tally::{self, Done};
+use super::tell;
 use super::trial::{self, Params};
-use super::{bursts, tell};
 use crate::instruments::Instruments;
 use crate::knobs::profile::Setting;
 use crate::output::summary::TrialRecord;
 use crate::sweep::Prepared;
-use results::livefx::Counters;
 use results::livefx::rows::TrialRow;
 use results::trials::TrialStatus;
 use std::collections::BTreeMap;
@@ -107,15 +106,7 @@ impl Trials<'_> {
             self.tally.any_failed = Some(o.detail.clone().unwrap_or_default());
         }
         self.events.trial(&s.name, var, t, &o, &told, cfg);
-        let done = Done {
-            o: &o,
-            told: &told,
-            counts: Counters {
-                xruns: o.xruns,
-                ..o.stats.counts
-            },
-            bursts: cfg.bursts.is_some().then(|| bursts::count(&told.bursts)),
-        };
+        let done = Done::new(&o, &told, cfg.bursts.is_some());
         if let Some(g) = self
             .tally
             .groups

@@ -21,6 +21,22 @@ pub struct Done<'a> {
     pub bursts: Option<BurstCounts>,
 }
 
+impl<'a> Done<'a> {
+    /// The trial as every tally counts it: its xruns are the outcome's (RT path and
+    /// JACK's); its bursts are counted when the rig has them.
+    pub fn new(o: &'a Outcome, told: &'a Told, with_bursts: bool) -> Done<'a> {
+        Done {
+            o,
+            told,
+            counts: Counters {
+                xruns: o.xruns,
+                ..o.stats.counts
+            },
+            bursts: with_bursts.then(|| super::bursts::count(&told.bursts)),
+        }
+    }
+}
+
 /// Adds the trial to its group; the backend is the stream's when it opened, else the
 /// resolved one.
 pub fn group(g: &mut Group, pr: &Params, d: &Done) {
@@ -84,6 +100,27 @@ pub fn row(setting: &str, variant: &str, t: u32, d: &Done, found: &TrialFindings
     row
 }
 
+/// Metrics the record adds from the outcome (beside the counts).
+pub const DISCONTINUITIES: &str = "discontinuities";
+pub const UNEXPLAINED: &str = "discontinuities_unexplained";
+pub const ROUNDTRIP: &str = "roundtrip_frames";
+pub const DROPPED: &str = "records_dropped";
+/// Every metric `record` writes itself; the rest are the instruments'.
+pub const OWN_METRICS: [&str; 12] = [
+    "cycles",
+    "xruns",
+    "deadline_misses",
+    "injected",
+    "misses_not_injected",
+    DISCONTINUITIES,
+    UNEXPLAINED,
+    ROUNDTRIP,
+    DROPPED,
+    "bursts",
+    "bursts_caught",
+    "bursts_caught_missed",
+];
+
 /// The sweep's record of the trial: status, duration, the counts as metrics, and the
 /// instruments' metrics and evidence.
 pub fn record(mut rec: TrialRecord, d: &Done, found: TrialFindings) -> TrialRecord {
@@ -100,8 +137,17 @@ pub fn record(mut rec: TrialRecord, d: &Done, found: TrialFindings) -> TrialReco
     ] {
         rec.metrics.insert(k.into(), vec![v as f64]);
     }
-    if let Some(n) = o.discontinuities {
-        rec.metrics.insert("discontinuities".into(), vec![n as f64]);
+    // What only the trial's outcome knows, kept so that its row can be rebuilt from
+    // the record (`stored`: a guest run merged from several boots).
+    for (k, v) in [
+        (DISCONTINUITIES, o.discontinuities),
+        (UNEXPLAINED, o.unexplained),
+        (ROUNDTRIP, o.roundtrip.map(u64::from)),
+        (DROPPED, (o.dropped > 0).then_some(o.dropped)),
+    ] {
+        if let Some(v) = v {
+            rec.metrics.insert(k.into(), vec![v as f64]);
+        }
     }
     if let Some(b) = &d.bursts {
         for (k, v) in [
