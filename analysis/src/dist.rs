@@ -129,10 +129,7 @@ mod tests {
             let mut h = Dist::new();
             h.record(v);
             // Unclamped bucket bounds: the layout itself.
-            let (lo, hi) = (
-                h.hist.lowest_equivalent(v),
-                h.hist.highest_equivalent(v),
-            );
+            let (lo, hi) = (h.hist.lowest_equivalent(v), h.hist.highest_equivalent(v));
             assert!(lo <= v && v <= hi, "{v} not in {lo}..{hi}");
             assert!(
                 (hi - lo) as f64 <= v as f64 / 128.0 + 1.0,
@@ -147,7 +144,10 @@ mod tests {
         }
         let h = Dist::new();
         assert_eq!(
-            (h.hist.lowest_equivalent(257), h.hist.highest_equivalent(257)),
+            (
+                h.hist.lowest_equivalent(257),
+                h.hist.highest_equivalent(257)
+            ),
             (256, 257)
         );
     }

@@ -3,8 +3,8 @@
 
 use super::common::{fmt_count, fmt_dur, fmt_us};
 use super::safe;
-use crate::doc::Block;
 use crate::dist::Dist;
+use crate::doc::Block;
 use crate::load::events::Event;
 use crate::load::livefx::{LRow, LivefxData};
 use crate::out::Ctx;
