@@ -1,14 +1,14 @@
 //! Exports for other tools: CSV of raw samples and trials (pandas reads them as is), and
 //! cyclictest-style histogram text for latency metrics.
 
-use crate::hist::LogHist;
+use crate::dist::Dist;
 use crate::load::Results;
 use crate::load::cycles;
 use crate::load::livefx::LivefxData;
 use crate::load::trials::TrialsData;
 use crate::out::Ctx;
 use results::file_part as safe;
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 
 /// export/events.csv: the original columns first, then the newer writers' (empty when
 /// the events do not carry them): clocks, the lock a missing worker waited for, the
@@ -24,22 +24,19 @@ pub const CYCLES_CSV_LIMIT: u64 = 1_000_000;
 /// cyclictest's -h: rows 0..LIMIT, the rest counted as overflows.
 pub const HIST_ROWS_LIMIT: u64 = 100_000;
 
-pub fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+/// A CSV document built in memory (the small exports), with the csv crate's quoting:
+/// only fields holding a comma, a quote or a line break are quoted.
+fn csv_doc() -> csv::Writer<Vec<u8>> {
+    csv::Writer::from_writer(Vec::new())
 }
 
-fn line(fields: &[String]) -> String {
-    let mut s = fields
-        .iter()
-        .map(|f| csv_field(f))
-        .collect::<Vec<_>>()
-        .join(",");
-    s.push('\n');
-    s
+fn csv_text(w: csv::Writer<Vec<u8>>) -> Result<String, String> {
+    let b = w.into_inner().map_err(|e| e.to_string())?;
+    String::from_utf8(b).map_err(|e| e.to_string())
+}
+
+fn csv_err(e: csv::Error) -> String {
+    format!("cannot write CSV: {e}")
 }
 
 /// cyclictest -h style text: "%06d" value, then a count per column; then totals, min,
@@ -115,8 +112,8 @@ pub fn cyclictest_hist(title: &str, unit: &str, cols: &[(String, Vec<(u64, u64)>
     o
 }
 
-/// A LogHist (ns) as 1-µs rows; buckets wider than 1 µs go to their midpoint's row.
-pub fn hist_us_points(h: &LogHist) -> Vec<(u64, u64)> {
+/// A Dist (ns) as 1-µs rows; buckets wider than 1 µs go to their midpoint's row.
+pub fn hist_us_points(h: &Dist) -> Vec<(u64, u64)> {
     let mut m: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
     for (lo, hi, c) in h.buckets() {
         *m.entry((lo + hi) / 2 / 1000).or_insert(0) += c;
@@ -127,12 +124,11 @@ pub fn hist_us_points(h: &LogHist) -> Vec<(u64, u64)> {
 pub fn trials(t: &TrialsData, ctx: &mut Ctx) -> Result<(), String> {
     let metrics = t.metrics();
     // samples.csv: one value per line, long format.
-    let mut s = line(
-        &[
-            "setting", "variant", "trial", "status", "metric", "unit", "value",
-        ]
-        .map(String::from),
-    );
+    let mut s = csv_doc();
+    s.write_record([
+        "setting", "variant", "trial", "status", "metric", "unit", "value",
+    ])
+    .map_err(csv_err)?;
     for tr in &t.trials {
         for (m, vals) in &tr.metrics {
             let unit = metrics
@@ -140,26 +136,28 @@ pub fn trials(t: &TrialsData, ctx: &mut Ctx) -> Result<(), String> {
                 .find(|x| &x.0 == m)
                 .map_or(String::new(), |x| x.1.clone());
             for v in vals {
-                s += &line(&[
-                    tr.setting.clone(),
-                    tr.variant.clone(),
-                    tr.trial.to_string(),
-                    tr.status.to_string(),
-                    m.clone(),
-                    unit.clone(),
-                    v.to_string(),
-                ]);
+                s.write_record([
+                    tr.setting.as_str(),
+                    &tr.variant,
+                    &tr.trial.to_string(),
+                    &tr.status.to_string(),
+                    m,
+                    &unit,
+                    &v.to_string(),
+                ])
+                .map_err(csv_err)?;
             }
         }
     }
-    ctx.write("export/samples.csv", &s)?;
+    ctx.write("export/samples.csv", &csv_text(s)?)?;
     // trials.csv: one trial per line, a column per metric (its first value).
     let mut head: Vec<String> = ["setting", "variant", "trial", "status", "duration_ms"]
         .map(String::from)
         .to_vec();
     head.extend(metrics.iter().map(|m| format!("{}_{}", m.0, m.1)));
     head.push("detail".into());
-    let mut s = line(&head);
+    let mut s = csv_doc();
+    s.write_record(&head).map_err(csv_err)?;
     for tr in &t.trials {
         let mut f = vec![
             tr.setting.clone(),
@@ -181,9 +179,9 @@ pub fn trials(t: &TrialsData, ctx: &mut Ctx) -> Result<(), String> {
             );
         }
         f.push(tr.detail.clone().unwrap_or_default());
-        s += &line(&f);
+        s.write_record(&f).map_err(csv_err)?;
     }
-    ctx.write("export/trials.csv", &s)?;
+    ctx.write("export/trials.csv", &csv_text(s)?)?;
     // Histogram text per latency metric, a column per setting and variant.
     for (m, unit, _) in &metrics {
         if !["ns", "us", "µs", "ms", "s"].contains(&unit.as_str()) {
@@ -211,21 +209,20 @@ pub fn trials(t: &TrialsData, ctx: &mut Ctx) -> Result<(), String> {
 }
 
 pub fn livefx(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<(), String> {
-    let mut s = line(
-        &[
-            "setting",
-            "variant",
-            "trial",
-            "cycles_file",
-            "cycles",
-            "xruns",
-            "deadline_misses",
-            "injected",
-        ]
-        .map(String::from),
-    );
+    let mut s = csv_doc();
+    s.write_record([
+        "setting",
+        "variant",
+        "trial",
+        "cycles_file",
+        "cycles",
+        "xruns",
+        "deadline_misses",
+        "injected",
+    ])
+    .map_err(csv_err)?;
     for t in &d.trials {
-        s += &line(&[
+        s.write_record([
             t.setting.clone(),
             t.variant.clone(),
             t.trial.to_string(),
@@ -234,19 +231,20 @@ pub fn livefx(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<(), String
             t.counts.xruns.to_string(),
             t.counts.deadline_misses.to_string(),
             t.counts.injected.to_string(),
-        ]);
+        ])
+        .map_err(csv_err)?;
     }
-    ctx.write("export/trials.csv", &s)?;
+    ctx.write("export/trials.csv", &csv_text(s)?)?;
     // events.csv, streamed.
     let ev = res.dir.join(results::EVENTS_JSONL);
     if ev.is_file() {
         let out_path = ctx.dir.join("export/events.csv");
         let f = std::fs::File::create(&out_path)
             .map_err(|e| format!("cannot write {}: {e}", out_path.display()))?;
-        let mut w = std::io::BufWriter::new(f);
-        let io = |e: std::io::Error| format!("cannot write {}: {e}", out_path.display());
-        w.write_all(&line(&EVENTS_CSV_HEAD.map(String::from)).into_bytes())
-            .map_err(io)?;
+        // csv::Writer buffers itself.
+        let mut w = csv::Writer::from_writer(f);
+        let io = |e: csv::Error| format!("cannot write {}: {e}", out_path.display());
+        w.write_record(EVENTS_CSV_HEAD).map_err(io)?;
         // Names and sentences pass through the redactor, like setting and variant.
         let text = |s: Option<String>| s.map_or(String::new(), |s| ctx.red.apply(&s));
         let r = std::io::BufReader::new(std::fs::File::open(&ev).map_err(|e| e.to_string())?);
@@ -260,7 +258,7 @@ pub fn livefx(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<(), String
                 .burst
                 .or(e.index.filter(|_| e.kind == crate::load::events::BURST))
                 .map_or(String::new(), |b| b.to_string());
-            let row = line(&[
+            w.write_record([
                 ctx.red.apply(&e.setting),
                 ctx.red.apply(&e.variant),
                 e.trial.map_or(String::new(), |t| t.to_string()),
@@ -279,10 +277,11 @@ pub fn livefx(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<(), String
                 burst,
                 text(e.caught),
                 e.misses.map_or(String::new(), |m| m.to_string()),
-            ]);
-            w.write_all(row.as_bytes()).map_err(io)?;
+            ])
+            .map_err(io)?;
         }
-        w.flush().map_err(io)?;
+        w.flush()
+            .map_err(|e| format!("cannot write {}: {e}", out_path.display()))?;
         ctx.files.push("export/events.csv".into());
     }
     // Raw cycles as CSV only while that stays small; the .bin format is documented.
@@ -291,38 +290,52 @@ pub fn livefx(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<(), String
         let out_path = ctx.dir.join("export/cycles.csv");
         let f = std::fs::File::create(&out_path)
             .map_err(|e| format!("cannot write {}: {e}", out_path.display()))?;
-        let mut w = std::io::BufWriter::new(f);
-        let mut err: Option<std::io::Error> = None;
-        let _ = writeln!(
-            w,
-            "setting,variant,trial,cycle,start_ns,callback_ns,lateness_ns,flags,wake_ns"
-        );
+        let mut w = csv::Writer::from_writer(f);
+        let mut err: Option<csv::Error> = None;
+        w.write_record([
+            "setting",
+            "variant",
+            "trial",
+            "cycle",
+            "start_ns",
+            "callback_ns",
+            "lateness_ns",
+            "flags",
+            "wake_ns",
+        ])
+        .map_err(csv_err)?;
         for t in &d.trials {
             let Some(cf) = &t.cycles_file else { continue };
             let p = res.dir.join(cf);
             if !p.is_file() {
                 continue;
             }
-            let (s, v) = (
-                csv_field(&ctx.red.apply(&t.setting)),
-                csv_field(&ctx.red.apply(&t.variant)),
-            );
+            let (s, v) = (ctx.red.apply(&t.setting), ctx.red.apply(&t.variant));
             let mut i = 0u64;
             cycles::read_file(&p, |c| {
-                if let Err(e) = writeln!(
-                    w,
-                    "{s},{v},{},{i},{},{},{},{},{}",
-                    t.trial, c.start_ns, c.callback_ns, c.lateness_ns, c.flags, c.wake_ns
-                ) {
+                // All integers: serialized without a String per field.
+                let row = (
+                    &s,
+                    &v,
+                    t.trial,
+                    i,
+                    c.start_ns,
+                    c.callback_ns,
+                    c.lateness_ns,
+                    c.flags,
+                    c.wake_ns,
+                );
+                if let Err(e) = w.serialize(row) {
                     err.get_or_insert(e);
                 }
                 i += 1;
             })?;
         }
-        w.flush().map_err(|e| e.to_string())?;
         if let Some(e) = err {
             return Err(format!("cannot write {}: {e}", out_path.display()));
         }
+        w.flush()
+            .map_err(|e| format!("cannot write {}: {e}", out_path.display()))?;
         ctx.files.push("export/cycles.csv".into());
     }
     for ((s, v), l) in &d.latency {
@@ -364,7 +377,17 @@ mod tests {
             lines.iter().filter(|l| !l.starts_with('#')).count(),
             100_000
         );
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("x\"y"), "\"x\"\"y\"");
+    }
+
+    #[test]
+    fn csv_quotes_only_what_needs_it() {
+        let mut w = csv_doc();
+        w.write_record(["a,b", "x\"y", "two\nlines", "cr\r", " plain #1", ""])
+            .unwrap();
+        w.write_record(["1", "2", "3", "4", "5", "6"]).unwrap();
+        assert_eq!(
+            csv_text(w).unwrap(),
+            "\"a,b\",\"x\"\"y\",\"two\nlines\",\"cr\r\", plain #1,\n1,2,3,4,5,6\n"
+        );
     }
 }

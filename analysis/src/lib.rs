@@ -7,9 +7,9 @@
 //! results format only; it does not depend on the xrunrig crate.
 
 pub mod compare;
+pub mod dist;
 pub mod doc;
 pub mod export;
-pub mod hist;
 pub mod kcidb;
 pub mod load;
 pub mod out;

@@ -2,7 +2,7 @@
 //! (exact without ties, normal approximation with tie correction otherwise), and an
 //! exact conditional test for two event rates (xruns per hour).
 
-use crate::hist::LogHist;
+use crate::dist::Dist;
 
 pub fn sorted(v: &[f64]) -> Vec<f64> {
     let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
@@ -95,20 +95,20 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
 
 /// Mann–Whitney over two histograms with aligned buckets: each bucket is one group of
 /// ties, so 10^8 values cost one pass over the buckets.
-pub fn mann_whitney_hist(a: &LogHist, b: &LogHist) -> Option<MannWhitney> {
-    let (n1, n2) = (a.total as f64, b.total as f64);
+pub fn mann_whitney_hist(a: &Dist, b: &Dist) -> Option<MannWhitney> {
+    let (n1, n2) = (a.len() as f64, b.len() as f64);
     if n1 == 0.0 || n2 == 0.0 {
         return None;
     }
     let mut r1 = 0.0;
     let mut ties = 0.0;
     let mut below = 0.0;
-    for (ca, cb) in a.counts().iter().zip(b.counts()) {
-        let t = (*ca + *cb) as f64;
+    for (ca, cb) in a.counts().zip(b.counts()) {
+        let t = (ca + cb) as f64;
         if t == 0.0 {
             continue;
         }
-        r1 += *ca as f64 * (below + (t + 1.0) / 2.0);
+        r1 += ca as f64 * (below + (t + 1.0) / 2.0);
         ties += t * t * t - t;
         below += t;
     }
@@ -339,7 +339,7 @@ mod tests {
     fn histogram_mann_whitney_agrees_with_values() {
         let a: Vec<u64> = (0..200).map(|i| 1000 + i * 3).collect();
         let b: Vec<u64> = (0..200).map(|i| 1100 + i * 3).collect();
-        let (mut ha, mut hb) = (LogHist::new(), LogHist::new());
+        let (mut ha, mut hb) = (Dist::new(), Dist::new());
         a.iter().for_each(|&v| ha.record(v));
         b.iter().for_each(|&v| hb.record(v));
         let h = mann_whitney_hist(&ha, &hb).unwrap();

@@ -1,5 +1,5 @@
-//! The hand-written tar reader of the guest results channel, into a scratch directory
-//! that is emptied after each input.
+//! The guest results channel's tar reader (the `tar` crate and the path check around
+//! it), into a scratch directory that is emptied after each input.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 

@@ -207,79 +207,51 @@ pub fn parse(buf: &[u8]) -> Result<Archive, String> {
     Ok(Archive { rc, tar })
 }
 
-fn octal(f: &[u8]) -> u64 {
-    let s = String::from_utf8_lossy(f);
-    u64::from_str_radix(s.trim_matches(|c: char| c == '\0' || c == ' '), 8).unwrap_or(0)
-}
-
-fn cstr(f: &[u8]) -> String {
-    let end = f.iter().position(|&b| b == 0).unwrap_or(f.len());
-    String::from_utf8_lossy(&f[..end]).into_owned()
-}
-
-/// Unpacks regular files and directories of a ustar/GNU tar into `dest`; names that
-/// would leave `dest` are refused. Returns the files written.
+/// Unpacks the regular files and directories of a tar (ustar, GNU, pax: the `tar`
+/// crate reads them) into `dest`; a name that would leave `dest` (`..`, an absolute
+/// path) refuses the whole archive, where `tar::Entry::unpack_in` would skip it
+/// silently. Links and devices are skipped: a results directory has none. Returns the
+/// files written.
 pub fn untar(tar: &[u8], dest: &Path) -> Result<Vec<String>, String> {
-    let mut off = 0;
-    let mut long_name: Option<String> = None;
+    let bad = |e: std::io::Error| format!("the results archive is not a readable tar: {e}");
+    let mut archive = tar::Archive::new(tar);
     let mut files = vec![];
-    while off + 512 <= tar.len() {
-        let h = &tar[off..off + 512];
-        if h.iter().all(|&b| b == 0) {
-            break;
-        }
-        let size = octal(&h[124..136]) as usize;
-        let kind = h[156];
-        let data = tar
-            .get(off + 512..off + 512 + size)
-            .ok_or("tar entry runs past the archive's end")?;
-        off += 512 + size.div_ceil(512) * 512;
-        let mut name = match long_name.take() {
-            Some(n) => n,
-            None => {
-                let prefix = if &h[257..262] == b"ustar" {
-                    cstr(&h[345..500])
-                } else {
-                    String::new()
-                };
-                let n = cstr(&h[0..100]);
-                if prefix.is_empty() {
-                    n
-                } else {
-                    format!("{prefix}/{n}")
+    for entry in archive.entries().map_err(bad)? {
+        let mut entry = entry.map_err(bad)?;
+        let raw = entry.path().map_err(bad)?.into_owned();
+        let name = raw.to_string_lossy().into_owned();
+        // `./x` is x; anything but plain names after that is refused.
+        let mut rel = std::path::PathBuf::new();
+        for c in raw.components() {
+            match c {
+                Component::Normal(p) => rel.push(p),
+                Component::CurDir => {}
+                _ => {
+                    return Err(format!(
+                        "tar entry '{name}' would leave the results directory"
+                    ));
                 }
             }
-        };
-        if kind == b'L' {
-            long_name = Some(cstr(data));
+        }
+        if rel.as_os_str().is_empty() {
             continue;
         }
-        name = name
-            .trim_start_matches("./")
-            .trim_end_matches('/')
-            .to_string();
-        if name.is_empty() || name == "." {
-            continue;
-        }
-        let rel = Path::new(&name);
-        if rel.components().any(|c| !matches!(c, Component::Normal(_))) {
-            return Err(format!(
-                "tar entry '{name}' would leave the results directory"
-            ));
-        }
-        let path = dest.join(rel);
-        match kind {
-            b'0' | 0 => {
-                if let Some(p) = path.parent() {
-                    std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
-                }
-                std::fs::write(&path, data).map_err(|e| format!("{}: {e}", path.display()))?;
-                files.push(name);
+        let path = dest.join(&rel);
+        let kind = entry.header().entry_type();
+        if kind.is_file() {
+            let mut data = Vec::with_capacity(entry.size().min(tar.len() as u64) as usize);
+            std::io::Read::read_to_end(&mut entry, &mut data).map_err(bad)?;
+            // The reader stops quietly at the archive's end: a short entry is an error.
+            if data.len() as u64 != entry.size() {
+                return Err(format!("tar entry '{name}' runs past the archive's end"));
             }
-            b'5' => {
-                std::fs::create_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?
+            if let Some(p) = path.parent() {
+                std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
             }
-            _ => {} // links, devices: a results directory has none
+            std::fs::write(&path, data).map_err(|e| format!("{}: {e}", path.display()))?;
+            files.push(rel.to_string_lossy().into_owned());
+        } else if kind.is_dir() {
+            std::fs::create_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         }
     }
     Ok(files)
@@ -413,18 +385,44 @@ mod tests {
         let _ = std::fs::remove_dir_all(&base);
     }
 
+    /// A one-entry tar whose name is written raw into the header, as a hostile or
+    /// broken guest could (tar::Builder itself refuses such names).
+    fn raw_tar(name: &str) -> Vec<u8> {
+        let mut h = tar::Header::new_ustar();
+        h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+        h.set_size(1);
+        h.set_entry_type(tar::EntryType::Regular);
+        h.set_mode(0o644);
+        h.set_cksum();
+        let mut t = h.as_bytes().to_vec();
+        t.extend(b"x");
+        t.resize(1024, 0);
+        t.extend(vec![0u8; 1024]);
+        t
+    }
+
     #[test]
     fn refuses_escaping_names() {
-        let mut h = vec![0u8; 1024];
-        h[..9].copy_from_slice(b"../evil\0\0");
-        h[124..135].copy_from_slice(b"00000000000");
-        h[156] = b'0';
-        let mut t = h.clone();
-        t.extend(vec![0u8; 1024]);
-        assert!(
-            untar(&t, Path::new("/tmp/never"))
-                .unwrap_err()
-                .contains("leave")
-        );
+        let base = std::env::temp_dir().join(format!("xrunrig-escape-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let dest = base.join("dest");
+        for name in ["../x", "/x", "/tmp/x", "a/../../x", "./../x"] {
+            let e = untar(&raw_tar(name), &dest).unwrap_err();
+            assert!(e.contains("would leave") && e.contains(name), "{name}: {e}");
+        }
+        // Nothing written anywhere: not beside dest, not at the absolute path.
+        assert!(!base.join("x").exists() && !Path::new("/x").exists());
+        // A plain name in the same hand-built form is unpacked: the refusal is the name.
+        assert_eq!(untar(&raw_tar("./ok"), &dest).unwrap(), ["ok"]);
+        assert_eq!(std::fs::read(dest.join("ok")).unwrap(), b"x");
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[test]
+    fn refuses_a_tar_cut_short() {
+        let mut t = raw_tar("ok");
+        t.truncate(512); // header only: the entry's byte is missing
+        let e = untar(&t, &std::env::temp_dir().join("xrunrig-never")).unwrap_err();
+        assert!(e.contains("past the archive's end"), "{e}");
     }
 }

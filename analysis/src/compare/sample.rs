@@ -2,7 +2,7 @@
 //! a latency distribution or an event rate), its value for the table, and the test
 //! between two samples.
 
-use crate::hist::LogHist;
+use crate::dist::Dist;
 use crate::load::{Kind, Results};
 use crate::stats::{cv_percent, mann_whitney, mann_whitney_hist, median, rate_p, sorted};
 
@@ -22,7 +22,7 @@ pub enum Sample {
         bound: Option<String>,
     },
     /// A latency distribution (ns), compared at its p99.
-    Hist(LogHist),
+    Hist(Dist),
     /// Events over hours of audio.
     Rate { events: u64, hours: f64 },
 }

@@ -1,7 +1,7 @@
 //! cycles/*.bin (the record is `results::livefx::cycles::Record`), streamed in fixed
 //! chunks (never the whole file) into the format's counters and fixed-size histograms.
 
-use crate::hist::LogHist;
+use crate::dist::Dist;
 use results::livefx::Counters;
 use results::livefx::cycles::{self, F_MISS, Record};
 use std::path::Path;
@@ -15,9 +15,9 @@ pub struct CycleStats {
     /// Cycles whose callback started early (negative lateness).
     pub early: u64,
     pub min_lateness_ns: i64,
-    pub callback: LogHist,
-    pub lateness: LogHist,
-    pub wake: LogHist,
+    pub callback: Dist,
+    pub lateness: Dist,
+    pub wake: Dist,
     /// Which worker finished last, on missed cycles.
     pub last_worker_on_miss: Vec<u64>,
     /// Longest trial, from the last cycle's start.
@@ -32,9 +32,9 @@ impl Default for CycleStats {
             counts: Counters::default(),
             early: 0,
             min_lateness_ns: 0,
-            callback: LogHist::new(),
-            lateness: LogHist::new(),
-            wake: LogHist::new(),
+            callback: Dist::new(),
+            lateness: Dist::new(),
+            wake: Dist::new(),
             last_worker_on_miss: vec![0; 256],
             span_ns: 0,
             truncated_bytes: 0,

@@ -4,7 +4,7 @@
 
 use super::cycles::{self, CycleStats};
 use super::events::{self, Timeline};
-use crate::hist::LogHist;
+use crate::dist::Dist;
 use results::livefx::hist::{CALLBACK_DURATION, LATENESS, WAKE_LATENCY};
 use results::livefx::{Causes, HistEntry, Summary};
 use serde::Deserialize;
@@ -19,9 +19,9 @@ pub use results::livefx::{Row as LRow, TrialRow as LTrial};
 /// histograms.json.
 #[derive(Debug, Clone)]
 pub struct Latency {
-    pub callback: LogHist,
-    pub lateness: LogHist,
-    pub wake: LogHist,
+    pub callback: Dist,
+    pub lateness: Dist,
+    pub wake: Dist,
     pub source: Source,
 }
 
@@ -139,8 +139,8 @@ pub fn read_cycles(
     Ok(out)
 }
 
-fn hist_from_entry(e: &HistEntry) -> LogHist {
-    let mut h = LogHist::new();
+fn hist_from_entry(e: &HistEntry) -> Dist {
+    let mut h = Dist::new();
     for &(v, c) in &e.buckets {
         h.record_n((v.max(0.0) * 1000.0).round() as u64, c);
     }
@@ -185,9 +185,9 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<L
                 let k = (e.setting.clone(), e.variant.clone());
                 let hist = hist_from_entry(e);
                 let ent = latency.entry(k).or_insert_with(|| Latency {
-                    callback: LogHist::new(),
-                    lateness: LogHist::new(),
-                    wake: LogHist::new(),
+                    callback: Dist::new(),
+                    lateness: Dist::new(),
+                    wake: Dist::new(),
                     source: Source::Histograms,
                 });
                 match e.metric.as_str() {

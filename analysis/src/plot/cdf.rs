@@ -245,9 +245,9 @@ pub fn ecdf_with_missing(values: &[f64], missing: usize) -> Vec<(f64, f64)> {
     pts
 }
 
-/// CDF from a LogHist in ns, x in µs.
-pub fn hist_cdf(h: &crate::hist::LogHist) -> Vec<(f64, f64)> {
-    let n = h.total.max(1) as f64;
+/// CDF from a Dist in ns, x in µs.
+pub fn hist_cdf(h: &crate::dist::Dist) -> Vec<(f64, f64)> {
+    let n = h.len().max(1) as f64;
     let mut seen = 0u64;
     let mut pts = Vec::new();
     for (lo, hi, c) in h.buckets() {
@@ -258,19 +258,19 @@ pub fn hist_cdf(h: &crate::hist::LogHist) -> Vec<(f64, f64)> {
     pts
 }
 
-/// Complementary CDF (share above x) from a LogHist in ns, x in µs.
-pub fn hist_ccdf(h: &crate::hist::LogHist) -> Vec<(f64, f64)> {
+/// Complementary CDF (share above x) from a Dist in ns, x in µs.
+pub fn hist_ccdf(h: &crate::dist::Dist) -> Vec<(f64, f64)> {
     hist_cdf(h).into_iter().map(|(x, f)| (x, 1.0 - f)).collect()
 }
 
-/// Histogram lines: the LogHist rebinned to `bins` bins (log or linear in x), x in µs,
+/// Histogram lines: the Dist rebinned to `bins` bins (log or linear in x), x in µs,
 /// as a step outline whose empty bins drop to the floor.
-pub fn hist_steps(h: &crate::hist::LogHist, bins: usize, log_x: bool) -> Vec<(f64, f64)> {
+pub fn hist_steps(h: &crate::dist::Dist, bins: usize, log_x: bool) -> Vec<(f64, f64)> {
     if h.is_empty() {
         return vec![];
     }
-    let lo = (h.min as f64 / 1e3).max(if log_x { 1e-3 } else { 0.0 });
-    let hi = (h.max as f64 / 1e3).max(lo * 1.0001 + 1e-6);
+    let lo = (h.min() as f64 / 1e3).max(if log_x { 1e-3 } else { 0.0 });
+    let hi = (h.max() as f64 / 1e3).max(lo * 1.0001 + 1e-6);
     let ax = Bins {
         lo,
         hi,

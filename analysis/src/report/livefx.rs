@@ -3,8 +3,8 @@
 
 use super::common::{fmt_count, fmt_dur, fmt_us};
 use super::safe;
+use crate::dist::Dist;
 use crate::doc::Block;
-use crate::hist::LogHist;
 use crate::load::events::Event;
 use crate::load::livefx::{LRow, LivefxData};
 use crate::out::Ctx;
@@ -38,9 +38,9 @@ pub struct Case<'a> {
     pub discontinuities: Option<u64>,
     pub audio_s: Option<f64>,
     pub period_us: Option<f64>,
-    pub callback: Option<&'a LogHist>,
-    pub lateness: Option<&'a LogHist>,
-    pub wake: Option<&'a LogHist>,
+    pub callback: Option<&'a Dist>,
+    pub lateness: Option<&'a Dist>,
+    pub wake: Option<&'a Dist>,
 }
 
 impl Case<'_> {
@@ -109,7 +109,7 @@ pub fn cases(d: &LivefxData) -> Vec<Case<'_>> {
         .collect()
 }
 
-fn us(h: Option<&LogHist>, q: f64) -> String {
+fn us(h: Option<&Dist>, q: f64) -> String {
     h.and_then(|h| h.quantile(q))
         .map_or("-".into(), |v| fmt_us(v as f64 / 1e3))
 }
@@ -423,7 +423,7 @@ fn one_case(c: &Case, multi_variant: bool) -> (String, Judgement) {
         s
     };
     if let (Some(h), Some(p)) = (c.callback, c.period_us) {
-        let max = h.max as f64 / 1e3;
+        let max = h.max() as f64 / 1e3;
         s += &format!(
             " Longest callback {} ({:.0} % of the period{}).",
             fmt_us(max),
@@ -652,7 +652,7 @@ pub fn plots(d: &LivefxData, cs: &[Case], ctx: &mut Ctx) -> Result<Vec<Block>, S
         }
         let log_x = hs
             .iter()
-            .any(|(_, _, h)| h.max > 50 * h.quantile(0.5).unwrap_or(1).max(1));
+            .any(|(_, _, h)| h.max() > 50 * h.quantile(0.5).unwrap_or(1).max(1));
         let hist = Panel {
             title: "histogram".into(),
             x_label: format!("latency (us{})", if log_x { ", log scale" } else { "" }),
@@ -660,7 +660,7 @@ pub fn plots(d: &LivefxData, cs: &[Case], ctx: &mut Ctx) -> Result<Vec<Block>, S
             series: hs
                 .iter()
                 .map(|(i, n, h)| Series {
-                    label: format!("{n}, max {}", fmt_us(h.max as f64 / 1e3)),
+                    label: format!("{n}, max {}", fmt_us(h.max() as f64 / 1e3)),
                     color: *i,
                     pts: hist_steps(h, 150, log_x),
                     dots: false,

@@ -3,7 +3,7 @@
 //! cycles need no more memory than 10^3. SYNTHETIC, not a measurement.
 
 use super::{LABEL, Rng, run_json, write};
-use crate::hist::LogHist;
+use crate::dist::Dist;
 use results::livefx::cycles::{F_INJECTED, F_MISS, F_XRUN, Record};
 use results::livefx::events::{DEADLINE_MISS, INJECTED, XRUN};
 use results::livefx::hist::{CALLBACK_DURATION, LATENESS, UNIT_US, WAKE_LATENCY};
@@ -66,12 +66,12 @@ struct Acc {
     xruns: u64,
     misses: u64,
     injected: u64,
-    cb: LogHist,
-    late: LogHist,
-    wake: LogHist,
+    cb: Dist,
+    late: Dist,
+    wake: Dist,
 }
 
-fn pcts(h: &LogHist) -> Pcts {
+fn pcts(h: &Dist) -> Pcts {
     let us = |q: f64| h.quantile(q).map(|v| v as f64 / 1e3);
     Pcts {
         p50: us(0.5),
@@ -81,7 +81,7 @@ fn pcts(h: &LogHist) -> Pcts {
     }
 }
 
-fn buckets(h: &LogHist) -> Vec<(f64, u64)> {
+fn buckets(h: &Dist) -> Vec<(f64, u64)> {
     h.buckets().map(|(_, hi, c)| (hi as f64 / 1e3, c)).collect()
 }
 
@@ -112,9 +112,9 @@ pub fn generate(dir: &Path, spec: &Spec) -> Result<u64, String> {
             xruns: 0,
             misses: 0,
             injected: 0,
-            cb: LogHist::new(),
-            late: LogHist::new(),
-            wake: LogHist::new(),
+            cb: Dist::new(),
+            late: Dist::new(),
+            wake: Dist::new(),
         };
         for t in 0..spec.trials {
             let name = results::cycles_path(&s.name, &spec.variant, t);
@@ -236,8 +236,8 @@ pub fn generate(dir: &Path, spec: &Spec) -> Result<u64, String> {
                 variant: spec.variant.clone(),
                 metric: m.into(),
                 unit: UNIT_US.into(),
-                count: h.total,
-                max: h.max as f64 / 1e3,
+                count: h.len(),
+                max: h.max() as f64 / 1e3,
                 buckets: buckets(h),
             });
         }

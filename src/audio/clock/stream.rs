@@ -52,7 +52,8 @@ pub(super) fn open(
         .as_ref()
         .map(|l| l.clock_latency.max(spec.period) as usize);
     let stop = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = std::sync::mpsc::channel::<Result<(), String>>();
+    // Room for the one answer, so the clock thread's send never waits.
+    let (tx, rx) = crossbeam::channel::bounded::<Result<(), String>>(1);
     let sched = Sched::fifo(spec.priority, cpus_or_all(spec));
     let (frames, rate) = (spec.period, spec.rate);
     let stop2 = stop.clone();

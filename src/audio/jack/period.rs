@@ -29,7 +29,8 @@ fn with_client<T: Send + 'static>(
         unsafe { std::env::set_var(SERVER_ENV, server) };
     }
     let name = server.to_string();
-    let (tx, rx) = std::sync::mpsc::channel();
+    // Room for the answer: a thread that answers after the timeout still exits.
+    let (tx, rx) = crossbeam::channel::bounded(1);
     std::thread::Builder::new()
         .name("xr-jack-period".into())
         .spawn(move || {

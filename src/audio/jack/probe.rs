@@ -50,7 +50,8 @@ pub(super) fn probe(spec: &ProbeSpec) -> Probe {
         None => connect(),
         // A client that hangs is left to the process exit after `limit`.
         Some(limit) => {
-            let (tx, rx) = std::sync::mpsc::channel();
+            // Room for the answer: a late thread's send does not block it.
+            let (tx, rx) = crossbeam::channel::bounded(1);
             std::thread::Builder::new()
                 .name("xr-probe-jack".into())
                 .spawn(move || {
