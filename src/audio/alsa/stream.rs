@@ -146,6 +146,21 @@ pub(super) fn open(
                 spec.device.as_deref().unwrap_or("default")
             ),
             clock_offset_ns: 0,
+            // cpal does not say which period ALSA granted (BufferSize::Fixed is a
+            // request): the period recorded is the one asked; each cycle's own frame
+            // count is in its record.
+            server: Some(results::livefx::AudioServer {
+                kind: "alsa".into(),
+                version: None,
+                library: Some(spec.device.clone().unwrap_or_else(|| "default".into())),
+                period: Some(frames_nominal),
+                rate: Some(rate),
+                xruns: Some(
+                    "cpal's error callback (ErrorKind::Xrun, from snd_pcm_recover): its count, \
+                     not ALSA's own timestamps; the granted period is not reported by cpal"
+                        .into(),
+                ),
+            }),
         },
         stopping,
         ended,

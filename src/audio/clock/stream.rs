@@ -121,6 +121,7 @@ pub(super) fn open(
     }
     Ok(Box::new(ClockStream {
         info: StreamInfo {
+            server: None,
             backend: "clock",
             rate,
             period: frames,

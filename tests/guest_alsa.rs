@@ -1,0 +1,146 @@
+//! The ALSA backend (cpal) on real ALSA drivers: a Debian 6.12 guest under QEMU loads
+//! snd-aloop and snd-dummy (src/guest/modules.rs `SOUND`), and `xrunrig run --backend
+//! alsa --device hw:...` plays on each card: cycles counted at the card's pace, every
+//! injected overrun seen as a deadline miss on its own cycle, and run.json saying what
+//! cpal does not tell (the granted period, ALSA's own xrun timestamps).
+//!
+//! Needs qemu-system-x86_64 and the Debian kernel package, as tests/guest.rs (which says
+//! how they are fetched); XRUNRIG_SKIP_GUEST=1 skips. One guest at a time. Period 512:
+//! under TCG snd-aloop's jiffies timer (HZ 250) keeps 512 frames in real time (see
+//! tests/guest.rs).
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Instant;
+
+static ONE_GUEST_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+#[track_caller]
+fn guest_tests_enabled() -> bool {
+    if std::env::var("XRUNRIG_SKIP_GUEST").as_deref() == Ok("1") {
+        xrunrig::testkit::skip("guest kernels (XRUNRIG_SKIP_GUEST=1 was set)");
+        return false;
+    }
+    assert!(
+        xrunrig::testkit::on_path("qemu-system-x86_64"),
+        "qemu-system-x86_64 is not installed, so the guest-kernel tests cannot run: \
+         install it (apt-get install qemu-system-x86), or set XRUNRIG_SKIP_GUEST=1 to skip them"
+    );
+    true
+}
+
+fn json(p: &Path) -> Value {
+    let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&t).unwrap()
+}
+
+/// `xrunrig run rigs/livefx.toml --kernel debian:6.12 --backend alsa --device DEVICE
+/// ...` with the results in a directory of the test's own.
+fn run_alsa(tag: &str, device: &str, extra: &[&str]) -> PathBuf {
+    let _one = ONE_GUEST_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let state = xrunrig::testkit::private_dir(&format!("guest-alsa-{tag}"));
+    let out = state.join("res");
+    let t0 = Instant::now();
+    let o = Command::new(env!("CARGO_BIN_EXE_xrunrig"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("XRUNRIG_STATE_DIR", &state)
+        .args(["run", "rigs/livefx.toml", "--variant", "pi"])
+        .args(["--kernel", "debian:6.12", "--cpus", "4"])
+        .args(["--backend", "alsa", "--device", device])
+        .args(["--period", "512", "--duration", "5 s", "--trials", "1"])
+        .args(extra)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    eprintln!("{text}\n{tag} took {:?}", t0.elapsed());
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    out
+}
+
+/// (flags, callback ns) of every cycle of the first trial.
+fn cycles(dir: &Path, s: &Value) -> Vec<(u32, u32)> {
+    let f = s["trials"][0]["cycles_file"].as_str().expect("cycles_file");
+    let b = std::fs::read(dir.join(f)).expect("cycles file");
+    b.chunks_exact(results::livefx::cycles::RECORD_BYTES)
+        .map(|c| {
+            let r = results::livefx::Record::decode(c);
+            (r.flags, r.callback_ns)
+        })
+        .collect()
+}
+
+/// One card: cycles at its pace, injected overruns each a miss on their own cycle, and
+/// run.json's server record.
+fn check_card(out: &Path, device: &str, every: u64) {
+    let s = json(&out.join("summary.json"));
+    let row = &s["rows"][0];
+    assert_eq!(row["backend"], "alsa", "{row}");
+    let cyc = cycles(out, &s);
+    let n = cyc.len() as u64;
+    assert_eq!(row["cycles"].as_u64().unwrap(), n);
+    // 5 s at 512 frames and 48 kHz is 469 cycles.
+    assert!((400..=480).contains(&n), "{device}: {n} cycles in 5 s");
+    let mut injected = 0;
+    for (i, &(f, _)) in cyc.iter().enumerate() {
+        let inj = f & results::livefx::cycles::F_INJECTED != 0;
+        assert_eq!(inj, (i as u64 + 1).is_multiple_of(every), "injection on cycle {i}");
+        if inj {
+            injected += 1;
+            assert!(
+                f & results::livefx::cycles::F_MISS != 0,
+                "{device}: injected overrun on cycle {i} not detected"
+            );
+        }
+    }
+    assert_eq!(injected, n / every);
+    assert_eq!(row["injected"].as_u64().unwrap(), injected);
+    assert_eq!(row["injected_undetected"], 0, "{row}");
+    eprintln!(
+        "{device}: {n} cycles, {injected} injected, all detected; misses {}, xruns {}",
+        row["deadline_misses"], row["xruns"]
+    );
+    let run = json(&out.join("run.json"));
+    let sv = &run["livefx"]["notes"][0]["server"];
+    assert_eq!(sv["kind"], "alsa", "{run}");
+    assert_eq!(sv["library"], device, "{sv}");
+    assert!(sv["xruns"].as_str().unwrap_or("").contains("cpal"), "{sv}");
+    // The guest block says which kernel ran it.
+    assert!(run["guest"].is_object(), "{run}");
+}
+
+#[test]
+fn alsa_plays_on_snd_aloop_and_counts_injected_overruns() {
+    if !guest_tests_enabled() {
+        return;
+    }
+    let out = run_alsa(
+        "aloop",
+        "hw:Loopback,0",
+        &["--inject-every", "25", "--inject-factor", "1.5"],
+    );
+    check_card(&out, "hw:Loopback,0", 25);
+}
+
+#[test]
+fn alsa_plays_on_snd_dummy_and_counts_injected_overruns() {
+    if !guest_tests_enabled() {
+        return;
+    }
+    let out = run_alsa(
+        "dummy",
+        "hw:Dummy,0",
+        &["--inject-every", "25", "--inject-factor", "1.5"],
+    );
+    check_card(&out, "hw:Dummy,0", 25);
+}
