@@ -17,6 +17,32 @@ use std::time::Instant;
 
 static ONE_GUEST_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// A light livefx rig: under TCG, rigs/livefx.toml's calibrated plugin work runs many
+/// times slower than on the host (callbacks of 20-70 ms at a 10.7 ms period, measured),
+/// which would test the emulator, not the backend.
+const RIG: &str = r#"
+name = "alsa-guest"
+description = "one light worker: the ALSA backend's own timing in an emulated guest"
+kind = "livefx"
+trials = 1
+trial_gap = "300 ms"
+
+[livefx]
+duration = "5 s"
+backend = "alsa"
+period = 512
+rate = 48000
+nperiods = 2
+callback = { priority = 70 }
+
+[[livefx.workers]]
+name = "fx"
+instances = 1
+priority = 60
+cpus = [1]
+plugins = [{ run = "20 us" }]
+"#;
+
 #[track_caller]
 fn guest_tests_enabled() -> bool {
     if std::env::var("XRUNRIG_SKIP_GUEST").as_deref() == Ok("1") {
@@ -36,7 +62,7 @@ fn json(p: &Path) -> Value {
     serde_json::from_str(&t).unwrap()
 }
 
-/// `xrunrig run rigs/livefx.toml --kernel debian:6.12 --backend alsa --device DEVICE
+/// `xrunrig run RIG --kernel debian:6.12 --backend alsa --device DEVICE
 /// ...` with the results in a directory of the test's own.
 fn run_alsa(tag: &str, device: &str, extra: &[&str]) -> PathBuf {
     let _one = ONE_GUEST_AT_A_TIME
@@ -44,11 +70,14 @@ fn run_alsa(tag: &str, device: &str, extra: &[&str]) -> PathBuf {
         .unwrap_or_else(|e| e.into_inner());
     let state = xrunrig::testkit::private_dir(&format!("guest-alsa-{tag}"));
     let out = state.join("res");
+    let rig = state.join("alsa-guest.toml");
+    std::fs::write(&rig, RIG).unwrap();
     let t0 = Instant::now();
     let o = Command::new(env!("CARGO_BIN_EXE_xrunrig"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("XRUNRIG_STATE_DIR", &state)
-        .args(["run", "rigs/livefx.toml", "--variant", "pi"])
+        .arg("run")
+        .arg(&rig)
         .args(["--kernel", "debian:6.12", "--cpus", "4"])
         .args(["--backend", "alsa", "--device", device])
         .args(["--period", "512", "--duration", "5 s", "--trials", "1"])
@@ -89,12 +118,19 @@ fn check_card(out: &Path, device: &str, every: u64) {
     let cyc = cycles(out, &s);
     let n = cyc.len() as u64;
     assert_eq!(row["cycles"].as_u64().unwrap(), n);
-    // 5 s at 512 frames and 48 kHz is 469 cycles.
-    assert!((400..=480).contains(&n), "{device}: {n} cycles in 5 s");
+    // 5 s at 512 frames and 48 kHz is 469 cycles; an xrun loses the frames cpal's
+    // recovery skips, and a TCG guest on a busy host has many (374 cycles, 60 xruns on
+    // snd-aloop with the host at load 19), so: at most 469, and the card clearly ran.
+    assert!((200..=470).contains(&n), "{device}: {n} cycles in 5 s");
+    assert_eq!(row["period"], 512, "the period ALSA granted: {row}");
     let mut injected = 0;
     for (i, &(f, _)) in cyc.iter().enumerate() {
         let inj = f & results::livefx::cycles::F_INJECTED != 0;
-        assert_eq!(inj, (i as u64 + 1).is_multiple_of(every), "injection on cycle {i}");
+        assert_eq!(
+            inj,
+            (i as u64 + 1).is_multiple_of(every),
+            "injection on cycle {i}"
+        );
         if inj {
             injected += 1;
             assert!(
@@ -114,6 +150,7 @@ fn check_card(out: &Path, device: &str, every: u64) {
     let sv = &run["livefx"]["notes"][0]["server"];
     assert_eq!(sv["kind"], "alsa", "{run}");
     assert_eq!(sv["library"], device, "{sv}");
+    assert_eq!(sv["period"], 512, "cpal's granted period: {sv}");
     assert!(sv["xruns"].as_str().unwrap_or("").contains("cpal"), "{sv}");
     // The guest block says which kernel ran it.
     assert!(run["guest"].is_object(), "{run}");

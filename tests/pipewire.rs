@@ -34,7 +34,14 @@ fn run(pw: &PrivatePipewire, tag: &str, args: &[&str]) -> Run {
     let mut c = pw.command(env!("CARGO_BIN_EXE_xrunrig"));
     c.current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("XRUNRIG_STATE_DIR", &state)
-        .args(["run", "rigs/livefx.toml", "--variant", "pi", "--backend", "jack"])
+        .args([
+            "run",
+            "rigs/livefx.toml",
+            "--variant",
+            "pi",
+            "--backend",
+            "jack",
+        ])
         .arg("--out")
         .arg(&dir)
         .args(args);
@@ -87,7 +94,14 @@ fn pipewire_jack_counts_cycles_and_every_injected_overrun() {
     let r = run(
         &pw,
         "inj",
-        &["--duration", "10 s", "--inject-every", "50", "--inject-factor", "1.5"],
+        &[
+            "--duration",
+            "10 s",
+            "--inject-every",
+            "50",
+            "--inject-factor",
+            "1.5",
+        ],
     );
     let server_log = std::fs::read_to_string(pw.dir.join("pipewire.log")).unwrap_or_default();
     drop(pw);
@@ -106,7 +120,11 @@ fn pipewire_jack_counts_cycles_and_every_injected_overrun() {
     let mut other = 0;
     for (i, &(f, cb, _)) in cyc.iter().enumerate() {
         let inj = f & results::livefx::cycles::F_INJECTED != 0;
-        assert_eq!(inj, (i as u64 + 1).is_multiple_of(50), "injection on cycle {i}");
+        assert_eq!(
+            inj,
+            (i as u64 + 1).is_multiple_of(50),
+            "injection on cycle {i}"
+        );
         if inj {
             injected += 1;
             assert!(
@@ -155,18 +173,29 @@ fn pipewire_jack_counts_cycles_and_every_injected_overrun() {
     let sv = server(&r.dir);
     assert_eq!(sv["kind"], "pipewire", "{sv}");
     assert!(
-        sv["version"].as_str().is_some_and(|v| v.starts_with("0.3.") || v.starts_with("1.")),
+        sv["version"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("0.3.") || v.starts_with("1.")),
         "{sv}"
     );
     assert!(
-        sv["library"].as_str().unwrap_or("").contains("pipewire-0.3/jack/libjack.so"),
+        sv["library"]
+            .as_str()
+            .unwrap_or("")
+            .contains("pipewire-0.3/jack/libjack.so"),
         "{sv}"
     );
-    assert_eq!((sv["period"].clone(), sv["rate"].clone()), (256.into(), 48000.into()));
+    assert_eq!(
+        (sv["period"].clone(), sv["rate"].clone()),
+        (256.into(), 48000.into())
+    );
     assert!(sv["xruns"].as_str().unwrap_or("").contains("driver"));
     // The report's backend line names it too.
     assert!(
-        row["backend_note"].as_str().unwrap_or("").contains("PipeWire 0."),
+        row["backend_note"]
+            .as_str()
+            .unwrap_or("")
+            .contains("PipeWire 0."),
         "{row}"
     );
     let doc: results::run::RunDoc =
@@ -191,7 +220,10 @@ fn pipewire_jack_control_at_quantum_1024_has_no_misses() {
     let row = &s["rows"][0];
     assert_eq!(row["period"], 1024);
     let n = row["cycles"].as_u64().unwrap();
-    assert!((440..=470).contains(&n), "10 s at 1024 frames is ~469 cycles: {n}");
+    assert!(
+        (440..=470).contains(&n),
+        "10 s at 1024 frames is ~469 cycles: {n}"
+    );
     assert_eq!(row["injected"], 0);
     assert_eq!(row["deadline_misses"], 0, "no injection at 1024: no misses");
     assert_eq!(row["xruns"], 0);
@@ -217,7 +249,10 @@ fn pipewire_period_flag_sets_the_quantum_and_records_it() {
     let s = json(&r.dir.join("summary.json"));
     let row = &s["rows"][0];
     let n = row["cycles"].as_u64().unwrap();
-    assert!((700..=760).contains(&n), "4 s at 256 frames is 750 cycles: {n}");
+    assert!(
+        (700..=760).contains(&n),
+        "4 s at 256 frames is 750 cycles: {n}"
+    );
     assert_eq!(row["period"], 256, "the period the cycles ran at: {row}");
     assert_eq!(server(&r.dir)["period"], 256);
     let st = xrunrig::doctor::audio::parse_pw_dump(&after).expect("pw-dump after the run");
@@ -256,12 +291,18 @@ fn doctor_names_pipewire_and_flags_what_it_forces() {
     let j = check("audio.jack");
     assert_eq!(j["status"], "pass", "{j}");
     assert_eq!(j["data"]["kind"], "pipewire", "{j}");
-    assert!(j["found"].as_str().unwrap().contains("served by PipeWire"), "{j}");
+    assert!(
+        j["found"].as_str().unwrap().contains("served by PipeWire"),
+        "{j}"
+    );
     let p = check("audio.pipewire");
     assert_eq!(p["status"], "warn", "{p}");
     let found = p["found"].as_str().unwrap();
     assert!(found.contains("JACK clients reach PipeWire"), "{found}");
-    assert!(found.contains("clock.force-quantum = 512 (settings metadata)"), "{found}");
+    assert!(
+        found.contains("clock.force-quantum = 512 (settings metadata)"),
+        "{found}"
+    );
     assert!(found.contains("link.max-buffers below 2"), "{found}");
     assert!(found.contains("node.force-rate = 44100"), "{found}");
     assert_eq!(p["data"]["link_max_buffers"], 1, "{p}");

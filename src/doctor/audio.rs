@@ -655,7 +655,10 @@ fn pipewire(src: &dyn Source, ctx: &Ctx, answer: &Option<Result<JackAnswer, Stri
         } else {
             c.na(format!(
                 "not running; its JACK config forces: {}",
-                conf.iter().map(PwFinding::text).collect::<Vec<_>>().join("; ")
+                conf.iter()
+                    .map(PwFinding::text)
+                    .collect::<Vec<_>>()
+                    .join("; ")
             ))
         };
     };
@@ -776,7 +779,10 @@ mod tests {
     fn pw_dump_gives_version_settings_and_what_is_forced() {
         let st = parse_pw_dump(&dump(16)).unwrap();
         assert_eq!(st.version.as_deref(), Some("0.3.65"));
-        assert_eq!((st.quantum, st.rate, st.link_max_buffers), (Some(1024), Some(48000), Some(16)));
+        assert_eq!(
+            (st.quantum, st.rate, st.link_max_buffers),
+            (Some(1024), Some(48000), Some(16))
+        );
         let f: Vec<String> = st.forced.iter().map(PwFinding::text).collect();
         assert_eq!(
             f,
@@ -824,7 +830,11 @@ mod tests {
             }));
         let c = pipewire_check(&src, answer("pipewire", "PipeWire 0.3.65"));
         assert_eq!(c.status, super::super::Status::Warn, "{c:?}");
-        assert!(c.found.contains("JACK clients reach PipeWire"), "{}", c.found);
+        assert!(
+            c.found.contains("JACK clients reach PipeWire"),
+            "{}",
+            c.found
+        );
         assert!(c.found.contains("clock.force-quantum = 512"), "{}", c.found);
         assert!(c.found.contains("link.max-buffers below 2"), "{}", c.found);
         assert!(c.fix.as_deref().unwrap().contains("clock.force-quantum 0"));
@@ -838,6 +848,10 @@ mod tests {
         assert_eq!(c.status, super::super::Status::Pass, "{c:?}");
         // PipeWire runs but JACK clients reach jackd2's libjack: say how to reach it.
         let c = pipewire_check(&src, answer("jackd2", "jackd2 1.9.21"));
-        assert!(c.found.contains("not PipeWire: run them with pw-jack"), "{}", c.found);
+        assert!(
+            c.found.contains("not PipeWire: run them with pw-jack"),
+            "{}",
+            c.found
+        );
     }
 }

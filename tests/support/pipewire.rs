@@ -91,7 +91,10 @@ impl PrivatePipewire {
         props.extend(setup.extra.iter().cloned());
         std::fs::write(
             conf_d.join("50-xrunrig-test.conf"),
-            format!("context.properties = {{\n    {}\n}}\n", props.join("\n    ")),
+            format!(
+                "context.properties = {{\n    {}\n}}\n",
+                props.join("\n    ")
+            ),
         )
         .expect("pipewire.conf drop-in");
         if !setup.jack_properties.is_empty() {

@@ -309,7 +309,10 @@ mod tests {
             j.describe(),
             "jackd2 1.9.21 (libjack /usr/lib/x86_64-linux-gnu/libjack.so.0.1.0)"
         );
-        assert_eq!(identify("0.125.0", None).implementation, Implementation::Other);
+        assert_eq!(
+            identify("0.125.0", None).implementation,
+            Implementation::Other
+        );
         // pw-jack's library path wins over an unexpected string.
         let p = identify(
             "3.0.0.0",
@@ -327,6 +330,9 @@ mod tests {
             loaded_library(maps).as_deref(),
             Some("/usr/lib/x86_64-linux-gnu/pipewire-0.3/jack/libjack.so.0.365.0")
         );
-        assert_eq!(loaded_library("7f-8f r--p 0 0:0 0 /usr/lib/libjackserver.so.0\n"), None);
+        assert_eq!(
+            loaded_library("7f-8f r--p 0 0:0 0 /usr/lib/libjackserver.so.0\n"),
+            None
+        );
     }
 }
