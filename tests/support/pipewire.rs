@@ -1,7 +1,9 @@
 //! A private headless PipeWire for tests: `pipewire` (and, when asked, `wireplumber`) in
 //! a runtime and config directory of the test's own, driven by PipeWire's built-in
-//! Dummy-Driver (a timer: no card, no D-Bus session needed), stopped and reaped when
-//! dropped. JACK clients reach it through PipeWire's libjack: `client_env()` gives the
+//! Dummy-Driver (a timer: no card), stopped and reaped when dropped. PipeWire itself
+//! needs no D-Bus session (its portal module logs that it found none); the core puts a
+//! JACK client on the Dummy-Driver by itself. WirePlumber 0.4 exits at once without a
+//! session bus, so it runs under `dbus-run-session` (a private bus of its own). JACK clients reach it through PipeWire's libjack: `client_env()` gives the
 //! environment (`LD_LIBRARY_PATH` to pipewire-0.3/jack, as `pw-jack` does, and the
 //! private runtime directory). Nothing shared is touched: the socket lives in the test's
 //! own directory, so a user's session PipeWire, if any, never sees the test's clients.
@@ -20,6 +22,11 @@ pub struct PrivatePipewire {
     pub runtime: PathBuf,
     pub config: PathBuf,
     children: Vec<Child>,
+}
+
+/// Whether WirePlumber and dbus-run-session (package dbus-daemon) are installed.
+pub fn wireplumber_available() -> bool {
+    xrunrig::testkit::on_path("wireplumber") && xrunrig::testkit::on_path("dbus-run-session")
 }
 
 /// Whether pipewire, pipewire-jack's libjack and pw-dump are installed.
@@ -75,6 +82,14 @@ impl PrivatePipewire {
         if !available_or_skip() {
             return None;
         }
+        if setup.wireplumber
+            && !xrunrig::testkit::have(
+                wireplumber_available(),
+                "WirePlumber (apt-get install wireplumber dbus-daemon)",
+            )
+        {
+            return None;
+        }
         let dir = xrunrig::testkit::private_dir(&format!("pipewire-{tag}"));
         let runtime = dir.join("run");
         let config = dir.join("config");
@@ -113,14 +128,14 @@ impl PrivatePipewire {
             config,
             children: vec![],
         };
-        pw.spawn("pipewire");
+        pw.spawn("pipewire", &[]);
         if !pw.wait_ready(Duration::from_secs(10)) {
             let log = std::fs::read_to_string(dir.join("pipewire.log")).unwrap_or_default();
             pw.stop();
             panic!("pipewire did not answer within 10 s; its log:\n{log}");
         }
         if setup.wireplumber {
-            pw.spawn("wireplumber");
+            pw.spawn("dbus-run-session", &["--", "wireplumber"]);
             // WirePlumber has no readiness signal of its own: its default nodes and
             // the "default" metadata appear once it has run its scripts.
             let t0 = Instant::now();
@@ -159,11 +174,16 @@ impl PrivatePipewire {
         c
     }
 
-    fn spawn(&mut self, prog: &str) {
-        let log = std::fs::File::create(self.dir.join(format!("{prog}.log"))).expect("log");
+    fn spawn(&mut self, prog: &str, args: &[&str]) {
+        let name = args.last().unwrap_or(&prog);
+        let log = std::fs::File::create(self.dir.join(format!("{name}.log"))).expect("log");
         let child = self
             .command(prog)
+            .args(args)
             .env_remove("LD_LIBRARY_PATH")
+            .env_remove("DBUS_SESSION_BUS_ADDRESS")
+            // A group of its own: stop() signals dbus-run-session's children with it.
+            .process_group(0)
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
             .spawn()
@@ -214,12 +234,12 @@ impl PrivatePipewire {
         self.children.first().map_or(0, |c| c.id())
     }
 
-    /// SIGTERM each process (newest first), wait up to 5 s, then SIGKILL.
+    /// SIGTERM each process group (newest first), wait up to 5 s, then SIGKILL it.
     pub fn stop(&mut self) {
         while let Some(mut c) = self.children.pop() {
             // SAFETY: signalling our own child by pid.
             unsafe {
-                libc::kill(c.id() as i32, libc::SIGTERM);
+                libc::kill(-(c.id() as i32), libc::SIGTERM);
             }
             let t0 = Instant::now();
             let mut done = false;
@@ -230,8 +250,11 @@ impl PrivatePipewire {
                 }
                 std::thread::sleep(Duration::from_millis(50));
             }
+            // SAFETY: as above; the group is ours (process_group(0) at spawn).
+            unsafe {
+                libc::kill(-(c.id() as i32), libc::SIGKILL);
+            }
             if !done {
-                let _ = c.kill();
                 let _ = c.wait();
             }
         }

@@ -203,7 +203,6 @@ fn build<T>(
 where
     T: cpal::SizedSample + cpal::FromSample<f32> + 'static,
 {
-    use cpal::Sample;
     let mut buf = vec![0.0f32; scratch];
     d.build_output_stream::<T, _, _>(
         config,
