@@ -15,7 +15,6 @@ mod support;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Mutex;
 use support::pipewire::{PrivatePipewire, Setup};
 use xrunrig::testkit;

@@ -10,6 +10,7 @@
 
 #![allow(dead_code)]
 
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -182,6 +183,9 @@ impl PrivatePipewire {
             .args(args)
             .env_remove("LD_LIBRARY_PATH")
             .env_remove("DBUS_SESSION_BUS_ADDRESS")
+            // Info level: the server's "client too slow!" lines (a client's overrun,
+            // which PipeWire does not report to the client) land in its log.
+            .env("PIPEWIRE_DEBUG", "3")
             // A group of its own: stop() signals dbus-run-session's children with it.
             .process_group(0)
             .stdout(log.try_clone().expect("log"))
