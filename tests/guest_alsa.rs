@@ -1,8 +1,8 @@
 //! The ALSA backend (cpal) on real ALSA drivers: a Debian 6.12 guest under QEMU loads
 //! snd-aloop and snd-dummy (src/guest/modules.rs `SOUND`), and `xrunrig run --backend
 //! alsa --device hw:...` plays on each card: cycles counted at the card's pace, every
-//! injected overrun seen as a deadline miss on its own cycle, and run.json saying what
-//! cpal does not tell (the granted period, ALSA's own xrun timestamps).
+//! injected overrun seen (a miss or an xrun, on its cycle or the next: cpal gives no
+//! deadline, see `check_card`), the period ALSA granted and the server in run.json.
 //!
 //! Needs qemu-system-x86_64 and the Debian kernel package, as tests/guest.rs (which says
 //! how they are fetched); XRUNRIG_SKIP_GUEST=1 skips. One guest at a time. Period 512:
@@ -120,12 +120,18 @@ fn check_card(out: &Path, device: &str, every: u64) {
     assert_eq!(row["cycles"].as_u64().unwrap(), n);
     // 5 s at 512 frames and 48 kHz is 469 cycles; an xrun loses the frames cpal's
     // recovery skips, and a TCG guest on a busy host has many (374 cycles, 60 xruns on
-    // snd-aloop with the host at load 19), so: at most 469, and the card clearly ran.
-    assert!((200..=470).contains(&n), "{device}: {n} cycles in 5 s");
+    // snd-aloop with the host at load 19), so: about 469 at most (the first and last cycles may straddle the 5 s), and the card clearly ran.
+    assert!((200..=475).contains(&n), "{device}: {n} cycles in 5 s");
     assert_eq!(row["period"], 512, "the period ALSA granted: {row}");
     use results::livefx::cycles::{F_INJECTED, F_MISS, F_XRUN};
-    let mut injected = 0;
-    let mut at_xrun = 0;
+    // cpal gives a callback no deadline: the backend estimates it from the frames played
+    // since an anchor, re-anchored after each xrun. An injected overrun of 1.5 periods
+    // (with 2 periods buffered) also underruns the card, so what is exact here is that
+    // every injected overrun is SEEN, on its own cycle or the next, as a deadline miss or
+    // an xrun; how many are misses on their own cycle is printed, not required
+    // (measured: snd-dummy 6 of 18, the other 12 xruns on their own cycle; snd-aloop 16
+    // of 18, one an xrun only, one a miss on the next cycle).
+    let (mut injected, mut own_miss, mut xrun_only, mut next) = (0, 0, 0, 0);
     for (i, &(f, _)) in cyc.iter().enumerate() {
         let inj = f & F_INJECTED != 0;
         assert_eq!(
@@ -133,26 +139,33 @@ fn check_card(out: &Path, device: &str, every: u64) {
             (i as u64 + 1).is_multiple_of(every),
             "injection on cycle {i}"
         );
-        if inj {
-            injected += 1;
-            if f & F_MISS == 0 {
-                // cpal gives the callback no deadline: the backend estimates it from the
-                // frames played since an anchor, re-anchored on the cycle that follows an
-                // xrun (cpal refills the buffer there), so on that cycle alone an overrun
-                // can go unseen (measured: 1 of 16 on snd-dummy). Anywhere else: a failure.
-                assert!(
-                    f & F_XRUN != 0,
-                    "{device}: injected overrun on cycle {i} not detected (no xrun there)"
-                );
-                at_xrun += 1;
-            }
+        if !inj {
+            continue;
+        }
+        injected += 1;
+        let after = cyc.get(i + 1).map_or(0, |c| c.0);
+        if f & F_MISS != 0 {
+            own_miss += 1;
+        } else if f & F_XRUN != 0 {
+            xrun_only += 1;
+        } else {
+            assert!(
+                after & (F_MISS | F_XRUN) != 0,
+                "{device}: injected overrun on cycle {i} seen neither there nor on the next"
+            );
+            next += 1;
         }
     }
     assert_eq!(injected, n / every);
     assert_eq!(row["injected"].as_u64().unwrap(), injected);
-    assert_eq!(row["injected_undetected"].as_u64(), Some(at_xrun), "{row}");
+    assert_eq!(
+        row["injected_undetected"].as_u64(),
+        Some(injected - own_miss),
+        "{row}"
+    );
     eprintln!(
-        "{device}: {n} cycles, {injected} injected, {at_xrun} unseen on re-anchored xrun cycles; misses {}, xruns {}",
+        "{device}: {n} cycles, {injected} injected: {own_miss} misses on their own cycle, \
+         {xrun_only} xruns only, {next} seen on the next cycle; misses {}, xruns {}",
         row["deadline_misses"], row["xruns"]
     );
     let run = json(&out.join("run.json"));
