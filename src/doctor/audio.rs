@@ -519,14 +519,15 @@ pub fn parse_pw_dump(text: &str) -> Result<PwState, String> {
     Ok(st)
 }
 
-/// Keys in jack.conf that force a period or rate on every JACK client.
+/// Keys in jack.conf that force a period or rate on JACK clients. Not
+/// `jack.global-buffer-size`: Debian's own jack.conf sets it in a rule for jack_bufsize
+/// only, and it forces nothing by itself (it makes a client's period change global).
 const JACK_CONF_KEYS: &[&str] = &[
     "node.force-quantum",
     "node.force-rate",
     "node.lock-quantum",
     "node.quantum",
     "node.rate",
-    "jack.global-buffer-size",
 ];
 
 /// Lines of a PipeWire JACK config (SPA-JSON) that set one of `JACK_CONF_KEYS`, outside
