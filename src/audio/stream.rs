@@ -36,6 +36,8 @@ pub struct StreamInfo {
     pub note: String,
     /// Offset to add to the backend's own time base to get CLOCK_MONOTONIC ns.
     pub clock_offset_ns: i64,
+    /// The server or driver behind the stream (JACK, ALSA), for run.json.
+    pub server: Option<results::livefx::AudioServer>,
 }
 
 /// A running stream; `stop` ends it and returns after the process's `end`.

@@ -2,17 +2,21 @@
 //! its IRQ thread.
 
 use super::ctx::{Ctx, Proc};
+use super::probe::JackAnswer;
 use super::source::{Source, describe_err};
 use super::{Check, Mode};
+use serde_json::Value;
 
 const AREA: &str = "audio";
 
 pub fn checks(src: &dyn Source, ctx: &Ctx, mode: Mode) -> Vec<Check> {
     let cards = cards(src, ctx);
     let irqs = sound_irqs(src, &cards);
+    // One client connection serves both checks: which server answers matters to both.
+    let answer = mode.connect_jack.then(|| src.jack());
     vec![
-        jack(src, ctx, mode),
-        pipewire(ctx),
+        jack(src, ctx, mode, &answer),
+        pipewire(src, ctx, &answer),
         alsa_cards(&cards),
         sound_irq(&cards, &irqs),
         irq_thread(src, ctx, &cards, &irqs),
@@ -343,7 +347,12 @@ fn describe_jackd(src: &dyn Source, p: &Proc) -> (String, bool, String) {
     (name, j.realtime, text)
 }
 
-fn jack(src: &dyn Source, ctx: &Ctx, mode: Mode) -> Check {
+fn jack(
+    src: &dyn Source,
+    ctx: &Ctx,
+    mode: Mode,
+    answer: &Option<Result<JackAnswer, String>>,
+) -> Check {
     let c = Check::new(
         AREA,
         "audio.jack",
@@ -372,26 +381,32 @@ fn jack(src: &dyn Source, ctx: &Ctx, mode: Mode) -> Check {
             ))
         };
     }
-    match src.jack() {
+    let Some(answer) = answer else {
+        return c.na("no client connection made");
+    };
+    match answer {
         Ok(a) => {
             let ms = a.period as f64 * 1000.0 / a.rate.max(1) as f64;
             let me = servers.iter().find(|s| s.0 == a.server);
             let found = format!(
-                "server '{}' answers: {} Hz, {} frames per period ({ms:.2} ms){}",
+                "server '{}' answers: {} Hz, {} frames per period ({ms:.2} ms){}{}",
                 a.server,
                 a.rate,
                 a.period,
+                a.implementation
+                    .as_deref()
+                    .map_or(String::new(), |i| format!("; served by {i}")),
                 me.map_or(String::new(), |s| format!("; {}", s.2))
             );
-            let c =
-                c.data(serde_json::json!({"server": a.server, "rate": a.rate, "period": a.period}));
+            let c = c.data(serde_json::json!({"server": a.server, "rate": a.rate,
+                "period": a.period, "kind": a.kind, "implementation": a.implementation}));
             if me.is_some_and(|s| !s.1) {
                 c.warn(found, rt_fix)
             } else {
                 c.pass(found)
             }
         }
-        Err(e) if e.contains("not recorded") => c.na(e),
+        Err(e) if e.contains("not recorded") => c.na(e.clone()),
         Err(e) => {
             let want = crate::audio::jack::server_name(&None);
             if servers.iter().any(|s| s.0 == want) {
@@ -414,34 +429,430 @@ fn jack(src: &dyn Source, ctx: &Ctx, mode: Mode) -> Check {
     }
 }
 
-fn pipewire(ctx: &Ctx) -> Check {
+/// A PipeWire setting that changes what JACK clients get, and where it was read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PwFinding {
+    /// Where: "settings metadata", "node 'NAME'", "FILE:LINE".
+    pub at: String,
+    pub key: String,
+    pub value: String,
+}
+
+impl PwFinding {
+    fn text(&self) -> String {
+        format!("{} = {} ({})", self.key, self.value, self.at)
+    }
+}
+
+/// What pw-dump says about the running PipeWire: its version, the settings the core
+/// runs with, and the settings that force a period or rate on JACK clients.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PwState {
+    pub version: Option<String>,
+    pub quantum: Option<u64>,
+    pub rate: Option<u64>,
+    pub link_max_buffers: Option<u64>,
+    /// Forcing settings: clock.force-quantum / clock.force-rate in the "settings"
+    /// metadata, node.force-quantum / node.force-rate / node.lock-quantum on JACK nodes.
+    pub forced: Vec<PwFinding>,
+}
+
+/// A JSON value as text, numbers and strings alike (metadata values are strings).
+fn as_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// "0", "false", "" and absent force nothing.
+fn forces(value: &str) -> bool {
+    let v = value.trim().trim_matches('"');
+    !(v.is_empty() || v == "0" || v == "false")
+}
+
+/// Reads pw-dump's JSON (an array of objects).
+pub fn parse_pw_dump(text: &str) -> Result<PwState, String> {
+    let v: Value =
+        serde_json::from_str(text).map_err(|e| format!("pw-dump's output is not JSON: {e}"))?;
+    let objs = v
+        .as_array()
+        .ok_or("pw-dump's output is not a list of objects")?;
+    let mut st = PwState::default();
+    for o in objs {
+        let ty = o["type"].as_str().unwrap_or("");
+        let props = &o["info"]["props"];
+        if ty.ends_with(":Core") && props["core.daemon"] == Value::Bool(true) {
+            st.version = o["info"]["version"].as_str().map(str::to_string);
+            st.quantum = props["default.clock.quantum"].as_u64();
+            st.rate = props["default.clock.rate"].as_u64();
+            st.link_max_buffers = props["link.max-buffers"].as_u64();
+        } else if ty.ends_with(":Metadata") && o["props"]["metadata.name"] == "settings" {
+            for m in o["metadata"].as_array().into_iter().flatten() {
+                let key = m["key"].as_str().unwrap_or("");
+                if key == "clock.force-quantum" || key == "clock.force-rate" {
+                    let val = as_text(&m["value"]).unwrap_or_default();
+                    if forces(&val) {
+                        st.forced.push(PwFinding {
+                            at: "settings metadata".into(),
+                            key: key.into(),
+                            value: val,
+                        });
+                    }
+                }
+            }
+        } else if ty.ends_with(":Node") && props["client.api"] == "jack" {
+            let name = props["node.name"].as_str().unwrap_or("?");
+            for key in ["node.force-quantum", "node.force-rate", "node.lock-quantum"] {
+                if let Some(val) = as_text(&props[key]).filter(|v| forces(v)) {
+                    st.forced.push(PwFinding {
+                        at: format!("JACK node '{name}'"),
+                        key: key.into(),
+                        value: val,
+                    });
+                }
+            }
+        }
+    }
+    Ok(st)
+}
+
+/// Keys in jack.conf that force a period or rate on JACK clients. Not
+/// `jack.global-buffer-size`: Debian's own jack.conf sets it in a rule for jack_bufsize
+/// only, and it forces nothing by itself (it makes a client's period change global).
+const JACK_CONF_KEYS: &[&str] = &[
+    "node.force-quantum",
+    "node.force-rate",
+    "node.lock-quantum",
+    "node.quantum",
+    "node.rate",
+];
+
+/// Lines of a PipeWire JACK config (SPA-JSON) that set one of `JACK_CONF_KEYS`, outside
+/// comments: (line number, key, value). A line scan: it does not tell `jack.properties`
+/// (every client) from a `jack.rules` entry (matching clients), so the line is named.
+pub fn jack_conf_settings(text: &str) -> Vec<(usize, String, String)> {
+    let mut v = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let code = line.split('#').next().unwrap_or("").trim();
+        for key in JACK_CONF_KEYS {
+            let Some(rest) = code.strip_prefix(key) else {
+                continue;
+            };
+            let rest = rest.trim_start();
+            let Some(val) = rest.strip_prefix('=').or_else(|| rest.strip_prefix(':')) else {
+                continue;
+            };
+            let val = val.trim().trim_end_matches(',').trim().to_string();
+            if forces(&val) {
+                v.push((n + 1, key.to_string(), val));
+            }
+        }
+    }
+    v
+}
+
+/// jack.conf and its drop-ins, in PipeWire's search order (system, admin, user).
+fn jack_conf_files(src: &dyn Source) -> Vec<String> {
+    let mut dirs = vec![
+        "/usr/share/pipewire".to_string(),
+        "/etc/pipewire".to_string(),
+    ];
+    if let Some(c) = std::env::var_os("XDG_CONFIG_HOME") {
+        dirs.push(format!("{}/pipewire", c.to_string_lossy()));
+    } else if let Some(h) = std::env::var_os("HOME") {
+        dirs.push(format!("{}/.config/pipewire", h.to_string_lossy()));
+    }
+    let mut files = Vec::new();
+    for d in dirs {
+        files.push(format!("{d}/jack.conf"));
+        let mut drop: Vec<String> = src
+            .list(&format!("{d}/jack.conf.d"))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|f| f.ends_with(".conf"))
+            .collect();
+        drop.sort();
+        files.extend(drop.into_iter().map(|f| format!("{d}/jack.conf.d/{f}")));
+    }
+    files
+}
+
+/// Forcing lines in the JACK configs this machine has.
+fn jack_conf_forcing(src: &dyn Source) -> Vec<PwFinding> {
+    let mut v = Vec::new();
+    for f in jack_conf_files(src) {
+        let Ok(text) = src.read(&f) else { continue };
+        for (line, key, value) in jack_conf_settings(&text) {
+            v.push(PwFinding {
+                at: format!("{f}:{line}"),
+                key,
+                value,
+            });
+        }
+    }
+    v
+}
+
+/// Runs `pw-dump` (it connects to the PipeWire of $XDG_RUNTIME_DIR or
+/// $PIPEWIRE_RUNTIME_DIR), killed after `limit`.
+pub fn pw_dump_live(limit: std::time::Duration) -> Result<String, String> {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("pw-dump")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run pw-dump ({e}): install pipewire-bin"))?;
+    let mut out = child.stdout.take().ok_or("pw-dump: no output")?;
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut out, &mut s);
+        s
+    });
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break st,
+            Ok(None) if t0.elapsed() < limit => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "pw-dump did not finish within {} s",
+                    limit.as_secs()
+                ));
+            }
+        }
+    };
+    let text = reader.join().unwrap_or_default();
+    if !status.success() || text.trim().is_empty() {
+        return Err("pw-dump found no PipeWire to talk to".into());
+    }
+    Ok(text)
+}
+
+fn pipewire(src: &dyn Source, ctx: &Ctx, answer: &Option<Result<JackAnswer, String>>) -> Check {
     let c = Check::new(
         AREA,
         "audio.pipewire",
         "PipeWire",
         "PipeWire serves JACK clients too (pw-jack); its quantum is then the period, and it \
-         holds the card, so a separate jackd on the same card fails",
+         holds the card, so a separate jackd on the same card fails. A quantum or rate it \
+         forces overrides the period a JACK client asks for, and too few buffers per link \
+         leave no slack",
     );
     if !ctx.procs_listed {
         return c.na("cannot list processes in /proc");
     }
     let pw = ctx.procs_named(&["pipewire"]);
-    match pw.first() {
-        None => c.na("not running"),
-        Some(p) => {
-            let jackd = jack_procs(ctx);
-            if jackd.is_empty() {
-                c.pass(format!("running (pid {})", p.pid))
-            } else {
-                c.warn(
-                    format!(
-                        "running (pid {}) beside jackd (pid {})",
-                        p.pid, jackd[0].pid
-                    ),
-                    "use one of them: stop jackd and run JACK clients with pw-jack, or stop \
-                     PipeWire on the card jackd uses",
-                )
-            }
+    let conf = jack_conf_forcing(src);
+    let Some(p) = pw.first() else {
+        return if conf.is_empty() {
+            c.na("not running")
+        } else {
+            c.na(format!(
+                "not running; its JACK config forces: {}",
+                conf.iter()
+                    .map(PwFinding::text)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ))
+        };
+    };
+    let jackd = jack_procs(ctx);
+    let mut found = vec![format!("running (pid {})", p.pid)];
+    let mut fixes: Vec<String> = Vec::new();
+    if let Some(j) = jackd.first() {
+        found.push(format!("beside jackd (pid {})", j.pid));
+        fixes.push(
+            "use one of them: stop jackd and run JACK clients with pw-jack, or stop PipeWire \
+             on the card jackd uses"
+                .into(),
+        );
+    }
+    // Which JACK a client reaches: PipeWire's only through its libjack (pw-jack).
+    match answer {
+        Some(Ok(a)) if a.kind.as_deref() == Some("pipewire") => {
+            found.push(format!("JACK clients reach PipeWire (server '{}')", a.server))
         }
+        Some(Ok(a)) => found.push(format!(
+            "JACK clients reach {} (server '{}'), not PipeWire: run them with pw-jack to use PipeWire",
+            a.implementation.as_deref().unwrap_or("another JACK server"),
+            a.server
+        )),
+        _ => {}
+    }
+    let mut forced = conf;
+    let mut data = serde_json::json!({"pid": p.pid});
+    if answer.is_some() {
+        match src.pipewire_dump().and_then(|t| parse_pw_dump(&t)) {
+            Ok(st) => {
+                found.push(format!(
+                    "version {}, quantum {}, rate {}, link.max-buffers {}",
+                    st.version.as_deref().unwrap_or("?"),
+                    st.quantum.map_or("?".into(), |q| q.to_string()),
+                    st.rate.map_or("?".into(), |q| q.to_string()),
+                    st.link_max_buffers.map_or("?".into(), |q| q.to_string()),
+                ));
+                if st.link_max_buffers.is_some_and(|b| b < 2) {
+                    found.push(
+                        "link.max-buffers below 2: one buffer per link, no slack when a \
+                         consumer is late"
+                            .into(),
+                    );
+                    fixes.push(
+                        "set link.max-buffers = 16 (the default) in pipewire.conf's \
+                         context.properties"
+                            .into(),
+                    );
+                }
+                data = serde_json::json!({"pid": p.pid, "version": st.version,
+                    "quantum": st.quantum, "rate": st.rate,
+                    "link_max_buffers": st.link_max_buffers});
+                forced.extend(st.forced);
+            }
+            Err(e) if e.contains("not recorded") => {}
+            Err(e) => found.push(format!("settings not read: {e}")),
+        }
+    }
+    if !forced.is_empty() {
+        found.push(format!(
+            "forces on JACK clients: {}",
+            forced
+                .iter()
+                .map(PwFinding::text)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+        fixes.push(
+            "let clients choose: pw-metadata -n settings 0 clock.force-quantum 0 (and \
+             clock.force-rate 0); remove node.force-*/node.lock-* lines from jack.conf"
+                .into(),
+        );
+    }
+    data["forced"] = serde_json::json!(
+        forced
+            .iter()
+            .map(|f| serde_json::json!({"at": f.at, "key": f.key, "value": f.value}))
+            .collect::<Vec<_>>()
+    );
+    let c = c.data(data);
+    let found = found.join("; ");
+    if fixes.is_empty() {
+        c.pass(found)
+    } else {
+        c.warn(found, fixes.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doctor::source::Recorded;
+
+    /// The objects of a real pw-dump (PipeWire 0.3.65 with `pw-metadata -n settings 0
+    /// clock.force-quantum 512`), cut to what the doctor reads, plus a JACK client node.
+    fn dump(link_max_buffers: u64) -> String {
+        serde_json::json!([
+            {"id": 0, "type": "PipeWire:Interface:Core", "info": {"version": "0.3.65",
+              "props": {"core.daemon": true, "default.clock.quantum": 1024,
+                "default.clock.rate": 48000, "link.max-buffers": link_max_buffers}}},
+            {"id": 29, "type": "PipeWire:Interface:Metadata",
+              "props": {"metadata.name": "settings"},
+              "metadata": [
+                {"subject": 0, "key": "clock.quantum", "type": "", "value": 1024},
+                {"subject": 0, "key": "clock.force-quantum", "type": "", "value": 512},
+                {"subject": 0, "key": "clock.force-rate", "type": "", "value": 0}]},
+            {"id": 31, "type": "PipeWire:Interface:Node", "info": {"props": {
+              "client.api": "jack", "node.name": "ardour", "node.force-rate": "44100",
+              "node.lock-quantum": "false"}}},
+            {"id": 27, "type": "PipeWire:Interface:Node", "info": {"props": {
+              "node.name": "Dummy-Driver", "node.driver": true}}}
+        ])
+        .to_string()
+    }
+
+    #[test]
+    fn pw_dump_gives_version_settings_and_what_is_forced() {
+        let st = parse_pw_dump(&dump(16)).unwrap();
+        assert_eq!(st.version.as_deref(), Some("0.3.65"));
+        assert_eq!(
+            (st.quantum, st.rate, st.link_max_buffers),
+            (Some(1024), Some(48000), Some(16))
+        );
+        let f: Vec<String> = st.forced.iter().map(PwFinding::text).collect();
+        assert_eq!(
+            f,
+            [
+                "clock.force-quantum = 512 (settings metadata)",
+                "node.force-rate = 44100 (JACK node 'ardour')"
+            ]
+        );
+        assert!(parse_pw_dump("not json").unwrap_err().contains("not JSON"));
+    }
+
+    #[test]
+    fn jack_conf_lines_that_force_are_found_outside_comments() {
+        let conf = "jack.properties = {\n     #node.force-quantum = 256\n     node.force-quantum = 256\n     node.lock-quantum  = true  # keep it\n     node.force-rate = 0\n     jack.show-monitor = true\n}\n";
+        assert_eq!(
+            jack_conf_settings(conf),
+            vec![
+                (3, "node.force-quantum".to_string(), "256".to_string()),
+                (4, "node.lock-quantum".to_string(), "true".to_string())
+            ]
+        );
+    }
+
+    fn pipewire_check(src: &Recorded, answer: Option<Result<JackAnswer, String>>) -> Check {
+        let ctx = Ctx::read(src);
+        pipewire(src, &ctx, &answer)
+    }
+
+    fn answer(kind: &str, what: &str) -> Option<Result<JackAnswer, String>> {
+        Some(Ok(JackAnswer {
+            server: "default".into(),
+            rate: 48000,
+            period: 1024,
+            kind: Some(kind.into()),
+            implementation: Some(what.into()),
+        }))
+    }
+
+    #[test]
+    fn the_pipewire_check_flags_forced_settings_and_few_link_buffers() {
+        let src = Recorded::empty()
+            .file("/proc/701/comm", "pipewire\n")
+            .probes(serde_json::json!({
+                "pipewire_dump": serde_json::from_str::<Value>(&dump(1)).unwrap()
+            }));
+        let c = pipewire_check(&src, answer("pipewire", "PipeWire 0.3.65"));
+        assert_eq!(c.status, super::super::Status::Warn, "{c:?}");
+        assert!(
+            c.found.contains("JACK clients reach PipeWire"),
+            "{}",
+            c.found
+        );
+        assert!(c.found.contains("clock.force-quantum = 512"), "{}", c.found);
+        assert!(c.found.contains("link.max-buffers below 2"), "{}", c.found);
+        assert!(c.fix.as_deref().unwrap().contains("clock.force-quantum 0"));
+        // Nothing forced, enough buffers, PipeWire answering: a pass.
+        let clean = serde_json::json!([{"type": "PipeWire:Interface:Core", "info": {
+            "version": "0.3.65", "props": {"core.daemon": true, "link.max-buffers": 16}}}]);
+        let src = Recorded::empty()
+            .file("/proc/701/comm", "pipewire\n")
+            .probes(serde_json::json!({"pipewire_dump": clean}));
+        let c = pipewire_check(&src, answer("pipewire", "PipeWire 0.3.65"));
+        assert_eq!(c.status, super::super::Status::Pass, "{c:?}");
+        // PipeWire runs but JACK clients reach jackd2's libjack: say how to reach it.
+        let c = pipewire_check(&src, answer("jackd2", "jackd2 1.9.21"));
+        assert!(
+            c.found.contains("not PipeWire: run them with pw-jack"),
+            "{}",
+            c.found
+        );
     }
 }

@@ -13,6 +13,10 @@ pub struct JackAnswer {
     pub server: String,
     pub rate: u32,
     pub period: u32,
+    /// Which implementation answered ("jackd2", "pipewire", "jack") and its description
+    /// ("PipeWire 0.3.65 (libjack ...)"), from the libjack this process loaded.
+    pub kind: Option<String>,
+    pub implementation: Option<String>,
 }
 
 fn errno_text(e: i32) -> String {
@@ -143,9 +147,12 @@ pub fn jack(limit: Duration) -> Result<JackAnswer, String> {
         client: Some("xrunrig-doctor"),
     };
     let a = Jack.probe(&spec)?;
+    let who = crate::audio::jack::identity();
     Ok(JackAnswer {
         server: a.device,
         rate: a.rate.unwrap_or(0),
         period: a.period.unwrap_or(0),
+        kind: who.as_ref().map(|i| i.implementation.name().to_string()),
+        implementation: who.map(|i| i.describe()),
     })
 }

@@ -27,6 +27,10 @@ pub trait Source {
     fn kernel_log(&self) -> Result<String, String>;
     /// Connects to the default JACK server without starting one, bounded in time.
     fn jack(&self) -> Result<JackAnswer, String>;
+    /// `pw-dump` of the PipeWire this process would reach (JSON text).
+    fn pipewire_dump(&self) -> Result<String, String> {
+        Err(not_recorded("pw-dump"))
+    }
 }
 
 /// Reads a small file, trimmed; the error is a one-line reason for an "n/a".
@@ -103,6 +107,9 @@ impl Source for Live {
     }
     fn jack(&self) -> Result<JackAnswer, String> {
         super::probe::jack(std::time::Duration::from_secs(2))
+    }
+    fn pipewire_dump(&self) -> Result<String, String> {
+        super::audio::pw_dump_live(std::time::Duration::from_secs(3))
     }
 }
 
@@ -334,7 +341,18 @@ impl Source for Recorded {
                 .to_string(),
             rate: num("rate"),
             period: num("period"),
+            kind: p.get("kind").and_then(|v| v.as_str()).map(str::to_string),
+            implementation: p
+                .get("implementation")
+                .and_then(|v| v.as_str())
+                .map(str::to_string),
         })
+    }
+    fn pipewire_dump(&self) -> Result<String, String> {
+        let p = self
+            .probe("pipewire_dump")
+            .ok_or_else(|| not_recorded("pw-dump"))?;
+        Ok(p.to_string())
     }
 }
 

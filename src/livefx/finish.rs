@@ -102,6 +102,7 @@ fn section(p: &Prepared, cfg: &Config, params: &[Params], groups: &[Group]) -> L
                 setting: g.setting.clone(),
                 variant: g.variant.clone(),
                 backend_note: g.backend_note.clone(),
+                server: g.server.clone(),
             })
             .collect(),
         callback: CallbackInfo {

@@ -38,6 +38,8 @@ pub struct Group {
     pub variant: String,
     pub backend: String,
     pub backend_note: String,
+    /// The server or driver the stream reported (run.json's livefx notes).
+    pub server: Option<results::livefx::AudioServer>,
     pub rate: u32,
     pub period: u32,
     pub trials: u32,
@@ -65,6 +67,7 @@ impl Group {
             variant: variant.into(),
             backend: String::new(),
             backend_note: String::new(),
+            server: None,
             rate: 0,
             period: 0,
             trials: 0,

@@ -45,6 +45,7 @@ pub fn group(g: &mut Group, pr: &Params, d: &Done) {
     if let Some(i) = &o.info {
         g.backend = i.backend.to_string();
         g.backend_note = format!("{}; {}", pr.why, i.note);
+        g.server = i.server.clone();
         g.rate = i.rate;
         g.period = i.period;
     } else if g.backend.is_empty() {

@@ -4,3 +4,4 @@ pub mod guest;
 pub mod jackd;
 pub mod run;
 pub mod sysctl;
+pub mod pipewire;

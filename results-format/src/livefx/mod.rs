@@ -60,6 +60,32 @@ pub struct BackendNote {
     pub setting: String,
     pub variant: String,
     pub backend_note: String,
+    /// The server or driver the stream ran on; absent in results from before it was
+    /// recorded, and for the clock backend.
+    pub server: Option<AudioServer>,
+}
+
+/// The audio server or driver behind a stream, as the backend found it when it opened.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AudioServer {
+    /// "jackd2", "pipewire" (PipeWire's libjack), "jack" (another libjack), or "alsa"
+    /// (a card through cpal).
+    pub kind: String,
+    /// The server's version (PipeWire's, jackd2's libjack's).
+    #[serde(deserialize_with = "lenient::text")]
+    pub version: Option<String>,
+    /// The library that served (libjack's file) or the ALSA device opened.
+    #[serde(deserialize_with = "lenient::text")]
+    pub library: Option<String>,
+    /// Frames per cycle the stream was granted (PipeWire: the graph's quantum).
+    #[serde(deserialize_with = "lenient::count")]
+    pub period: Option<u32>,
+    #[serde(deserialize_with = "lenient::count")]
+    pub rate: Option<u32>,
+    /// What the backend's xrun count does and does not cover on this server.
+    #[serde(deserialize_with = "lenient::text")]
+    pub xruns: Option<String>,
 }
 
 /// The process callback's thread (the clock backend's; servers set their own).
@@ -98,4 +124,36 @@ pub struct PluginInfo {
     pub jitter_us: Option<f64>,
     #[serde(deserialize_with = "lenient::text")]
     pub lock: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// run.json from before the server was recorded still reads; a new one round-trips.
+    #[test]
+    fn notes_read_with_and_without_a_server() {
+        let old: BackendNote = serde_json::from_str(
+            r#"{"setting":"as-is","variant":"pi","backend_note":"JACK server 'default'"}"#,
+        )
+        .unwrap();
+        assert_eq!(old.server, None);
+        let new = BackendNote {
+            server: Some(AudioServer {
+                kind: "pipewire".into(),
+                version: Some("0.3.65".into()),
+                library: Some("/usr/lib/x86_64-linux-gnu/pipewire-0.3/jack/libjack.so.0".into()),
+                period: Some(256),
+                rate: Some(48000),
+                xruns: Some("driver xruns only".into()),
+            }),
+            ..old
+        };
+        let text = serde_json::to_string(&new).unwrap();
+        assert_eq!(serde_json::from_str::<BackendNote>(&text).unwrap(), new);
+        // A server written with fields of the wrong type loses those, not the run.
+        let odd: AudioServer =
+            serde_json::from_str(r#"{"kind":"jackd2","period":"x","rate":48000}"#).unwrap();
+        assert_eq!((odd.period, odd.rate), (None, Some(48000)));
+    }
 }

@@ -1,6 +1,8 @@
 //! ALSA through cpal 0.18.2 (pinned: cpal's xrun reporting has changed across releases).
 //! `probe` opens the device's configuration (cpal lists a "default" device even with no
-//! card); `stream` plays a fixed-period output stream. The loopback check needs capture
+//! card); `stream` plays a fixed-period output stream in the device's own sample format
+//! (hw: devices such as snd-dummy's take integers only) and records the period cpal
+//! says ALSA granted. The loopback check needs capture
 //! too: use JACK on the card for that (this backend plays only).
 
 mod probe;

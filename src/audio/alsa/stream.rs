@@ -72,7 +72,8 @@ pub(super) fn open(
     let mut index = 0u64;
     let mut anchor = 0u64;
     let mut frames_since_anchor = 0u64;
-    let data_cb = move |data: &mut [f32], _: &cpal::OutputCallbackInfo| {
+    // The cycle itself, on f32 samples; `build` converts to the card's format.
+    let mut data_cb = move |data: &mut [f32]| {
         let wake = now_ns();
         if en.load(Ordering::Relaxed) {
             data.iter_mut().for_each(|x| *x = 0.0);
@@ -124,14 +125,37 @@ pub(super) fn open(
         cpal::ErrorKind::DeviceNotAvailable | cpal::ErrorKind::StreamInvalidated => notes2.gone(),
         _ => {}
     };
-    let stream = d
-        .build_output_stream::<f32, _, _>(config, data_cb, err_cb, None)
-        .map_err(|e| {
+    // Cards' hw: devices often take integers only (snd-dummy: U8 and S16_LE): play in
+    // the device's own default format.
+    let format = def.sample_format();
+    let scratch = MAX_PERIOD as usize * channels as usize;
+    let stream = match format {
+        cpal::SampleFormat::F32 => d.build_output_stream::<f32, _, _>(
+            config,
+            move |data: &mut [f32], _: &cpal::OutputCallbackInfo| data_cb(data),
+            err_cb,
+            None,
+        ),
+        cpal::SampleFormat::I16 => build::<i16>(&d, config, data_cb, err_cb, scratch),
+        cpal::SampleFormat::I32 => build::<i32>(&d, config, data_cb, err_cb, scratch),
+        cpal::SampleFormat::U8 => build::<u8>(&d, config, data_cb, err_cb, scratch),
+        cpal::SampleFormat::U16 => build::<u16>(&d, config, data_cb, err_cb, scratch),
+        other => {
+            return Err(format!(
+                "ALSA: the device's sample format {other} is not one xrunrig plays (f32, i16, i32, u8, u16)"
+            ));
+        }
+    }
+    .map_err(|e| {
             format!(
                 "ALSA: cannot open a stream at {} Hz, period {frames_nominal}: {e}",
                 spec.rate
             )
         })?;
+    // cpal 0.18 says which period ALSA granted (set_period_size_near may round the
+    // request); its callbacks then carry exactly that many frames.
+    let granted = stream.buffer_size().ok();
+    let period = granted.unwrap_or(frames_nominal);
     stream
         .play()
         .map_err(|e| format!("ALSA: cannot start the stream: {e}"))?;
@@ -140,16 +164,59 @@ pub(super) fn open(
         info: StreamInfo {
             backend: "alsa",
             rate,
-            period: frames_nominal,
+            period,
             note: format!(
-                "ALSA device '{}' through cpal 0.18.2, {channels} channels; cycle times estimated from frames played",
-                spec.device.as_deref().unwrap_or("default")
+                "ALSA device '{}' through cpal 0.18.2, {channels} channels of {format}, period {} (asked {frames_nominal}); cycle times estimated from frames played; xruns are cpal's error callbacks, with no time of their own",
+                spec.device.as_deref().unwrap_or("default"),
+                granted.map_or("not reported".to_string(), |g| g.to_string()),
             ),
             clock_offset_ns: 0,
+            server: Some(results::livefx::AudioServer {
+                kind: "alsa".into(),
+                version: None,
+                library: Some(spec.device.clone().unwrap_or_else(|| "default".into())),
+                period: granted,
+                rate: Some(rate),
+                xruns: Some(
+                    "cpal's error callback (ErrorKind::Xrun: EPIPE from ALSA, recovered by \
+                     cpal with prepare): counted and tied to the next cycle; cpal gives no \
+                     time of its own for an xrun"
+                        .into(),
+                ),
+            }),
         },
         stopping,
         ended,
     }))
+}
+
+/// An output stream in an integer sample format `T`: `cycle` fills a preallocated f32
+/// buffer, converted sample by sample; nothing allocates in the callback. Past `scratch`
+/// samples is silence, as in `interleave`.
+fn build<T>(
+    d: &cpal::Device,
+    config: cpal::StreamConfig,
+    mut cycle: impl FnMut(&mut [f32]) + Send + 'static,
+    err_cb: impl FnMut(cpal::Error) + Send + 'static,
+    scratch: usize,
+) -> Result<cpal::Stream, cpal::Error>
+where
+    T: cpal::SizedSample + cpal::FromSample<f32> + 'static,
+{
+    let mut buf = vec![0.0f32; scratch];
+    d.build_output_stream::<T, _, _>(
+        config,
+        move |data: &mut [T], _: &cpal::OutputCallbackInfo| {
+            let n = data.len().min(buf.len());
+            cycle(&mut buf[..n]);
+            for (o, s) in data.iter_mut().zip(&buf[..n]) {
+                *o = T::from_sample(*s);
+            }
+            data[n..].fill(T::EQUILIBRIUM);
+        },
+        err_cb,
+        None,
+    )
 }
 
 /// Copies the mono `out` buffer to every channel of cpal's interleaved `data`.

@@ -123,6 +123,7 @@ pub(super) fn open(
     }
     Ok(Box::new(ClockStream {
         info: StreamInfo {
+            server: None,
             backend: "clock",
             rate,
             period: frames,

@@ -11,7 +11,7 @@ mod probe;
 pub mod server;
 mod stream;
 
-pub use probe::{PROBE_CLIENT, server_name};
+pub use probe::{PROBE_CLIENT, identity, server_name};
 pub use stream::CLIENT_NAME;
 
 use super::{Backend, BackendKind, Notes, Probe, ProbeSpec, Process, Stream, StreamSpec};

@@ -2,7 +2,7 @@
 //! the server's rate and period. Used by `--backend auto`, by a run that names JACK
 //! (before anything is changed) and by the doctor (bounded in time).
 
-use super::server::{DEFAULT_SERVER, SERVER_ENV};
+use super::server::{DEFAULT_SERVER, Identity, SERVER_ENV, identify, loaded_library};
 use crate::audio::{Available, Probe, ProbeSpec};
 use jack::{Client, ClientOptions};
 
@@ -32,6 +32,27 @@ pub(super) fn library() -> Result<(), String> {
     jack::jack_sys::library()
         .map(|_| ())
         .map_err(|e| format!("no JACK client library ({e}): JACK is not installed"))
+}
+
+/// Which server implementation this process's libjack talks to (jackd2 or PipeWire),
+/// from `jack_get_version_string` (which the jack crate does not wrap) and the library
+/// file mapped; None when libjack is not loaded.
+pub fn identity() -> Option<Identity> {
+    let lib = jack::jack_sys::library().ok()?;
+    // SAFETY: the symbol has this signature in every libjack (jack/jack.h); it returns a
+    // static string.
+    let text = unsafe {
+        let f = lib
+            .get::<unsafe extern "C" fn() -> *const std::ffi::c_char>(b"jack_get_version_string")
+            .ok()?;
+        let p = f();
+        if p.is_null() {
+            return None;
+        }
+        std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
+    };
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    Some(identify(&text, loaded_library(&maps)))
 }
 
 pub(super) fn probe(spec: &ProbeSpec) -> Probe {
@@ -68,7 +89,10 @@ pub(super) fn probe(spec: &ProbeSpec) -> Probe {
     };
     match answer {
         Ok((rate, period)) => Ok(Available {
-            text: format!("JACK server '{server}' answered ({rate} Hz, period {period})"),
+            text: format!(
+                "JACK server '{server}' answered ({}{rate} Hz, period {period})",
+                identity().map_or(String::new(), |i| format!("{}, ", i.describe()))
+            ),
             device: server,
             rate: Some(rate),
             period: Some(period),

@@ -132,6 +132,94 @@ pub fn jackd_args(cmdline: &[String]) -> Jackd {
     j
 }
 
+/// Which JACK implementation answers a client: jackd2's libjack talks to a jackd; PipeWire's
+/// libjack (pipewire-jack, what `pw-jack` puts first on the library path) to PipeWire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Implementation {
+    Jackd2,
+    PipeWire,
+    /// A libjack whose version string is neither's (jackd1, a newer scheme).
+    Other,
+}
+
+impl Implementation {
+    /// The name run.json and the doctor use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Implementation::Jackd2 => "jackd2",
+            Implementation::PipeWire => "pipewire",
+            Implementation::Other => "jack",
+        }
+    }
+}
+
+/// The JACK server behind a client, as its libjack says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Identity {
+    pub implementation: Implementation,
+    /// The server's version: PipeWire's ("0.3.65"), or jackd2's libjack version ("1.9.21").
+    pub version: String,
+    /// The libjack file the process loaded (from /proc/self/maps).
+    pub library: Option<String>,
+}
+
+impl Identity {
+    /// "PipeWire 0.3.65 (libjack /usr/lib/.../pipewire-0.3/jack/libjack.so.0)".
+    pub fn describe(&self) -> String {
+        let who = match self.implementation {
+            Implementation::Jackd2 => "jackd2",
+            Implementation::PipeWire => "PipeWire",
+            Implementation::Other => "JACK",
+        };
+        let lib = self
+            .library
+            .as_deref()
+            .map_or(String::new(), |l| format!(" (libjack {l})"));
+        format!("{who} {}{lib}", self.version)
+    }
+}
+
+/// Reads `jack_get_version_string()`: PipeWire's libjack says "3.0.0.0 (using PipeWire
+/// 0.3.65)", jackd2's its own version ("1.9.21").
+pub fn identify(version_string: &str, library: Option<String>) -> Identity {
+    let v = version_string.trim();
+    let (implementation, version) = if let Some(i) = v.find("PipeWire") {
+        let rest = v[i + "PipeWire".len()..].trim_start();
+        let ver: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        (Implementation::PipeWire, ver)
+    } else if v.starts_with("1.9.") {
+        (Implementation::Jackd2, v.to_string())
+    } else {
+        (Implementation::Other, v.to_string())
+    };
+    // A library on PipeWire's own path is PipeWire's whatever its string says.
+    let implementation = match &library {
+        Some(l) if l.contains("pipewire") => Implementation::PipeWire,
+        _ => implementation,
+    };
+    Identity {
+        implementation,
+        version,
+        library,
+    }
+}
+
+/// The libjack mapped into this process (a line of /proc/self/maps whose file name
+/// starts with "libjack.so").
+pub fn loaded_library(maps: &str) -> Option<String> {
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| {
+            p.rsplit('/')
+                .next()
+                .is_some_and(|f| f.starts_with("libjack.so"))
+        })
+        .map(str::to_string)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,6 +291,48 @@ mod tests {
         assert_eq!(
             wait_args("xrunrig", 20).join(" "),
             "jack_wait -w -t 20 -s xrunrig"
+        );
+    }
+
+    #[test]
+    fn version_strings_name_the_server() {
+        let pw = identify("3.0.0.0 (using PipeWire 0.3.65)", None);
+        assert_eq!(pw.implementation, Implementation::PipeWire);
+        assert_eq!(pw.version, "0.3.65");
+        let j = identify(
+            "1.9.21",
+            Some("/usr/lib/x86_64-linux-gnu/libjack.so.0.1.0".into()),
+        );
+        assert_eq!(j.implementation, Implementation::Jackd2);
+        assert_eq!(j.version, "1.9.21");
+        assert_eq!(
+            j.describe(),
+            "jackd2 1.9.21 (libjack /usr/lib/x86_64-linux-gnu/libjack.so.0.1.0)"
+        );
+        assert_eq!(
+            identify("0.125.0", None).implementation,
+            Implementation::Other
+        );
+        // pw-jack's library path wins over an unexpected string.
+        let p = identify(
+            "3.0.0.0",
+            Some("/usr/lib/x86_64-linux-gnu/pipewire-0.3/jack/libjack.so.0".into()),
+        );
+        assert_eq!(p.implementation, Implementation::PipeWire);
+    }
+
+    #[test]
+    fn the_loaded_libjack_is_found_in_maps() {
+        let maps = "7f1-7f2 r--p 00000000 fe:01 1 /usr/lib/x86_64-linux-gnu/libc.so.6\n\
+                    7f3-7f4 r-xp 00000000 fe:01 2 /usr/lib/x86_64-linux-gnu/pipewire-0.3/jack/libjack.so.0.365.0\n\
+                    7f5-7f6 rw-p 00000000 00:00 0 \n";
+        assert_eq!(
+            loaded_library(maps).as_deref(),
+            Some("/usr/lib/x86_64-linux-gnu/pipewire-0.3/jack/libjack.so.0.365.0")
+        );
+        assert_eq!(
+            loaded_library("7f-8f r--p 0 0:0 0 /usr/lib/libjackserver.so.0\n"),
+            None
         );
     }
 }

@@ -4,7 +4,8 @@
 //! notification thread with `jack_get_xrun_delayed_usecs`, and are correlated to
 //! cycles by time afterwards. A server that dies sets `Notes::server_gone`.
 
-use super::probe::{library, select_server, server_name};
+use super::probe::{identity, library, select_server, server_name};
+use super::server::Implementation;
 use crate::audio::stream::cpus_or_all;
 use crate::audio::{Cycle, Notes, Process, Stream, StreamInfo, StreamSpec, XrunNote};
 use crate::sys::now_ns;
@@ -196,7 +197,12 @@ pub(super) fn open(
         )
     })?;
     let server = server_name(&spec.device);
-    let mut note = format!("JACK server '{server}'");
+    let who = identity();
+    let mut note = format!(
+        "JACK server '{server}'{}",
+        who.as_ref()
+            .map_or(String::new(), |i| format!(" ({})", i.describe()))
+    );
     let mut restore_period = None;
     // Until the stream is built, an error return puts the period back (as a new client).
     let mut back = PeriodBack {
@@ -227,7 +233,6 @@ pub(super) fn open(
             spec.rate
         ));
     }
-    let period = client.buffer_size();
     let input = client
         .register_port("in", AudioIn::default())
         .map_err(|e| format!("JACK: cannot register port 'in': {e}"))?;
@@ -258,6 +263,24 @@ pub(super) fn open(
             proc_,
         )
         .map_err(|e| format!("JACK: cannot activate the client: {e}"))?;
+    // PipeWire's libjack applies a new period asynchronously: it sets the node's
+    // node.force-quantum, and the graph changes quantum once the client runs. Wait
+    // (bounded) for it, or the period recorded would be the old one while the cycles
+    // run at the new. jackd2 has changed it before set_buffer_size returned.
+    let mut period = active.as_client().buffer_size();
+    if restore_period.is_some() {
+        let t0 = std::time::Instant::now();
+        while period != spec.period && t0.elapsed() < std::time::Duration::from_secs(2) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            period = active.as_client().buffer_size();
+        }
+        if period != spec.period {
+            note.push_str(&format!(
+                "; the server runs at period {period} although {} was set (something forces it)",
+                spec.period
+            ));
+        }
+    }
     if let Some(lb) = &spec.loopback {
         let c = active.as_client();
         if let Some(p) = &lb.playback {
@@ -277,6 +300,30 @@ pub(super) fn open(
         ));
     }
     note.push_str(&format!("; JACK time + {offset_ns} ns = CLOCK_MONOTONIC"));
+    let xruns = match who.as_ref().map(|i| i.implementation) {
+        // pipewire-jack calls the xrun callback when the DRIVER's xrun count moves (a
+        // card's under/overrun), and never for the first one it sees; a client that
+        // overruns its cycle is logged by the server ("client too slow!") but not
+        // reported to it. Deadline misses still count every overrun.
+        Some(Implementation::PipeWire) => {
+            note.push_str(
+                "; PipeWire reports driver xruns only (not a client's overrun, not the first one): misses count those",
+            );
+            "PipeWire's xrun callback: driver (card) xruns after the first; a client's own overrun is not reported, deadline misses count it"
+        }
+        _ => "JACK's xrun notifications (jack_set_xrun_callback), tied to cycles by time",
+    };
+    let server_info = results::livefx::AudioServer {
+        kind: who
+            .as_ref()
+            .map_or("jack", |i| i.implementation.name())
+            .into(),
+        version: who.as_ref().map(|i| i.version.clone()),
+        library: who.as_ref().and_then(|i| i.library.clone()),
+        period: Some(period),
+        rate: Some(rate),
+        xruns: Some(xruns.into()),
+    };
     back.was = None;
     Ok(Box::new(JackStream {
         client: Some(active),
@@ -286,6 +333,7 @@ pub(super) fn open(
             period,
             note,
             clock_offset_ns: offset_ns,
+            server: Some(server_info),
         },
         restore_period,
         server,
