@@ -1,6 +1,6 @@
 //! What a backend reports from its non-RT threads: xrun notifications and server death.
 
-use crossbeam::channel::{Receiver, Sender, unbounded};
+use crossbeam::channel::{Receiver, Sender, bounded};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// An xrun reported outside the RT path (JACK's notification thread).
@@ -12,14 +12,22 @@ pub struct XrunNote {
     pub delayed_us: f32,
 }
 
+/// Xrun notes kept between two drains by the writer (one per trial): a trial with
+/// more keeps its count exact and the first this many notes' times.
+pub const XRUN_NOTES_CAP: usize = 4096;
+
 /// Shared between a backend's notification side and the writer.
 pub struct Notes {
-    /// Sent by a non-RT notification thread only (JACK's xrun callback; never the
-    /// process callback), drained by the writer. Lock-free: the notification thread
-    /// never waits for the writer's drain, as it could behind a Mutex.
+    /// Sent by JACK's xrun callback, drained by the writer. jackd2 calls it on its
+    /// non-RT notification thread, but PipeWire's libjack calls it on the audio thread
+    /// (for driver xruns), so sending must neither allocate nor wait: a bounded
+    /// channel (its ring allocated here) and `try_send`; a full ring counts in
+    /// `xruns_unrecorded` instead.
     xruns_tx: Sender<XrunNote>,
     xruns_rx: Receiver<XrunNote>,
     pub xrun_count: AtomicU64,
+    /// Xruns counted in `xrun_count` whose note did not fit the ring.
+    pub xruns_unrecorded: AtomicU64,
     pub server_gone: AtomicBool,
     pub gone_at_ns: AtomicU64,
     /// Where each notification is also written as a trace marker (tracefs), if tracing.
@@ -28,11 +36,12 @@ pub struct Notes {
 
 impl Default for Notes {
     fn default() -> Self {
-        let (xruns_tx, xruns_rx) = unbounded();
+        let (xruns_tx, xruns_rx) = bounded(XRUN_NOTES_CAP);
         Notes {
             xruns_tx,
             xruns_rx,
             xrun_count: AtomicU64::new(0),
+            xruns_unrecorded: AtomicU64::new(0),
             server_gone: AtomicBool::new(false),
             gone_at_ns: AtomicU64::new(0),
             marker: std::sync::OnceLock::new(),
@@ -53,8 +62,10 @@ impl Notes {
                 n.delayed_us
             );
         }
-        // Cannot fail: the receiver lives as long as the sender, in this struct.
-        let _ = self.xruns_tx.send(n);
+        // The receiver lives as long as the sender, in this struct: only a full ring fails.
+        if self.xruns_tx.try_send(n).is_err() {
+            self.xruns_unrecorded.fetch_add(1, Ordering::SeqCst);
+        }
     }
     /// The notes sent since the last call, in order.
     pub fn take_xruns(&self) -> Vec<XrunNote> {
@@ -111,6 +122,17 @@ mod tests {
                 .collect();
             assert_eq!(mine, (k * 1000..k * 1000 + 100).collect::<Vec<_>>());
         }
+        assert_eq!(n.xruns_unrecorded.load(Ordering::SeqCst), 0);
+        // A full ring drops the note, never blocks, and keeps the count.
+        for i in 0..XRUN_NOTES_CAP as u64 + 3 {
+            n.xrun(XrunNote {
+                t_ns: i,
+                delayed_us: 0.0,
+            });
+        }
+        assert_eq!(n.take_xruns().len(), XRUN_NOTES_CAP);
+        assert_eq!(n.xruns_unrecorded.load(Ordering::SeqCst), 3);
+        assert_eq!(n.xrun_count.load(Ordering::SeqCst), 201 + XRUN_NOTES_CAP as u64 + 3);
         assert!(!n.is_gone());
         n.gone();
         assert!(n.is_gone());

@@ -383,7 +383,8 @@ fn tie_notes(
     {
         end.fail(e);
     }
-    notes_v.len() as u64
+    // Xruns whose note did not fit the ring still count (their cycles stay untied).
+    notes_v.len() as u64 + notes.xruns_unrecorded.swap(0, Ordering::SeqCst)
 }
 
 /// Loopback discontinuities with no xrun or miss just before them, read back from the
