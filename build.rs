@@ -24,7 +24,16 @@ fn main() {
         .filter(|c| c.len() >= 40 && c.chars().all(|ch| ch.is_ascii_hexdigit()));
     // Tracked files only: build products and scratch files in the tree are not code.
     let dirty = commit.as_ref().and_then(|_| {
-        git(&root, &["status", "--porcelain", "--untracked-files=no"]).map(|s| !s.is_empty())
+        git(
+            &root,
+            &[
+                "--no-optional-locks",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+            ],
+        )
+        .map(|s| !s.is_empty())
     });
     println!(
         "cargo:rustc-env=XRUNRIG_GIT_COMMIT={}",
@@ -45,20 +54,23 @@ fn main() {
         if dirty == Some(true) { ", dirty" } else { "" }
     );
     // Rerun when HEAD moves, the index changes or any source changes (dirty may flip).
-    // A worktree's HEAD and index live in its own git dir, the refs in the common one.
-    for (arg, files) in [
-        ("--git-dir", &["HEAD", "index"][..]),
-        (
-            "--git-common-dir",
-            &["HEAD", "packed-refs", "refs/heads"][..],
-        ),
-    ] {
-        if let Some(d) = git(&root, &["rev-parse", arg]) {
-            let d = root.join(d);
-            for f in files {
-                println!("cargo:rerun-if-changed={}", d.join(f).display());
-            }
-        }
+    // A worktree's HEAD and index live in its own git dir, the branch's ref in the
+    // common one; only files that exist (a missing one would rerun every build), and
+    // only this branch's ref (other branches' commits change nothing here).
+    let mut watch: Vec<PathBuf> = vec![];
+    if let Some(d) = git(&root, &["rev-parse", "--git-dir"]) {
+        let d = root.join(d);
+        watch.extend([d.join("HEAD"), d.join("index")]);
+    }
+    if let (Some(d), Some(r)) = (
+        git(&root, &["rev-parse", "--git-common-dir"]),
+        git(&root, &["rev-parse", "--symbolic-full-name", "HEAD"]),
+    ) {
+        let d = root.join(d);
+        watch.extend([d.join(&r), d.join("packed-refs")]);
+    }
+    for f in watch.iter().filter(|f| f.exists()) {
+        println!("cargo:rerun-if-changed={}", f.display());
     }
     for p in [
         "build.rs",
