@@ -178,7 +178,7 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
     let mut channel;
     let mut last: Option<(Outcome, Accel, String)>;
     // Moved on by the guest's per-trial lines as they are relayed (progress::relay).
-    let bar = crate::output::progress::Progress::new(total, &run.kernel.release);
+    let bar = crate::output::progress::Progress::new(total, &run.kernel.release, None);
     loop {
         let b = boots.len();
         bar.set_position(done);

@@ -358,13 +358,14 @@ fn wait_out(
             && now >= next_print
         {
             next_print = now + 500_000_000;
+            // The counts first: a narrow terminal cuts the end of the line.
             l.update(&format!(
-                "  {label}: {:.1}/{:.0} s  cycles {}  xruns {}  misses {}",
-                (now - t0) as f64 / 1e9,
-                p.duration_ns as f64 / 1e9,
+                "cycles {} xruns {} misses {} · {:.1}/{:.0} s of {label}",
                 progress.cycles.load(Ordering::Relaxed),
                 progress.xruns.load(Ordering::Relaxed) + notes.xrun_count.load(Ordering::Relaxed),
                 progress.misses.load(Ordering::Relaxed),
+                (now - t0) as f64 / 1e9,
+                p.duration_ns as f64 / 1e9,
             ));
         }
         std::thread::sleep(std::time::Duration::from_millis(20));

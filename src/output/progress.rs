@@ -7,7 +7,7 @@
 //! Notes printed while a bar is drawn go through `println` so they land above the bar
 //! instead of through it.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{HumanDuration, ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -63,16 +63,22 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// `len` steps; `prefix` names what runs (the rig, the kernel).
-    pub fn new(len: u64, prefix: &str) -> Progress {
+    /// `len` steps; `prefix` names what runs (empty: nothing before the time);
+    /// `per_step` the expected time of one step when known, for an ETA before the first
+    /// step is done (after it, indicatif's from the steps' pace).
+    pub fn new(len: u64, prefix: &str, per_step: Option<Duration>) -> Progress {
         let style = style();
         let bar = (style == Style::Bar).then(|| {
+            let head = if prefix.is_empty() { "" } else { "{prefix} " };
             let b = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr())
                 .with_style(
-                    ProgressStyle::with_template(
-                        "{prefix} {elapsed_precise} [{bar:24}] {pos}/{len} ETA {eta} {wide_msg}",
-                    )
+                    ProgressStyle::with_template(&format!(
+                        "{head}{{elapsed_precise}} [{{bar:20}}] {{pos}}/{{len}} ETA {{eta_hint}} {{wide_msg}}"
+                    ))
                     .expect("a valid template")
+                    .with_key("eta_hint", move |st: &ProgressState, w: &mut dyn std::fmt::Write| {
+                        let _ = write!(w, "{}", eta(st.pos(), st.len(), st.elapsed(), st.eta(), per_step));
+                    })
                     .progress_chars("=> "),
                 );
             b.set_prefix(prefix.to_string());
@@ -123,6 +129,25 @@ impl Drop for Progress {
             }
         }
     }
+}
+
+/// The ETA shown: indicatif's once a step is done; before that, `per_step` × the steps
+/// less the time gone, or "?" when nothing is known yet.
+fn eta(
+    pos: u64,
+    len: Option<u64>,
+    elapsed: Duration,
+    measured: Duration,
+    per_step: Option<Duration>,
+) -> String {
+    let left = match (pos, len, per_step) {
+        (0, Some(n), Some(d)) => d
+            .saturating_mul(u32::try_from(n).unwrap_or(u32::MAX))
+            .saturating_sub(elapsed),
+        (0, _, _) => return "?".into(),
+        _ => measured,
+    };
+    format!("{:#}", HumanDuration(left))
 }
 
 /// A line of a guest's console relayed to the user; a guest's per-trial line also moves
@@ -229,6 +254,15 @@ impl Drop for Live {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn eta_before_the_first_step_comes_from_the_estimate() {
+        let s = Duration::from_secs;
+        assert_eq!(eta(0, Some(4), s(0), s(0), None), "?");
+        assert_eq!(eta(0, Some(4), s(5), s(0), Some(s(10))), "35s");
+        assert_eq!(eta(0, Some(1), s(50), s(0), Some(s(10))), "0s");
+        assert_eq!(eta(2, Some(4), s(20), s(20), Some(s(1))), "20s");
+    }
 
     #[test]
     fn trial_lines_are_recognised() {

@@ -62,7 +62,10 @@ pub fn sweep(
         .map_err(|e| format!("cannot create {}: {e}", results::SAMPLES_JSONL))?;
     let total = p.trials as usize * p.settings.len() * p.variants.len();
     // After set_affinity: the bar's ticker thread is born on the control CPU too.
-    let bar = Progress::new(total as u64, &p.rig.name);
+    // No prefix: the rig's name is on the line above; the run's estimate gives the ETA
+    // until the first trial's pace does.
+    let per_trial = std::time::Duration::from_nanos(estimate_ns / (total.max(1) as u64));
+    let bar = Progress::new(total as u64, "", Some(per_trial));
     let mut done = 0usize;
     let mut records = Vec::new();
     let mut in_force: Vec<(String, InForce)> = Vec::new();
