@@ -219,12 +219,13 @@ impl Live {
             return;
         }
         match self.style {
-            Style::Bar => match current() {
-                Some(b) => b.set_message(text.to_string()),
-                // A trial outside a sweep (none today): a bar-less terminal line would
-                // need \r; say nothing rather than scroll.
-                None => {}
-            },
+            // Outside a sweep (none today) there is no bar to carry it: a bar-less
+            // line would need \r, so nothing is shown.
+            Style::Bar => {
+                if let Some(b) = current() {
+                    b.set_message(text.to_string());
+                }
+            }
             Style::Plain => {
                 // From now, not from the missed due time: after a stall, one line.
                 self.next = self.t0.elapsed() + PLAIN_EVERY;
