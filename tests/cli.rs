@@ -212,10 +212,16 @@ fn doctor_json_is_alone_on_stdout_and_quiet_prints_nothing() {
     show("doctor --json", &o);
     let v: Value = serde_json::from_slice(&o.stdout).expect("doctor --json parses");
     assert!(v["checks"].as_array().is_some_and(|c| !c.is_empty()));
+    let o = xrunrig(&state).arg("doctor").output().unwrap();
+    assert!(
+        !o.stdout.is_empty(),
+        "the doctor's findings without --quiet"
+    );
     let o = xrunrig(&state)
         .args(["doctor", "--quiet"])
         .output()
         .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
 }
 
