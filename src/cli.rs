@@ -11,13 +11,16 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(
     name = "xrunrig",
-    version,
+    version = crate::output::provenance::VERSION,
     about = "Does this kernel, with these scheduler settings, keep my audio running?",
     long_about = "Runs real-time workloads (rigs) under kernel scheduler settings (profiles), \
                   counts xruns, deadline misses and latencies, and writes results that \
                   reports and kernel regression bugs can use."
 )]
 pub struct Cli {
+    /// Print only warnings and errors (and --json's document): no progress, no tables.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
     #[command(subcommand)]
     pub cmd: Cmd,
 }
@@ -40,6 +43,36 @@ pub enum Cmd {
     /// Write results directories in another system's format.
     #[command(subcommand)]
     Export(ExportCmd),
+    /// Print a shell completion script (e.g. `xrunrig completions bash >
+    /// /etc/bash_completion.d/xrunrig`).
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), or write one per command into a directory.
+    Man(ManArgs),
+}
+
+impl Cmd {
+    /// Whether the subcommand was asked for its summary document on stdout (`--json`).
+    pub fn json(&self) -> bool {
+        match self {
+            Cmd::Run(a) => a.json,
+            Cmd::Doctor(a) => a.json,
+            Cmd::Compare(a) => a.json,
+            _ => false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ManArgs {
+    /// Write xrunrig.1, xrunrig-run.1, ... into this directory instead of xrunrig.1 to
+    /// stdout.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -156,6 +189,10 @@ pub struct RunArgs {
     /// alsa (the snd-aloop card, a real ALSA driver) or dummy (a timer, no card).
     #[arg(long, value_enum, default_value_t = GuestJack::Alsa)]
     pub guest_jack: GuestJack,
+    /// Print summary.json's document to stdout when the run ends (combined.json's for
+    /// several kernels); tables and messages go to stderr.
+    #[arg(long)]
+    pub json: bool,
 }
 
 fn positive_duration(s: &str) -> Result<u64, String> {
@@ -233,7 +270,7 @@ pub struct DoctorArgs {
     /// must then be writable.
     #[arg(long)]
     pub profile: Option<PathBuf>,
-    /// Machine-readable output.
+    /// Machine-readable output: the findings as JSON on stdout.
     #[arg(long)]
     pub json: bool,
 }
@@ -259,4 +296,7 @@ pub struct CompareArgs {
     pub out: Option<PathBuf>,
     #[arg(long)]
     pub redact: bool,
+    /// Print compare.json's document to stdout; the text goes to stderr.
+    #[arg(long)]
+    pub json: bool,
 }

@@ -19,6 +19,7 @@ pub mod options;
 pub mod output;
 pub mod rig;
 pub mod run;
+pub mod shell;
 pub mod sweep;
 pub mod sys;
 /// The tests' skip mechanism (shared by unit and integration tests); not an API.

@@ -1,8 +1,10 @@
 use clap::Parser;
 use xrunrig::cli::{Cli, Cmd, ExportCmd};
+use xrunrig::output::console;
 
 fn main() {
     let cli = Cli::parse();
+    console::set(cli.cmd.json(), cli.quiet);
     let code = match cli.cmd {
         Cmd::Run(a) => xrunrig::run::main(&a.into_options()),
         Cmd::Check(a) => xrunrig::check::main(&a),
@@ -16,8 +18,12 @@ fn main() {
             }
         },
         Cmd::Compare(a) => {
-            match analysis::compare_main(&a.dirs, a.threshold, a.out.as_deref(), a.redact) {
-                Ok(c) => c,
+            match analysis::compare_outcome(&a.dirs, a.threshold, a.out.as_deref(), a.redact) {
+                Ok(o) => {
+                    console::report(&o.text);
+                    console::document(&o.json);
+                    o.exit_code()
+                }
                 Err(e) => {
                     eprintln!("xrunrig compare: {e}");
                     2
@@ -44,6 +50,8 @@ fn main() {
                 2
             }
         },
+        Cmd::Completions(a) => xrunrig::shell::completions_main(a.shell),
+        Cmd::Man(a) => xrunrig::shell::man_main(a.out.as_deref()),
     };
     std::process::exit(code);
 }

@@ -16,7 +16,7 @@ pub fn run_main(p: Prepared) -> i32 {
         Ok(e) => e,
         Err(e) => return refuse_run(&p, &e),
     };
-    eprintln!(
+    crate::note!(
         "xrunrig: {} — {} trial(s) × {} setting(s) × {} variant(s), results in {}",
         rig.name,
         p.trials,
@@ -25,7 +25,7 @@ pub fn run_main(p: Prepared) -> i32 {
         p.dir.display()
     );
     if let Some(n) = &p.settings_note {
-        eprintln!("xrunrig: {n}");
+        crate::note!("xrunrig: {n}");
     }
     let mut inst = Instruments::from_rig(rig, &p.dir);
     if let Err(e) = inst.before_run() {

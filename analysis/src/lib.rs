@@ -36,3 +36,14 @@ pub fn compare_main(
 ) -> Result<i32, String> {
     compare::main(dirs, threshold, out, redact)
 }
+
+/// As `compare_main`, printing nothing: the text, compare.json's document and the exit
+/// code, for the caller to route (`xrunrig compare --json`).
+pub fn compare_outcome(
+    dirs: &[PathBuf],
+    threshold: f64,
+    out: Option<&Path>,
+    redact: bool,
+) -> Result<compare::Outcome, String> {
+    compare::outcome(dirs, threshold, out, redact)
+}

@@ -28,6 +28,14 @@ pub struct RunDoc {
     /// The results format (crate::FORMAT_VERSION); 0 when absent (written before it had one).
     #[serde(default)]
     pub format: u32,
+    /// The git commit xrunrig was built from; absent in results written before it was
+    /// recorded.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "section"
+    )]
+    pub git: Option<GitInfo>,
     /// Set when the run was made in a guest kernel (`--kernel`).
     #[serde(
         default,
@@ -137,6 +145,16 @@ impl Mlockall {
             error: r.err(),
         }
     }
+}
+
+/// The code that measured: the commit and whether the work tree had changes to tracked
+/// files at build time (None: not a git checkout, or git not there).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitInfo {
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub commit: Option<String>,
+    #[serde(default, deserialize_with = "opt_bool")]
+    pub dirty: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -611,6 +629,26 @@ mod tests {
         let ok = RunDoc::from_json(r#"{"mlockall": {"locked": true}}"#).unwrap();
         assert_eq!(ok.mlockall, Some(Mlockall::from_result(Ok(()))));
         assert_eq!(RunDoc::from_json("{}").unwrap().mlockall, None);
+    }
+
+    #[test]
+    fn git_commit_is_optional_and_read_back() {
+        // Results from before the field: still read, without it.
+        let old = RunDoc::from_json(r#"{"format": 1, "host": "h"}"#).unwrap();
+        assert_eq!(old.git, None);
+        let doc = RunDoc {
+            git: Some(GitInfo {
+                commit: Some("0123456789abcdef0123456789abcdef01234567".into()),
+                dirty: Some(true),
+            }),
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&doc).unwrap();
+        assert!(text.contains(r#""git":{"commit":"0123"#), "{text}");
+        assert_eq!(RunDoc::from_json(&text).unwrap().git, doc.git);
+        // A damaged one reads as unknown, not as an error.
+        let bad = RunDoc::from_json(r#"{"git": {"commit": [], "dirty": "yes"}}"#).unwrap();
+        assert_eq!(bad.git, Some(GitInfo::default()));
     }
 
     #[test]

@@ -132,7 +132,10 @@ mod tests {
         }
         assert_eq!(n.take_xruns().len(), XRUN_NOTES_CAP);
         assert_eq!(n.xruns_unrecorded.load(Ordering::SeqCst), 3);
-        assert_eq!(n.xrun_count.load(Ordering::SeqCst), 201 + XRUN_NOTES_CAP as u64 + 3);
+        assert_eq!(
+            n.xrun_count.load(Ordering::SeqCst),
+            201 + XRUN_NOTES_CAP as u64 + 3
+        );
         assert!(!n.is_gone());
         n.gone();
         assert!(n.is_gone());

@@ -178,15 +178,13 @@ pub fn main(a: &DoctorArgs) -> i32 {
             v["rig"] = needs::to_json(r, n);
         }
         v["exit"] = code.into();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
-        );
+        crate::output::console::document(&v);
     } else {
-        print!(
-            "{}",
-            render::human(&checks, rig.as_ref().zip(needs.as_deref()), code)
-        );
+        crate::output::console::report(&render::human(
+            &checks,
+            rig.as_ref().zip(needs.as_deref()),
+            code,
+        ));
     }
     code
 }

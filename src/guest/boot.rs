@@ -142,7 +142,7 @@ pub fn boot(c: &Ctx, k: &Kernel, s: &Scratch, w: &Work) -> Result<Booted, String
         stderr: s.0.join("qemu-stderr.log"),
     };
     let outcome = loop {
-        eprintln!(
+        crate::note!(
             "xrunrig: booting {} ({}) in QEMU {}: {} vCPUs, {}, {}{}{}; {}; initramfs {:.1} MB",
             k.release,
             k.label,
@@ -171,7 +171,7 @@ pub fn boot(c: &Ctx, k: &Kernel, s: &Scratch, w: &Work) -> Result<Booted, String
             boot_bound,
             p.run_bound,
             c.stop,
-            &mut |l| eprintln!("  guest| {l}"),
+            &mut crate::output::progress::relay,
         );
         drop(g);
         // KVM that does not reach the ready marker is retried under TCG.

@@ -119,7 +119,7 @@ fn resolve_short(k: &str, ver: &str, flavour: &str) -> Result<String, String> {
     if let Some(p) = pick_debian(names.iter().map(String::as_str), ver, flavour) {
         return Ok(p);
     }
-    eprintln!("xrunrig: no package for {k} in apt's lists; running apt-get update");
+    crate::note!("xrunrig: no package for {k} in apt's lists; running apt-get update");
     let st = Command::new("apt-get")
         .args(["update", "-qq"])
         .status()
@@ -173,7 +173,7 @@ pub fn fetch_package(pkg: &str) -> Result<PathBuf, String> {
         }
         let _ = std::fs::remove_file(&d);
     }
-    eprintln!("xrunrig: fetching {pkg} into {}", dir.display());
+    crate::note!("xrunrig: fetching {pkg} into {}", dir.display());
     let o = Command::new("apt-get")
         .args(["download", "-qq", pkg])
         .current_dir(&dir)

@@ -177,8 +177,12 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
     let mut finished_rc: Option<i32> = None;
     let mut channel;
     let mut last: Option<(Outcome, Accel, String)>;
+    // Moved on by the guest's per-trial lines as they are relayed (progress::relay).
+    let bar = crate::output::progress::Progress::new(total, &run.kernel.release, None);
     loop {
         let b = boots.len();
+        bar.set_position(done);
+        bar.set_message(&format!("boot {}", b + 1));
         let parts = if b == 0 {
             vec![p.whole()]
         } else {
@@ -306,6 +310,7 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
         }
         break;
     }
+    drop(bar);
     let (outcome, accel, accel_note) = last.expect("one boot at least");
     // One boot that ran the whole run and shipped it: its results as they are.
     let plain = boots.len() == 1 && finished_rc.is_some() && crash.is_none();

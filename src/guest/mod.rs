@@ -438,8 +438,10 @@ pub fn run_main(a: &RunOptions, g: &GuestOptions) -> i32 {
         }
         runs.push(r);
     }
-    if let Some(base) = base {
-        tables::combined(&plan.rig.name, &base, &runs);
+    match (base, runs.as_slice()) {
+        (Some(base), _) => tables::combined(&plan.rig.name, &base, &runs),
+        (None, [one]) => tables::document(&one.dir),
+        _ => {}
     }
     if stop.load(Ordering::SeqCst) {
         eprintln!("xrunrig: interrupted; the guest was stopped");

@@ -365,6 +365,7 @@ fn merged_doc(
     let mut doc = docs.last().cloned().unwrap_or_else(|| RunDoc {
         format: results::FORMAT_VERSION,
         xrunrig_version: Some(env!("CARGO_PKG_VERSION").into()),
+        git: Some(crate::output::provenance::git()),
         rig: Some(RigInfo {
             name: Some(rig.name.clone()),
             path: Some(rig.path.display().to_string()),

@@ -5,7 +5,7 @@ use super::boot::emulated_note;
 use super::kernel_run::KernelRun;
 use super::qemu::{Accel, Outcome};
 use crate::output::summary::{Row, Summary};
-use crate::output::table;
+use crate::output::{console, table};
 use results::combined::{COMBINED_JSON, Combined, KernelEntry, KernelRow};
 use results::livefx::Summary as LivefxSummary;
 use std::path::Path;
@@ -43,9 +43,8 @@ fn brought(dir: &Path) -> Brought {
 pub fn print_kernel(run: &mut KernelRun, outcome: &Outcome) {
     let k = &run.kernel;
     let accel = run.accel.unwrap_or(Accel::Tcg);
-    println!();
-    println!(
-        "kernel {} ({}), guest {} — {}; boot to rig start {}",
+    let mut out = format!(
+        "\nkernel {} ({}), guest {} — {}; boot to rig start {}\n",
         k.release,
         k.label,
         accel.name().to_uppercase(),
@@ -54,13 +53,32 @@ pub fn print_kernel(run: &mut KernelRun, outcome: &Outcome) {
     );
     match brought(&run.dir) {
         Brought::Trials(sm) => {
-            print!("{}", table::render(&sm.rows));
+            out.push_str(&table::render(&sm.rows));
             run.rows = sm.rows;
         }
-        Brought::Livefx(sm) => print!("{}", livefx_table(&sm)),
-        Brought::Nothing => println!("(no summary.json: the guest run wrote no results)"),
+        Brought::Livefx(sm) => out.push_str(&livefx_table(&sm)),
+        Brought::Nothing => out.push_str("(no summary.json: the guest run wrote no results)\n"),
     }
-    println!("results: {}", run.dir.display());
+    out.push_str(&format!("results: {}\n", run.dir.display()));
+    console::report(&out);
+}
+
+/// `--json` for a one-kernel guest run: the summary.json the guest wrote, as it came
+/// home (none when it wrote none).
+pub fn document(dir: &Path) {
+    if !console::json() {
+        return;
+    }
+    match std::fs::read_to_string(dir.join(results::SUMMARY_JSON))
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).map_err(|e| e.to_string()))
+    {
+        Ok(v) => console::document(&v),
+        Err(e) => eprintln!(
+            "xrunrig: no JSON document: {}: {e}",
+            dir.join(results::SUMMARY_JSON).display()
+        ),
+    }
 }
 
 /// The guest's livefx rows, one line each (the full table is the guest's; its
@@ -114,20 +132,18 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
         let k = if i == 0 { "kernel" } else { &labels[i - 1] };
         out.push_str(&format!("{k:<w$}  {line}\n"));
     }
-    println!();
-    println!("all kernels ({rig}):");
-    print!("{out}");
+    let mut text = format!("\nall kernels ({rig}):\n{out}");
     for r in runs {
         let acc = r.accel.map_or("-", |a| a.name());
-        match &r.error {
-            Some(_) => println!(
-                "  {} ({}): FAILED, see {}",
+        text.push_str(&match &r.error {
+            Some(_) => format!(
+                "  {} ({}): FAILED, see {}\n",
                 r.kernel.release,
                 r.kernel.label,
                 r.dir.display()
             ),
-            None => println!(
-                "  {} ({}): {} {}, boot {} s, {:.1} s in all, {}{}",
+            None => format!(
+                "  {} ({}): {} {}, boot {} s, {:.1} s in all, {}{}\n",
                 r.kernel.release,
                 r.kernel.label,
                 acc,
@@ -145,7 +161,7 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
                     String::new()
                 }
             ),
-        }
+        });
     }
     let v = Combined {
         rig: rig.into(),
@@ -176,7 +192,13 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
         eprintln!("xrunrig: {e}");
     }
     let _ = std::fs::write(base.join("combined.txt"), &out);
-    println!("combined: {}", base.join(COMBINED_JSON).display());
+    text.push_str(&format!(
+        "combined: {}\n",
+        base.join(COMBINED_JSON).display()
+    ));
+    console::report(&text);
+    // --json: combined.json's document, from the same value.
+    console::document(&v);
 }
 
 #[cfg(test)]

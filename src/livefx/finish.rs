@@ -53,6 +53,8 @@ pub fn write(
             code = EXIT_FAILED;
         }
     }
+    // --json: the document summary.json holds, from the same value.
+    crate::output::console::document(&summary);
     code
 }
 
@@ -141,14 +143,15 @@ pub fn report(
     server_gone: bool,
     any_failed: Option<String>,
 ) -> Option<i32> {
-    println!();
-    print!("{}", report::render(groups));
-    print!("{}", report::render_why(groups));
-    println!();
+    crate::output::console::report(&format!(
+        "\n{}{}\nresults: {}\n",
+        report::render(groups),
+        report::render_why(groups),
+        p.dir.display()
+    ));
     for l in &sw.restored {
-        eprintln!("xrunrig: restored {l}");
+        crate::note!("xrunrig: restored {l}");
     }
-    println!("results: {}", p.dir.display());
     if server_gone {
         eprintln!(
             "xrunrig: the JACK server went away during the run; the results above cover what was recorded before"

@@ -71,7 +71,7 @@ pub fn probe_named(p: &Prepared, params: &[Params]) -> Result<(), i32> {
 
 /// Tells what the run will do: its size, then each setting's backend and parameters.
 pub fn announce(p: &Prepared, cfg: &Config, params: &[Params]) {
-    eprintln!(
+    crate::note!(
         "xrunrig: {} — {} trial(s) × {} setting(s) × {} variant(s) of {:.0} s, results in {}",
         p.rig.name,
         p.trials,
@@ -81,7 +81,7 @@ pub fn announce(p: &Prepared, cfg: &Config, params: &[Params]) {
         p.dir.display()
     );
     for (s, x) in p.settings.iter().zip(params) {
-        eprintln!(
+        crate::note!(
             "xrunrig: setting '{}': backend {} ({}), period {}, {} Hz{}{}",
             s.name,
             x.kind.name(),
@@ -104,7 +104,7 @@ pub fn announce(p: &Prepared, cfg: &Config, params: &[Params]) {
         );
     }
     if let Some(n) = &p.settings_note {
-        eprintln!("xrunrig: {n}");
+        crate::note!("xrunrig: {n}");
     }
 }
 
@@ -189,8 +189,8 @@ pub fn resolve(
         inject_every: a.inject_every.unwrap_or(cfg.inject_every),
         inject_factor,
         loopback,
-        // Not in a guest: its serial console is a terminal, but the host reads it by lines.
-        progress: std::io::IsTerminal::is_terminal(&std::io::stderr())
-            && std::env::var_os("XRUNRIG_NO_PROGRESS").is_none(),
+        // A bar's live line on a terminal, plain lines elsewhere, none with --quiet
+        // (output::progress decides; a guest's console gets plain lines).
+        progress: crate::output::progress::style() != crate::output::progress::Style::Off,
     })
 }

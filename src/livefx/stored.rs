@@ -125,14 +125,12 @@ fn params_of(
     };
     let info = used.map(|b| {
         // The run's note is "<why>; <the stream's note>".
-        let note = section
-            .and_then(|x| {
-                x.notes
-                    .iter()
-                    .find(|n| n.setting == setting && n.variant == variant)
-            })
-            .map(|n| n.backend_note.as_str())
-            .unwrap_or("");
+        let found = section.and_then(|x| {
+            x.notes
+                .iter()
+                .find(|n| n.setting == setting && n.variant == variant)
+        });
+        let note = found.map(|n| n.backend_note.as_str()).unwrap_or("");
         StreamInfo {
             backend: kind.name(),
             rate: b.rate.unwrap_or(0),
@@ -142,6 +140,7 @@ fn params_of(
                 .unwrap_or(note)
                 .to_string(),
             clock_offset_ns: 0,
+            server: found.and_then(|n| n.server.clone()),
         }
     });
     let pr = Params {

@@ -27,7 +27,8 @@ pub struct Params {
     pub inject_every: u64,
     pub inject_factor: f64,
     pub loopback: bool,
-    /// Print the live progress line to stderr.
+    /// Show the live progress line (`output::progress::Live`: a bar's message on a
+    /// terminal, a plain line now and then elsewhere).
     pub progress: bool,
 }
 
@@ -151,9 +152,6 @@ pub fn run(
     let stream = audio::open(p.kind, &p.spec, Box::new(process), notes.clone());
     let (mut end, info, server_gone) = play(stream, p, stop, &notes, &progress, t0, label);
     let duration_ns = now_ns() - t0;
-    if p.progress {
-        eprint!("\r{:79}\r", "");
-    }
     workers.stop();
     let (load_end, bursts) = stop_load(&load_stop, load, cfg, plan);
     let mut stats = join_writer(&wdone, wh, load_end, &mut end);
@@ -330,8 +328,9 @@ enum Waited {
     ServerGone,
 }
 
-/// Waits out the trial's duration while the stream plays, printing the live progress
-/// line every 0.5 s when asked to.
+/// Waits out the trial's duration while the stream plays, updating the live progress
+/// line every 0.5 s when asked to: the counters the writer thread keeps (cycles, xruns,
+/// misses) and JACK's xrun notes, read here with relaxed loads; the RT side is untouched.
 fn wait_out(
     p: &Params,
     stop: &AtomicBool,
@@ -342,6 +341,8 @@ fn wait_out(
 ) -> Waited {
     let end = now_ns() + p.duration_ns;
     let mut next_print = now_ns();
+    // Cleared when this returns (the trial's own line follows).
+    let mut live = p.progress.then(crate::output::progress::Live::new);
     loop {
         let now = now_ns();
         if now >= end {
@@ -353,16 +354,19 @@ fn wait_out(
         if notes.is_gone() {
             return Waited::ServerGone;
         }
-        if p.progress && now >= next_print {
+        if let Some(l) = live.as_mut().filter(|l| l.due())
+            && now >= next_print
+        {
             next_print = now + 500_000_000;
-            eprint!(
-                "\r  {label}: {:>5.1}/{:.0} s  cycles {}  xruns {}  misses {}   ",
-                (now - t0) as f64 / 1e9,
-                p.duration_ns as f64 / 1e9,
+            // The counts first: a narrow terminal cuts the end of the line.
+            l.update(&format!(
+                "cycles {} xruns {} misses {} · {:.1}/{:.0} s of {label}",
                 progress.cycles.load(Ordering::Relaxed),
                 progress.xruns.load(Ordering::Relaxed) + notes.xrun_count.load(Ordering::Relaxed),
                 progress.misses.load(Ordering::Relaxed),
-            );
+                (now - t0) as f64 / 1e9,
+                p.duration_ns as f64 / 1e9,
+            ));
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }

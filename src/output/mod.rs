@@ -1,6 +1,8 @@
 //! What a run leaves behind: the results directory (summary.json, samples.jsonl,
-//! run.json), the printed table and the progress lines.
+//! run.json), the printed table and the progress lines; where each goes (`console`).
 
+pub mod console;
+pub mod progress;
 pub mod provenance;
 pub mod summary;
 pub mod table;

@@ -1,7 +1,7 @@
 //! run.json: what ran, where, under which settings — everything a kernel developer
 //! asks before reading a number.
 
-use results::run::{Cpus, KernelInfo};
+use results::run::{Cpus, GitInfo, KernelInfo};
 use sha2::{Digest, Sha256};
 
 pub fn sha256_hex(text: &str) -> String {
@@ -35,4 +35,22 @@ pub fn cpus() -> Cpus {
 
 pub fn hostname() -> String {
     crate::sys::uname().1
+}
+
+/// The version with the commit it was built from: `0.1.0 (commit <sha>[, dirty])`, or
+/// `(commit unknown)` when built outside a git checkout (build.rs).
+pub const VERSION: &str = env!("XRUNRIG_VERSION");
+
+/// The commit and dirty flag embedded at build, as run.json records them.
+pub fn git() -> GitInfo {
+    GitInfo {
+        commit: Some(env!("XRUNRIG_GIT_COMMIT"))
+            .filter(|c| *c != "unknown")
+            .map(String::from),
+        dirty: match env!("XRUNRIG_GIT_DIRTY") {
+            "true" => Some(true),
+            "false" => Some(false),
+            _ => None,
+        },
+    }
 }

@@ -5,7 +5,7 @@ use super::{Prepared, Swept};
 use crate::exit::*;
 use crate::output::provenance::{self, sha256_hex};
 use crate::output::summary::{self};
-use crate::output::{self, table};
+use crate::output::{self, console, table};
 use crate::rig::{self};
 use results::run::{
     DoctorSection, InstrumentsSection, ProfileInfo, RigInfo, RunDoc, SettingInfo, VariantInfo,
@@ -23,6 +23,7 @@ pub fn run_json(p: &Prepared, sw: &Swept, extra: RunExtra) -> RunDoc {
     RunDoc {
         format: results::FORMAT_VERSION,
         xrunrig_version: Some(env!("CARGO_PKG_VERSION").into()),
+        git: Some(provenance::git()),
         command: std::env::args().collect(),
         started: Some(sw.started.clone()),
         ended: Some(sw.ended.clone()),
@@ -121,13 +122,16 @@ pub fn finish_with(p: &Prepared, sw: &Swept, extra: RunExtra, metrics: &[rig::Me
             code = EXIT_FAILED;
         }
     }
-    println!();
-    print!("{}", table::render(&sum.rows));
-    println!();
+    console::report(&format!(
+        "\n{}\nresults: {}\n",
+        table::render(&sum.rows),
+        p.dir.display()
+    ));
     for l in &sw.restored {
-        eprintln!("xrunrig: restored {l}");
+        crate::note!("xrunrig: restored {l}");
     }
-    println!("results: {}", p.dir.display());
+    // --json: the document summary.json holds, from the same value.
+    console::document(&sum);
     sweep_exit(sw).unwrap_or(code)
 }
 

@@ -7,6 +7,7 @@ use crate::engine::watchdog::{Watchdog, install_signal_flag};
 use crate::knobs::knob::RealIo;
 use crate::knobs::profile::Setting;
 use crate::knobs::{self, InForce, KnobSession};
+use crate::output::progress::Progress;
 use crate::output::summary::TrialRecord;
 use crate::output::table;
 use crate::rig::{self};
@@ -63,6 +64,11 @@ pub fn sweep(
     let mut samples = std::fs::File::create(p.dir.join(results::SAMPLES_JSONL))
         .map_err(|e| format!("cannot create {}: {e}", results::SAMPLES_JSONL))?;
     let total = p.trials as usize * p.settings.len() * p.variants.len();
+    // After set_affinity: the bar's ticker thread is born on the control CPU too.
+    // No prefix: the rig's name is on the line above; the run's estimate gives the ETA
+    // until the first trial's pace does.
+    let per_trial = std::time::Duration::from_nanos(estimate_ns / (total.max(1) as u64));
+    let bar = Progress::new(total as u64, "", Some(per_trial));
     let mut done = 0usize;
     let mut records = Vec::new();
     let mut in_force: Vec<(String, InForce)> = Vec::new();
@@ -89,12 +95,19 @@ pub fn sweep(
                 if p.stop.load(Ordering::SeqCst) {
                     break 'outer;
                 }
+                bar.set_message(&format!(
+                    "{} / {} trial {}/{}",
+                    s.name,
+                    p.rig.variants[v].name,
+                    t + 1,
+                    p.trials
+                ));
                 let rec = one(s, v, t, &p.stop);
                 done += 1;
-                eprintln!(
+                bar.step(&format!(
                     "[{done:>4}/{total}] {}",
                     progress_line(&rec, p.trials, &p.rig.metrics)
-                );
+                ));
                 let _ = writeln!(
                     samples,
                     "{}",
@@ -115,6 +128,7 @@ pub fn sweep(
             }
         }
     }
+    drop(bar);
     let mut restored = session.restore()?;
     restored.extend(knobs::restore_leftovers()?);
     let features_after = features_json();

@@ -2,6 +2,6 @@
 
 pub mod guest;
 pub mod jackd;
+pub mod pipewire;
 pub mod run;
 pub mod sysctl;
-pub mod pipewire;

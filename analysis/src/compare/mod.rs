@@ -20,6 +20,8 @@ pub const ALPHA: f64 = 0.05;
 
 pub struct Outcome {
     pub text: String,
+    /// compare.json's document, as written.
+    pub json: serde_json::Value,
     pub regressions: usize,
     pub improvements: usize,
 }
@@ -38,9 +40,10 @@ pub fn run(dirs: &[PathBuf], threshold: f64, out: &Path, redact: bool) -> Result
     };
     let imgs = plots::plots(&metrics, &dirs, &mut ctx)?;
     let d = write::document(&dirs, &v, threshold, imgs);
-    let text = write::write(&mut ctx, &d, &v, &dirs.labels[0], threshold)?;
+    let (text, json) = write::write(&mut ctx, &d, &v, &dirs.labels[0], threshold)?;
     Ok(Outcome {
         text,
+        json,
         regressions: v.regressions,
         improvements: v.improvements,
     })
@@ -52,6 +55,26 @@ pub fn main(
     out: Option<&Path>,
     redact: bool,
 ) -> Result<i32, String> {
+    let o = outcome(dirs, threshold, out, redact)?;
+    print!("{}", o.text);
+    Ok(o.exit_code())
+}
+
+impl Outcome {
+    /// 1 when something regressed beyond the threshold, else 0.
+    pub fn exit_code(&self) -> i32 {
+        if self.regressions > 0 { 1 } else { 0 }
+    }
+}
+
+/// The comparison, written into `out` (default: the first directory), not printed: the
+/// caller prints its text or its JSON document (`xrunrig compare --json`).
+pub fn outcome(
+    dirs: &[PathBuf],
+    threshold: f64,
+    out: Option<&Path>,
+    redact: bool,
+) -> Result<Outcome, String> {
     if !(threshold.is_finite() && threshold >= 0.0) {
         return Err(format!(
             "--threshold {threshold}: give a percentage of 0 or more, e.g. 10"
@@ -61,7 +84,5 @@ pub fn main(
         .map(Path::to_path_buf)
         .unwrap_or_else(|| dirs[0].clone());
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-    let o = run(dirs, threshold, &out, redact)?;
-    print!("{}", o.text);
-    Ok(if o.regressions > 0 { 1 } else { 0 })
+    run(dirs, threshold, &out, redact)
 }

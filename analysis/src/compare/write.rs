@@ -94,14 +94,14 @@ fn describe_dir(label: &str, r: &Results, red: &Redactor) -> String {
     ))
 }
 
-/// Writes the four files; returns compare.txt as written.
+/// Writes the four files; returns compare.txt and compare.json's document as written.
 pub fn write(
     ctx: &mut Ctx,
     d: &Doc,
     v: &Verdicts,
     baseline: &str,
     threshold: f64,
-) -> Result<String, String> {
+) -> Result<(String, serde_json::Value), String> {
     let text = ctx.red.apply(&doc::text::render(d));
     ctx.write("compare.txt", &text)?;
     ctx.write("compare.md", &doc::markdown::render(d))?;
@@ -119,5 +119,5 @@ pub fn write(
         "compare.json",
         &(serde_json::to_string_pretty(&json).map_err(|e| e.to_string())? + "\n"),
     )?;
-    Ok(text)
+    Ok((text, json))
 }

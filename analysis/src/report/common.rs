@@ -146,7 +146,17 @@ pub fn what_ran(run: &RunDoc, rig: &str, kind: &str, extra: Vec<(String, String)
         kv.push(("host".into(), h.clone()));
     }
     if let Some(v) = &run.xrunrig_version {
-        kv.push(("xrunrig".into(), v.clone()));
+        // The commit it was built from, when run.json has it (newer runs).
+        let commit = run.git.as_ref().and_then(|g| {
+            g.commit.as_ref().map(|c| {
+                let dirty = if g.dirty == Some(true) { ", dirty" } else { "" };
+                format!(" (commit {c}{dirty})")
+            })
+        });
+        kv.push((
+            "xrunrig".into(),
+            format!("{v}{}", commit.unwrap_or_default()),
+        ));
     }
     if run.interrupted {
         kv.push((

@@ -1,0 +1,77 @@
+//! Where a command's words go, decided once from `--json` and `--quiet`:
+//! - the summary document (`--json`): stdout, alone, so a script can parse it;
+//! - the human report (tables, "results: DIR"): stdout, or stderr when `--json` holds
+//!   stdout, or nowhere with `--quiet`;
+//! - notes (what is being done, progress): stderr, above a progress bar when one is
+//!   drawn, nowhere with `--quiet`;
+//! - warnings and errors: stderr always (plain `eprintln!`).
+
+use serde::Serialize;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static JSON: AtomicBool = AtomicBool::new(false);
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Set once by `main` from the command line.
+pub fn set(json: bool, quiet: bool) {
+    JSON.store(json, Ordering::Relaxed);
+    QUIET.store(quiet, Ordering::Relaxed);
+}
+
+/// `--json`: stdout holds the summary document and nothing else.
+pub fn json() -> bool {
+    JSON.load(Ordering::Relaxed)
+}
+
+/// `--quiet`: only errors, warnings and `--json`'s document.
+pub fn quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
+
+/// The human report of a command's results.
+pub fn report(text: &str) {
+    if quiet() {
+        return;
+    }
+    if json() {
+        super::progress::println(text.trim_end_matches('\n'));
+    } else {
+        let mut o = std::io::stdout().lock();
+        let _ = o.write_all(text.as_bytes());
+        let _ = o.flush();
+    }
+}
+
+/// A note on stderr (dropped by `--quiet`).
+pub fn note(text: &str) {
+    if !quiet() {
+        super::progress::println(text);
+    }
+}
+
+/// `--json`'s document on stdout: the value given, as the results files write it.
+/// Nothing when `--json` was not asked for.
+pub fn document<T: Serialize + ?Sized>(v: &T) {
+    if !json() {
+        return;
+    }
+    match serde_json::to_string_pretty(v) {
+        Ok(t) => {
+            let mut o = std::io::stdout().lock();
+            let _ = writeln!(o, "{t}");
+            let _ = o.flush();
+        }
+        Err(e) => eprintln!("xrunrig: cannot write the JSON document: {e}"),
+    }
+}
+
+/// `eprintln!` for notes: formats only when they will be shown.
+#[macro_export]
+macro_rules! note {
+    ($($t:tt)*) => {
+        if !$crate::output::console::quiet() {
+            $crate::output::console::note(&format!($($t)*))
+        }
+    };
+}
