@@ -46,7 +46,7 @@ pub fn print_kernel(run: &mut KernelRun, outcome: &Outcome) {
     println!();
     println!(
         "kernel {} ({}), guest {} — {}; boot to rig start {}",
-        k.release,
+        k.name(),
         k.label,
         accel.name().to_uppercase(),
         emulated_note(accel),
@@ -99,7 +99,7 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
     for r in runs {
         for row in &r.rows {
             rows.push(row.clone());
-            labels.push(r.kernel.release.clone());
+            labels.push(r.kernel.name());
         }
     }
     let t = table::render(&rows);
@@ -122,13 +122,13 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
         match &r.error {
             Some(_) => println!(
                 "  {} ({}): FAILED, see {}",
-                r.kernel.release,
+                r.kernel.name(),
                 r.kernel.label,
                 r.dir.display()
             ),
             None => println!(
                 "  {} ({}): {} {}, boot {} s, {:.1} s in all, {}{}",
-                r.kernel.release,
+                r.kernel.name(),
                 r.kernel.label,
                 acc,
                 if r.accel == Some(Accel::Tcg) {
@@ -160,13 +160,14 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
                 exit: r.code,
                 error: r.error.clone(),
                 boot_s: r.boot_s,
+                build: r.kernel.build.clone(),
             })
             .collect(),
         rows: runs
             .iter()
             .flat_map(|r| {
                 r.rows.iter().map(|row| KernelRow {
-                    kernel: r.kernel.release.clone(),
+                    kernel: r.kernel.name(),
                     row: row.clone(),
                 })
             })
