@@ -262,6 +262,22 @@ fn build_into(
         .rev()
         .map(|n| (n, trees.join(key_of(n))))
         .find(|(_, t)| t.join(DONE).exists());
+    // The first patch to apply is checked where it would apply before anything is
+    // copied or unpacked, so a patch that does not apply is refused in seconds.
+    let check_in = match (&base, &src.kind) {
+        (Some((n, t)), _) => Some((*n, t.clone())),
+        (None, source::Kind::Tree(p)) => Some((0, p.clone())),
+        _ => None,
+    };
+    if let Some((n, dir)) = check_in
+        && let Some(p) = patches.get(n)
+    {
+        let on = match n {
+            0 => src.given.clone(),
+            _ => format!("{} after {}", src.given, patches[n - 1].path.display()),
+        };
+        patches::check(p, &dir, &on, log)?;
+    }
     let applied_from = match &base {
         Some((n, t)) => {
             eprintln!(

@@ -110,18 +110,60 @@ pub fn explain_failure(p: &Patch, output: &str, tree: &str) -> String {
             let (num, tail) = rest.split_once(' ').unwrap_or((rest, ""));
             if tail.starts_with("FAILED") {
                 msg.push_str(&format!("{file}: hunk #{num} {tail}\n"));
-                if let Some(h) = num.parse().ok().and_then(|n| hunk(&p.text, &file, n)) {
-                    if shown < 3 {
-                        msg.push_str(&h);
-                        msg.push('\n');
-                        shown += 1;
-                    }
+                if shown < 3
+                    && let Some(h) = num.parse().ok().and_then(|n| hunk(&p.text, &file, n))
+                {
+                    msg.push_str(&h);
+                    msg.push('\n');
+                    shown += 1;
                 }
             }
         }
     }
     msg.push_str(&format!("patch said:\n{}", output.trim_end()));
     msg
+}
+
+fn run(p: &Patch, tree: &Path, dry: bool) -> std::io::Result<std::process::Output> {
+    let mut c = Command::new("patch");
+    c.args([
+        "-p1",
+        "--forward",
+        "--batch",
+        "--no-backup-if-mismatch",
+        "-r",
+        "-",
+    ]);
+    if dry {
+        c.arg("--dry-run");
+    }
+    c.arg("-i").arg(&p.path).current_dir(tree).output()
+}
+
+/// `patch --dry-run` of `p` in `tree` (which it leaves as it is).
+pub fn check(
+    p: &Patch,
+    tree: &Path,
+    label: &str,
+    log: &mut dyn std::io::Write,
+) -> Result<(), String> {
+    let o =
+        run(p, tree, true).map_err(|e| format!("cannot run patch (apt-get install patch): {e}"))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let _ = writeln!(
+        log,
+        "$ patch -p1 --dry-run -i {}  (in {})\n{text}",
+        p.path.display(),
+        tree.display()
+    );
+    if !o.status.success() {
+        return Err(explain_failure(p, &text, label));
+    }
+    Ok(())
 }
 
 /// Checks then applies `p` in `tree`; the tree is untouched when it does not apply.
@@ -131,32 +173,8 @@ pub fn apply(
     label: &str,
     log: &mut dyn std::io::Write,
 ) -> Result<(), String> {
-    let run = |dry: bool| {
-        let mut c = Command::new("patch");
-        c.args([
-            "-p1",
-            "--forward",
-            "--batch",
-            "--no-backup-if-mismatch",
-            "-r",
-            "-",
-        ]);
-        if dry {
-            c.arg("--dry-run");
-        }
-        c.arg("-i").arg(&p.path).current_dir(tree).output()
-    };
-    let o = run(true).map_err(|e| format!("cannot run patch (apt-get install patch): {e}"))?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let _ = writeln!(log, "$ patch -p1 --dry-run -i {}\n{text}", p.path.display());
-    if !o.status.success() {
-        return Err(explain_failure(p, &text, label));
-    }
-    let o = run(false).map_err(|e| format!("cannot run patch: {e}"))?;
+    check(p, tree, label, log)?;
+    let o = run(p, tree, false).map_err(|e| format!("cannot run patch: {e}"))?;
     let _ = writeln!(
         log,
         "$ patch -p1 -i {}\n{}{}",

@@ -22,16 +22,24 @@ pub struct Source {
     pub sha256: String,
 }
 
-/// `src:PATH` or `debian-src:X` → the path or the Debian version; None for other
-/// kernel arguments.
-pub fn parse(k: &str) -> Option<Result<(Option<PathBuf>, Option<String>), String>> {
+/// What a source kernel argument names.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Given {
+    /// `src:PATH`: a tree or a tarball.
+    Path(PathBuf),
+    /// `debian-src:X`: Debian's linux-source-X.
+    Debian(String),
+}
+
+/// `src:PATH` or `debian-src:X`; None for other kernel arguments.
+pub fn parse(k: &str) -> Option<Result<Given, String>> {
     if let Some(p) = k.strip_prefix("src:") {
         if p.is_empty() {
             return Some(Err(
                 "--kernel src: needs a path: a kernel tree or a tarball (src:/usr/src/linux, src:linux-6.12.tar.xz)".into(),
             ));
         }
-        return Some(Ok((Some(PathBuf::from(p)), None)));
+        return Some(Ok(Given::Path(PathBuf::from(p))));
     }
     if let Some(v) = k.strip_prefix("debian-src:") {
         if v.is_empty() || !v.chars().all(|c| c.is_ascii_digit() || c == '.') {
@@ -39,7 +47,7 @@ pub fn parse(k: &str) -> Option<Result<(Option<PathBuf>, Option<String>), String
                 "--kernel {k}: give Debian's source version, e.g. debian-src:6.12 (the package linux-source-6.12)"
             )));
         }
-        return Some(Ok((None, Some(v.to_string()))));
+        return Some(Ok(Given::Debian(v.to_string())));
     }
     None
 }
@@ -141,33 +149,37 @@ fn debian_tarball(ver: &str, dir: &Path) -> Result<(PathBuf, String), String> {
 }
 
 pub fn resolve(given: &str, cache: &Path) -> Result<Source, String> {
-    let (path, deb) = match parse(given) {
+    let given_as = match parse(given) {
         Some(r) => r?,
         None => return Err(format!("{given}: not a source kernel")),
     };
-    let (kind, detail) = if let Some(v) = deb {
-        let (t, d) = debian_tarball(&v, &cache.join("src"))?;
-        (Kind::Tarball(t), d)
-    } else {
-        let p = path.unwrap_or_default();
-        let p = std::fs::canonicalize(&p).map_err(|e| {
-            format!("--kernel {given}: {e} (give a kernel tree or a tarball, or debian-src:6.12)")
-        })?;
-        if p.is_dir() {
-            if !p.join("Makefile").is_file() || !p.join("kernel/sched").is_dir() {
+    let (kind, detail) = match given_as {
+        Given::Debian(v) => {
+            let (t, d) = debian_tarball(&v, &cache.join("src"))?;
+            (Kind::Tarball(t), d)
+        }
+        Given::Path(p) => {
+            let p = std::fs::canonicalize(&p).map_err(|e| {
+                format!(
+                    "--kernel {given}: {e} (give a kernel tree or a tarball, or debian-src:6.12)"
+                )
+            })?;
+            if p.is_dir() {
+                if !p.join("Makefile").is_file() || !p.join("kernel/sched").is_dir() {
+                    return Err(format!(
+                        "--kernel {given}: {} has no top Makefile and kernel/sched: not a Linux kernel tree",
+                        p.display()
+                    ));
+                }
+                (Kind::Tree(p.clone()), format!("tree {}", p.display()))
+            } else if is_tarball(&p) {
+                (Kind::Tarball(p.clone()), format!("tarball {}", p.display()))
+            } else {
                 return Err(format!(
-                    "--kernel {given}: {} has no top Makefile and kernel/sched: not a Linux kernel tree",
+                    "--kernel {given}: {} is neither a directory nor a .tar[.xz|.gz|.bz2|.zst] tarball",
                     p.display()
                 ));
             }
-            (Kind::Tree(p.clone()), format!("tree {}", p.display()))
-        } else if is_tarball(&p) {
-            (Kind::Tarball(p.clone()), format!("tarball {}", p.display()))
-        } else {
-            return Err(format!(
-                "--kernel {given}: {} is neither a directory nor a .tar[.xz|.gz|.bz2|.zst] tarball",
-                p.display()
-            ));
         }
     };
     let sha256 = match &kind {
@@ -227,11 +239,11 @@ mod tests {
         assert!(parse("/boot/vmlinuz").is_none());
         assert_eq!(
             parse("debian-src:6.12").unwrap().unwrap(),
-            (None, Some("6.12".into()))
+            Given::Debian("6.12".into())
         );
         assert_eq!(
             parse("src:/usr/src/linux").unwrap().unwrap(),
-            (Some(PathBuf::from("/usr/src/linux")), None)
+            Given::Path(PathBuf::from("/usr/src/linux"))
         );
         assert!(parse("src:").unwrap().is_err());
         assert!(parse("debian-src:latest").unwrap().is_err());
