@@ -79,8 +79,13 @@ mod tests {
         };
         let t = serde_json::to_string(&b).unwrap();
         assert_eq!(serde_json::from_str::<KernelBuild>(&t).unwrap(), b);
-        let old: KernelBuild = serde_json::from_str(r#"{"source": 3, "patches": "x"}"#).unwrap();
+        // Wrong shapes read as absent, not as a failed file.
+        let old: KernelBuild =
+            serde_json::from_str(r#"{"patches": "x", "cached": "yes", "build_s": "fast"}"#)
+                .unwrap();
         assert_eq!(old.source, "");
         assert!(old.patches.is_empty());
+        assert!(!old.cached);
+        assert_eq!(old.build_s, None);
     }
 }
