@@ -126,10 +126,13 @@ pub fn explain_failure(p: &Patch, output: &str, tree: &str) -> String {
 
 fn run(p: &Patch, tree: &Path, dry: bool) -> std::io::Result<std::process::Output> {
     let mut c = Command::new("patch");
+    // --fuzz=0: a hunk whose lines moved still applies, one whose context changed does
+    // not (as with git apply): fuzz could put the change in the wrong place unseen.
     c.args([
         "-p1",
         "--forward",
         "--batch",
+        "--fuzz=0",
         "--no-backup-if-mismatch",
         "-r",
         "-",
