@@ -245,6 +245,33 @@ pub fn resolve(k: &str, patch_files: &[PathBuf]) -> Result<Kernel, String> {
     }
 }
 
+/// The kernel's own objects record relative paths (an in-tree build), but the host
+/// tools under tools/ (objtool) record absolute ones: in a copied tree they would
+/// still name the tree copied from, and break once that one is gone.
+fn repoint_tools(from: &Path, to: &Path) {
+    fn walk(d: &Path, from: &str, to: &str) {
+        let Ok(rd) = std::fs::read_dir(d) else { return };
+        for e in rd.flatten() {
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                walk(&p, from, to);
+            } else if ((name.starts_with('.') && name.ends_with(".cmd")) || name.ends_with(".d"))
+                && let Ok(t) = std::fs::read_to_string(&p)
+                && t.contains(from)
+            {
+                let _ = std::fs::write(&p, t.replace(from, to));
+            }
+        }
+    }
+    let (from, to) = (from.display().to_string(), to.display().to_string());
+    walk(
+        &Path::new(&to).join("tools"),
+        &format!("{from}/"),
+        &format!("{to}/"),
+    );
+}
+
 #[allow(clippy::too_many_arguments)]
 fn build_into(
     k: &str,
@@ -300,6 +327,7 @@ fn build_into(
             }
             let _ = std::fs::remove_file(tree.join(DONE));
             let _ = std::fs::remove_file(tree.join(PROVENANCE));
+            repoint_tools(t, tree);
             info.started_from = Some(t.display().to_string());
             *n
         }
@@ -354,6 +382,31 @@ fn build_into(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_copied_tree_s_tools_name_the_copy() {
+        let d = crate::testkit::private_dir("kbuild-repoint");
+        let (a, b) = (d.join("a"), d.join("b"));
+        std::fs::create_dir_all(b.join("tools/objtool")).unwrap();
+        let cmd = b.join("tools/objtool/.weak.o.cmd");
+        std::fs::write(
+            &cmd,
+            format!("deps := {}/tools/objtool/weak.c \\\n", a.display()),
+        )
+        .unwrap();
+        std::fs::write(b.join("tools/objtool/weak.c"), format!("{}/x", a.display())).unwrap();
+        repoint_tools(&a, &b);
+        let t = std::fs::read_to_string(&cmd).unwrap();
+        assert!(
+            t.contains(&format!("{}/tools/objtool/weak.c", b.display())),
+            "{t}"
+        );
+        assert!(!t.contains(&format!("{}/", a.display())), "{t}");
+        // Sources are left alone.
+        let src = std::fs::read_to_string(b.join("tools/objtool/weak.c")).unwrap();
+        assert_eq!(src, format!("{}/x", a.display()));
+        let _ = std::fs::remove_dir_all(&d);
+    }
 
     #[test]
     fn key_depends_on_everything_in_order() {
