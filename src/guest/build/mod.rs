@@ -23,6 +23,9 @@ use std::time::Instant;
 pub use source::parse as parse_source;
 
 const DONE: &str = ".xrunrig-done";
+/// Patched and configured: an interrupted build resumes from here (make picks up
+/// where it stopped) instead of starting from scratch.
+const READY: &str = ".xrunrig-ready";
 const PROVENANCE: &str = ".xrunrig-build.json";
 
 pub fn sha256_hex(b: &[u8]) -> String {
@@ -207,8 +210,8 @@ pub fn resolve(k: &str, patch_files: &[PathBuf]) -> Result<Kernel, String> {
         patches.len(),
         tree.display()
     );
-    // A leftover of an interrupted build is not trusted.
-    if tree.exists() {
+    // A leftover interrupted before it was patched and configured is not trusted.
+    if tree.exists() && !tree.join(READY).exists() {
         let _ = writeln!(log, "removing an unfinished build in {}", tree.display());
         std::fs::remove_dir_all(&tree).map_err(|e| format!("{}: {e}", tree.display()))?;
     }
@@ -283,6 +286,21 @@ fn build_into(
     log: &mut std::fs::File,
     info: &mut KernelBuild,
 ) -> Result<(), String> {
+    if tree.join(READY).exists() {
+        eprintln!(
+            "xrunrig: {k}: resuming the interrupted build in {}",
+            tree.display()
+        );
+        let _ = writeln!(
+            log,
+            "resuming an interrupted build (patched and configured)"
+        );
+        info.started_from = Some(format!(
+            "{} (an interrupted build, resumed)",
+            tree.display()
+        ));
+        return finish_build(k, tree, log_path, info);
+    }
     let trees = tree.parent().expect("trees dir");
     // The cached tree with the longest prefix of these patches, if any.
     let base = (0..patches.len())
@@ -312,10 +330,14 @@ fn build_into(
                 t.display()
             );
             let _ = writeln!(log, "$ cp -a {} {}", t.display(), tree.display());
+            // Copied under another name and renamed when whole: a copy cut short
+            // must not look like a tree (it would carry the base's markers).
+            let part = tree.with_extension("part");
+            let _ = std::fs::remove_dir_all(&part);
             let o = std::process::Command::new("cp")
                 .arg("-a")
                 .arg(t)
-                .arg(tree)
+                .arg(&part)
                 .output()
                 .map_err(|e| format!("cannot run cp: {e}"))?;
             if !o.status.success() {
@@ -325,8 +347,10 @@ fn build_into(
                     String::from_utf8_lossy(&o.stderr).trim()
                 ));
             }
-            let _ = std::fs::remove_file(tree.join(DONE));
-            let _ = std::fs::remove_file(tree.join(PROVENANCE));
+            for m in [DONE, READY, PROVENANCE] {
+                let _ = std::fs::remove_file(part.join(m));
+            }
+            std::fs::rename(&part, tree).map_err(|e| format!("{}: {e}", tree.display()))?;
             repoint_tools(t, tree);
             info.started_from = Some(t.display().to_string());
             *n
@@ -369,10 +393,29 @@ fn build_into(
             let _ = writeln!(log, "warning: not in the final .config: {m}");
         }
     }
+    std::fs::write(tree.join(READY), b"").map_err(|e| format!("{}: {e}", tree.display()))?;
+    finish_build(k, tree, log_path, info)
+}
+
+/// The config's hash, the version, and make.
+fn finish_build(
+    k: &str,
+    tree: &Path,
+    log_path: &Path,
+    info: &mut KernelBuild,
+) -> Result<(), String> {
+    let version = std::process::Command::new("make")
+        .args(["-s", "kernelversion"])
+        .current_dir(tree)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    info.version = version.clone();
     let cfg = std::fs::read(tree.join(".config"))
         .map_err(|e| format!("{}: .config: {e}", tree.display()))?;
     info.config_sha256 = Some(sha256_hex(&cfg));
-    let what = match patches.len() {
+    let what = match info.patches.len() {
         0 => format!("{k} ({})", version.as_deref().unwrap_or("?")),
         n => format!("{k} ({}, {n} patch(es))", version.as_deref().unwrap_or("?")),
     };
