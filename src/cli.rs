@@ -141,8 +141,9 @@ pub struct RunArgs {
     pub max_time: Option<u64>,
 
     /// Run inside a guest kernel in QEMU: a vmlinuz/bzImage path, a Debian linux-image
-    /// .deb, a Debian package name, or debian:6.12 / debian:6.12-rt / debian:6.1.
-    /// Repeat to compare kernels.
+    /// .deb, a Debian package name, or debian:6.12 / debian:6.12-rt / debian:6.1; or
+    /// one built from source: src:PATH (a kernel tree or tarball) or debian-src:6.12
+    /// (Debian's linux-source-6.12). Repeat to compare kernels.
     #[arg(long)]
     pub kernel: Vec<String>,
     /// Guest vCPUs (1 to 64; default: what the rig pins, at least 4).
@@ -154,6 +155,11 @@ pub struct RunArgs {
     /// Modules directory for a bare kernel image.
     #[arg(long)]
     pub modules: Option<PathBuf>,
+    /// A patch for the last --kernel src:/debian-src: kernel (repeatable, applied in
+    /// order): `--kernel debian-src:6.12 --kernel debian-src:6.12 --patch fix.patch`
+    /// runs it without, then with the patch.
+    #[arg(long, value_name = "FILE")]
+    pub patch: Vec<PathBuf>,
     /// Guest acceleration.
     #[arg(long, value_enum, default_value_t = AccelChoice::Auto)]
     pub accel: AccelChoice,
@@ -223,11 +229,13 @@ impl RunArgs {
     /// The edge: from here on the run sees typed options only.
     pub fn into_options(self) -> RunOptions {
         RunOptions {
-            guest: (!self.kernel.is_empty()).then_some(GuestOptions {
+            // --patch alone still goes to the guest path, which refuses it with a reason.
+            guest: (!self.kernel.is_empty() || !self.patch.is_empty()).then_some(GuestOptions {
                 kernels: self.kernel,
                 cpus: self.cpus,
                 memory: self.memory,
                 modules: self.modules,
+                patches: self.patch,
                 accel: self.accel,
                 append: self.append,
                 jack: self.guest_jack,

@@ -65,6 +65,8 @@ pub struct GuestOptions {
     /// QEMU's -m, checked: e.g. 1G, 512M.
     pub memory: Option<String>,
     pub modules: Option<PathBuf>,
+    /// `--patch`: applied in order to the last kernel built from source.
+    pub patches: Vec<PathBuf>,
     pub accel: AccelChoice,
     pub append: Option<String>,
     pub jack: GuestJack,

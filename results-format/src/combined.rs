@@ -27,9 +27,13 @@ pub struct KernelEntry {
     pub exit: i32,
     pub error: Option<String>,
     pub boot_s: Option<f64>,
+    /// The kernel's provenance when xrunrig built it from source: which row is patched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<crate::kbuild::KernelBuild>,
 }
 
-/// A summary row with the kernel release it came from.
+/// A summary row with the kernel it came from (its release, and for a kernel built
+/// from source, what was applied: `6.12.117-src+0001-fix`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct KernelRow {
     pub kernel: String,

@@ -4,6 +4,7 @@
 
 pub mod combined;
 pub mod instruments;
+pub mod kbuild;
 pub mod lenient;
 pub mod livefx;
 pub mod run;

@@ -515,6 +515,13 @@ pub struct GuestSection {
     pub results_channel: Option<String>,
     #[serde(default, deserialize_with = "lenient::number")]
     pub wall_s: Option<f64>,
+    /// The kernel's provenance when xrunrig built it from source (`--kernel src:…`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "section"
+    )]
+    pub kernel_build: Option<crate::kbuild::KernelBuild>,
 }
 
 /// Where and why a guest stopped before its run ended.

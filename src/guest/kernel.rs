@@ -22,6 +22,19 @@ pub struct Kernel {
     /// The matching lib/modules/<release> directory, when there is one.
     pub modules: Option<PathBuf>,
     pub package: Option<String>,
+    /// Set when xrunrig built it from source (`--kernel src:…`): where it came from.
+    pub build: Option<results::kbuild::KernelBuild>,
+}
+
+impl Kernel {
+    /// What tables, combined.json and results directories call it: the release, and
+    /// for a kernel built here what was applied (two builds of one tree differ).
+    pub fn name(&self) -> String {
+        match &self.build {
+            Some(b) => super::build::row_label(&self.release, b),
+            None => self.release.clone(),
+        }
+    }
 }
 
 /// Where fetched packages and unpacked kernels are kept.
@@ -258,6 +271,7 @@ fn from_unpacked(label: &str, dir: &Path, package: Option<String>) -> Result<Ker
         release,
         modules,
         package,
+        build: None,
     })
 }
 
@@ -321,6 +335,7 @@ fn from_image(label: &str, img: &Path, modules: Option<&Path>) -> Result<Kernel,
         release,
         modules,
         package: None,
+        build: None,
     })
 }
 

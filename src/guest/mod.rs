@@ -8,6 +8,7 @@
 //! the host's results directory with run.json's "guest" provenance added.
 
 mod boot;
+pub mod build;
 pub mod bzimage;
 pub mod channel;
 pub mod cpio;
@@ -345,7 +346,7 @@ fn result_dirs(a: &RunOptions, rig: &str, kernels: &[Kernel]) -> (Option<PathBuf
     let (_, stamp) = crate::sys::utc_now();
     if kernels.len() == 1 {
         let d = a.out.clone().unwrap_or_else(|| {
-            PathBuf::from("results").join(format!("{rig}-{stamp}-{}", kernels[0].release))
+            PathBuf::from("results").join(format!("{rig}-{stamp}-{}", kernels[0].name()))
         });
         return (None, vec![d]);
     }
@@ -355,10 +356,10 @@ fn result_dirs(a: &RunOptions, rig: &str, kernels: &[Kernel]) -> (Option<PathBuf
         .unwrap_or_else(|| PathBuf::from("results").join(format!("{rig}-{stamp}-kernels")));
     let mut dirs: Vec<PathBuf> = vec![];
     for k in kernels {
-        let mut d = base.join(&k.release);
+        let mut d = base.join(k.name());
         let mut i = 2;
         while dirs.contains(&d) {
-            d = base.join(format!("{}-{i}", k.release));
+            d = base.join(format!("{}-{i}", k.name()));
             i += 1;
         }
         dirs.push(d);
@@ -386,9 +387,29 @@ pub fn run_main(a: &RunOptions, g: &GuestOptions) -> i32 {
         eprintln!("xrunrig: cannot install signal handlers: {e}");
         return EXIT_REFUSED;
     }
+    // --patch applies to the last kernel built from source.
+    let patched = g.kernels.iter().rposition(|k| build::is_source(k));
+    if !g.patches.is_empty() && patched.is_none() {
+        eprintln!(
+            "xrunrig: --patch needs a kernel built from source: give --kernel src:PATH or \
+             --kernel debian-src:6.12 before it (the patches apply to the last such kernel)"
+        );
+        return EXIT_REFUSED;
+    }
     let mut kernels = vec![];
-    for k in &g.kernels {
-        match kernel::resolve(k, g.modules.as_deref()) {
+    for (i, k) in g.kernels.iter().enumerate() {
+        let resolved = if build::is_source(k) {
+            let none = [];
+            let p = if Some(i) == patched {
+                &g.patches[..]
+            } else {
+                &none[..]
+            };
+            build::resolve(k, p)
+        } else {
+            kernel::resolve(k, g.modules.as_deref())
+        };
+        match resolved {
             Ok(x) => kernels.push(x),
             Err(e) => {
                 eprintln!("xrunrig: {e}");

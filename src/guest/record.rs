@@ -53,6 +53,7 @@ pub fn guest_section(
         release: None,
         crash: None,
         resumed: vec![],
+        kernel_build: k.build.clone(),
     }
 }
 

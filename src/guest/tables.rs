@@ -45,7 +45,7 @@ pub fn print_kernel(run: &mut KernelRun, outcome: &Outcome) {
     let accel = run.accel.unwrap_or(Accel::Tcg);
     let mut out = format!(
         "\nkernel {} ({}), guest {} — {}; boot to rig start {}\n",
-        k.release,
+        k.name(),
         k.label,
         accel.name().to_uppercase(),
         emulated_note(accel),
@@ -117,7 +117,7 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
     for r in runs {
         for row in &r.rows {
             rows.push(row.clone());
-            labels.push(r.kernel.release.clone());
+            labels.push(r.kernel.name());
         }
     }
     let t = table::render(&rows);
@@ -138,13 +138,13 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
         text.push_str(&match &r.error {
             Some(_) => format!(
                 "  {} ({}): FAILED, see {}\n",
-                r.kernel.release,
+                r.kernel.name(),
                 r.kernel.label,
                 r.dir.display()
             ),
             None => format!(
                 "  {} ({}): {} {}, boot {} s, {:.1} s in all, {}{}\n",
-                r.kernel.release,
+                r.kernel.name(),
                 r.kernel.label,
                 acc,
                 if r.accel == Some(Accel::Tcg) {
@@ -176,13 +176,14 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
                 exit: r.code,
                 error: r.error.clone(),
                 boot_s: r.boot_s,
+                build: r.kernel.build.clone(),
             })
             .collect(),
         rows: runs
             .iter()
             .flat_map(|r| {
                 r.rows.iter().map(|row| KernelRow {
-                    kernel: r.kernel.release.clone(),
+                    kernel: r.kernel.name(),
                     row: row.clone(),
                 })
             })

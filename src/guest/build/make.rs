@@ -1,0 +1,238 @@
+//! The guest config (virtme-ng's way: a base defconfig, the kernel's own
+//! kvm_guest.config, then xrunrig's fragment) and `make bzImage`, niced, with its
+//! output in the build log and a progress line; a failure comes back with the last
+//! compiler lines.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// xrunrig's fragment: what the rigs need, what a guest never uses turned off.
+pub const FRAGMENT: &str = include_str!("guest.config");
+/// How the config is made, for provenance and the cache key.
+pub const RECIPE: &str = "x86_64_defconfig + kernel/configs/kvm_guest.config + xrunrig guest.config (merge_config.sh, olddefconfig)";
+
+fn run_logged(tree: &Path, args: &[&str], log: &mut std::fs::File) -> Result<(), String> {
+    let _ = writeln!(log, "$ {}", args.join(" "));
+    let o = Command::new(args[0])
+        .args(&args[1..])
+        .current_dir(tree)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", args[0]))?;
+    let _ = log.write_all(&o.stdout);
+    let _ = log.write_all(&o.stderr);
+    if !o.status.success() {
+        return Err(format!(
+            "`{}` failed in {}:\n{}",
+            args.join(" "),
+            tree.display(),
+            last_lines(&String::from_utf8_lossy(&o.stderr), 15)
+        ));
+    }
+    Ok(())
+}
+
+/// Writes .config in `tree`; returns the fragment's settings the final config does
+/// not have (the kernel's Kconfig refused them: a dependency is missing).
+pub fn configure(tree: &Path, log: &mut std::fs::File) -> Result<Vec<String>, String> {
+    let frag = tree.join(".xrunrig-guest.config");
+    std::fs::write(&frag, FRAGMENT).map_err(|e| format!("{}: {e}", frag.display()))?;
+    run_logged(tree, &["make", "x86_64_defconfig"], log)?;
+    let mut merge = vec![
+        "scripts/kconfig/merge_config.sh",
+        "-m",
+        ".config",
+        ".xrunrig-guest.config",
+    ];
+    if tree.join("kernel/configs/kvm_guest.config").is_file() {
+        merge.insert(3, "kernel/configs/kvm_guest.config");
+    }
+    run_logged(tree, &merge, log)?;
+    run_logged(tree, &["make", "olddefconfig"], log)?;
+    let cfg = std::fs::read_to_string(tree.join(".config")).map_err(|e| e.to_string())?;
+    Ok(missing(FRAGMENT, &cfg))
+}
+
+/// The fragment's lines that the final .config does not repeat.
+pub fn missing(fragment: &str, config: &str) -> Vec<String> {
+    let have: std::collections::BTreeSet<&str> = config.lines().map(str::trim).collect();
+    fragment
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            l.starts_with("CONFIG_") || (l.starts_with("# CONFIG_") && l.ends_with(" is not set"))
+        })
+        .filter(|l| {
+            if have.contains(l) {
+                return false;
+            }
+            // "is not set" also holds when the symbol is absent (its menu is off).
+            match l
+                .strip_prefix("# ")
+                .and_then(|x| x.strip_suffix(" is not set"))
+            {
+                Some(sym) => have.iter().any(|h| h.starts_with(&format!("{sym}="))),
+                None => true,
+            }
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+pub fn last_lines(s: &str, n: usize) -> String {
+    let v: Vec<&str> = s.lines().collect();
+    v[v.len().saturating_sub(n)..].join("\n")
+}
+
+/// The compiler's complaint out of a failed build's log: the error lines with what
+/// follows each, else the log's tail.
+pub fn compiler_error(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    let mut out: Vec<&str> = vec![];
+    for (i, l) in lines.iter().enumerate() {
+        if l.contains("error:") || l.contains("Error ") || l.contains("undefined reference") {
+            let from = i.saturating_sub(if l.contains("error:") { 1 } else { 0 });
+            for x in &lines[from..(i + 3).min(lines.len())] {
+                if out.last() != Some(x) && !out.contains(x) {
+                    out.push(x);
+                }
+            }
+        }
+        if out.len() > 40 {
+            break;
+        }
+    }
+    if out.is_empty() {
+        return last_lines(log, 20);
+    }
+    out.join("\n")
+}
+
+/// What a kbuild line says it is doing: "CC kernel/sched/rt.o".
+fn step(line: &str) -> Option<String> {
+    let t = line.trim_start();
+    let (verb, rest) = t.split_once(char::is_whitespace)?;
+    (verb.len() <= 8
+        && verb
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+    .then(|| format!("{verb} {}", rest.trim()))
+}
+
+/// `nice -n 19 make -jN bzImage` in `tree`, every line into the log; `what` names
+/// the kernel in the progress line.
+pub fn make(tree: &Path, log_path: &Path, what: &str) -> Result<(), String> {
+    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut log = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(log_path)
+        .map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let _ = writeln!(log, "$ nice -n 19 make -j{jobs} bzImage");
+    // stderr joins stdout through the shell so the log keeps their order.
+    let mut child = Command::new("sh")
+        .args(["-c", "exec nice -n 19 make -j\"$1\" bzImage 2>&1", "sh"])
+        .arg(jobs.to_string())
+        .current_dir(tree)
+        .stdout(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run make: {e}"))?;
+    let out = child.stdout.take().expect("piped");
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("XRUNRIG_NO_PROGRESS").is_none();
+    let t0 = Instant::now();
+    let mut last = Instant::now();
+    let mut n = 0u64;
+    for line in BufReader::new(out).lines() {
+        let Ok(line) = line else { break };
+        let _ = writeln!(log, "{line}");
+        if let Some(s) = step(&line) {
+            n += 1;
+            // A terminal gets a live line; a log or a pipe a line every 30 s.
+            let every = if tty {
+                Duration::from_millis(200)
+            } else {
+                Duration::from_secs(30)
+            };
+            if last.elapsed() >= every {
+                last = Instant::now();
+                let msg = format!(
+                    "xrunrig: building {what}: {s} ({n} steps, {:.0} s)",
+                    t0.elapsed().as_secs_f64()
+                );
+                if tty {
+                    let w: String = msg.chars().take(110).collect();
+                    eprint!("\r\x1b[K{w}");
+                } else {
+                    eprintln!("{msg}");
+                }
+            }
+        }
+    }
+    if tty {
+        eprint!("\r\x1b[K");
+    }
+    let st = child.wait().map_err(|e| format!("make: {e}"))?;
+    let _ = writeln!(log, "make exit: {st}, {:.1} s", t0.elapsed().as_secs_f64());
+    if !st.success() {
+        let text = std::fs::read_to_string(log_path).unwrap_or_default();
+        return Err(format!(
+            "building {what} failed (make: {st}); the compiler said:\n{}\nwhole log: {}",
+            compiler_error(&text),
+            log_path.display()
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_kbuild_steps() {
+        assert_eq!(
+            step("  CC      kernel/sched/rt.o").as_deref(),
+            Some("CC kernel/sched/rt.o")
+        );
+        assert_eq!(step("  LD [M]  x.ko").as_deref(), Some("LD [M]  x.ko"));
+        assert_eq!(step("kernel/sched/rt.c:12: error: x"), None);
+    }
+
+    #[test]
+    fn compiler_errors_come_first() {
+        let log = "  CC a.o\n  CC kernel/sched/rt.o\nkernel/sched/rt.c: In function 'f':\n\
+            kernel/sched/rt.c:2540:3: error: 'bogus' undeclared\n 2540 | bogus;\n\
+            make[4]: *** [scripts/Makefile.build:229: kernel/sched/rt.o] Error 1\nmake: *** Error 2\n";
+        let e = compiler_error(log);
+        assert!(e.contains("rt.c:2540:3: error: 'bogus' undeclared"), "{e}");
+        assert!(e.contains("In function 'f'"), "{e}");
+        assert!(!e.contains("CC a.o"), "{e}");
+    }
+
+    #[test]
+    fn missing_settings_are_found() {
+        let frag = "CONFIG_A=y\n# CONFIG_B is not set\n# CONFIG_C is not set\nCONFIG_D=y\n";
+        let cfg = "CONFIG_A=y\nCONFIG_B=y\n# CONFIG_D is not set\n";
+        assert_eq!(missing(frag, cfg), ["# CONFIG_B is not set", "CONFIG_D=y"]);
+    }
+
+    #[test]
+    fn fragment_has_what_the_rigs_need() {
+        for s in [
+            "CONFIG_PREEMPT_DYNAMIC=y",
+            "CONFIG_RT_MUTEXES=y",
+            "CONFIG_FUTEX_PI=y",
+            "CONFIG_SCHED_DEBUG=y",
+            "CONFIG_DEBUG_FS=y",
+            "CONFIG_VIRTIO_BLK=y",
+            "CONFIG_SERIAL_8250_CONSOLE=y",
+            "CONFIG_SND_ALOOP=y",
+            "CONFIG_SND_DUMMY=y",
+        ] {
+            assert!(FRAGMENT.lines().any(|l| l == s), "{s}");
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! Guest kernels built from source (`--kernel debian-src:6.12`, `--patch`): a patch
+//! that does not apply is refused before anything is built or booted; a second run
+//! finds the build in the cache and builds nothing; run.json and combined.json say
+//! where each kernel came from; and the seed's A/B, the unpatched and the patched
+//! build of the same tree in one command, has the seed's shape.
+//!
+//! Needs what `.ci/setup` installs for these (build-essential flex bison bc libelf-dev
+//! libssl-dev patch, linux-source-6.12 through apt) and QEMU. The first build of
+//! 6.12 takes long on a small machine (see README); later runs use the build cache
+//! (/var/cache/xrunrig/kbuild as root). XRUNRIG_SKIP_GUEST=1 skips them, visibly.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+/// One build or guest at a time: a kernel build or a TCG guest takes both CPUs, and
+/// the build cache is locked while a build runs.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const PATCH: &str = "patches/6.12/0001-sched-rt-push-boosted-task.patch";
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn one() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn xrunrig(tag: &str) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_xrunrig"));
+    c.current_dir(repo()).env(
+        "XRUNRIG_STATE_DIR",
+        xrunrig::testkit::private_dir(&format!("guest-build-state-{tag}")),
+    );
+    c
+}
+
+#[track_caller]
+fn enabled() -> bool {
+    if std::env::var("XRUNRIG_SKIP_GUEST").as_deref() == Ok("1") {
+        xrunrig::testkit::skip("guest kernels built from source (XRUNRIG_SKIP_GUEST=1 was set)");
+        return false;
+    }
+    let on_path = |t: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(t).is_file()))
+    };
+    for tool in [
+        "qemu-system-x86_64",
+        "make",
+        "gcc",
+        "flex",
+        "bison",
+        "bc",
+        "patch",
+    ] {
+        assert!(
+            on_path(tool),
+            "{tool} is not installed, so kernels cannot be built from source and booted: \
+             run .ci/setup (it installs build-essential flex bison bc libelf-dev libssl-dev \
+             patch qemu-system-x86), or set XRUNRIG_SKIP_GUEST=1 to skip these tests"
+        );
+    }
+    true
+}
+
+fn show(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn json(p: &Path) -> Value {
+    let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&t).unwrap()
+}
+
+fn sha256_file(p: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(std::fs::read(p).unwrap())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn run(tag: &str, args: &[&str], out: &Path) -> Output {
+    let o = xrunrig(tag)
+        .arg("run")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    eprintln!("{}", show(&o));
+    o
+}
+
+/// The `wait` row's (within bound, n).
+fn wait_row(sum: &Value, setting: &str, variant: &str) -> (u64, u64) {
+    let r = sum["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["setting"] == setting && r["variant"] == variant && r["metric"] == "wait")
+        .unwrap_or_else(|| panic!("no row {setting}/{variant}/wait in {sum}"));
+    (
+        r["within_bound"].as_u64().unwrap(),
+        r["n"].as_u64().unwrap(),
+    )
+}
+
+/// A copy of our patch whose context no longer matches 6.12's prio_changed_rt().
+fn broken_patch(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(repo().join(PATCH)).unwrap();
+    let bad = text.replacen(
+        " \t\tif (p->prio < rq->curr->prio)",
+        " \t\tif (p->prio < rq->donor->prio)",
+        1,
+    );
+    assert_ne!(bad, text, "the context line to break is in the patch");
+    let p = dir.join("0001-does-not-apply.patch");
+    std::fs::write(&p, bad).unwrap();
+    p
+}
+
+#[test]
+fn a_patch_that_does_not_apply_is_refused_before_anything_boots() {
+    if !enabled() {
+        return;
+    }
+    let _one = one();
+    let dir = xrunrig::testkit::private_dir("guest-build-bad-patch");
+    let bad = broken_patch(&dir);
+    let out = dir.join("out");
+    let o = run(
+        "bad",
+        &[
+            "rigs/pi-boost-affinity.toml",
+            "--profile",
+            "profiles/rt-push-ipi.toml",
+            "--kernel",
+            "debian-src:6.12",
+            "--patch",
+            bad.to_str().unwrap(),
+            "--trials",
+            "1",
+        ],
+        &out,
+    );
+    let text = show(&o);
+    assert_eq!(o.status.code(), Some(2), "refused: {text}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("0001-does-not-apply.patch does not apply to debian-src:6.12"),
+        "{text}"
+    );
+    assert!(err.contains("nothing was built or booted"), "{text}");
+    // The failing hunk is shown, with the line that does not match.
+    assert!(err.contains("kernel/sched/rt.c: hunk #1 FAILED"), "{text}");
+    assert!(err.contains("rq->donor->prio"), "{text}");
+    assert!(err.contains("+\t\t\trt_queue_push_tasks(rq);"), "{text}");
+    // Nothing booted: no results directory, no QEMU line.
+    assert!(!out.exists(), "{}", out.display());
+    assert!(!err.contains("qemu"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Run twice: the second run finds the build in the cache (its run.json says so, the
+/// build log gets a "cache hit" line and no make run), and run.json carries the
+/// kernel's provenance.
+#[test]
+fn the_second_run_hits_the_cache_and_run_json_says_where_the_kernel_came_from() {
+    if !enabled() {
+        return;
+    }
+    let _one = one();
+    let dir = xrunrig::testkit::private_dir("guest-build-cache");
+    let args = [
+        "rigs/pi-boost-affinity.toml",
+        "--profile",
+        "profiles/rt-push-ipi.toml",
+        "--kernel",
+        "debian-src:6.12",
+        "--trials",
+        "1",
+        "--variant",
+        "pi",
+        "--setting",
+        "RT_PUSH_IPI",
+    ];
+    let first = run("cache1", &args, &dir.join("first"));
+    assert_eq!(first.status.code(), Some(0), "{}", show(&first));
+    let b1 = json(&dir.join("first/run.json"))["guest"]["kernel_build"].clone();
+    let log = PathBuf::from(b1["log"].as_str().unwrap());
+    let makes = |t: &str| t.matches("make exit:").count();
+    let before = std::fs::read_to_string(&log).unwrap();
+
+    let t0 = std::time::Instant::now();
+    let second = run("cache2", &args, &dir.join("second"));
+    let wall = t0.elapsed().as_secs_f64();
+    assert_eq!(second.status.code(), Some(0), "{}", show(&second));
+    let after = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(makes(&after), makes(&before), "no make ran:\n{after}");
+    assert_eq!(
+        after.matches("cache hit").count(),
+        before.matches("cache hit").count() + 1,
+        "{after}"
+    );
+    let run_json = json(&dir.join("second/run.json"));
+    let g = &run_json["guest"];
+    let b = &g["kernel_build"];
+    assert_eq!(b["cached"], true, "{b}");
+    assert_eq!(b["build_s"], 0.0, "{b}");
+    // A cache hit is a boot and one trial, not a build (a build takes minutes).
+    assert!(wall < 300.0, "second run took {wall:.0} s");
+
+    // Provenance: source, version, no patches, the config's hash, the same key.
+    assert_eq!(b["source"], "debian-src:6.12", "{b}");
+    assert!(
+        b["source_detail"]
+            .as_str()
+            .unwrap()
+            .contains("linux-source-6.12"),
+        "{b}"
+    );
+    assert_eq!(b["source_sha256"].as_str().unwrap().len(), 64, "{b}");
+    assert!(b["version"].as_str().unwrap().starts_with("6.12."), "{b}");
+    assert_eq!(b["patches"].as_array().unwrap().len(), 0, "{b}");
+    assert_eq!(b["key"], b1["key"], "{b}");
+    let tree = PathBuf::from(b["build_dir"].as_str().unwrap());
+    assert_eq!(
+        b["config_sha256"].as_str().unwrap(),
+        sha256_file(&tree.join(".config")),
+        "{b}"
+    );
+    let release = g["kernel_release"].as_str().unwrap();
+    assert!(release.starts_with("6.12."), "{g}");
+    // The guest ran the kernel that was built.
+    assert_eq!(run_json["kernel"]["release"], release, "{run_json}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The seed's before/after: the same tree unpatched and with patches/6.12's push, one
+/// command, one combined table. Shape: NO_RT_PUSH_IPI pi ≤ 2/8 timely unpatched and
+/// ≥ 7/8 patched; the no-PI control 0/8 in both; RT_PUSH_IPI pi ≥ 7/8 in both.
+#[test]
+fn the_seed_fix_turns_no_rt_push_ipi_around_and_the_table_says_which_row_is_patched() {
+    if !enabled() {
+        return;
+    }
+    let _one = one();
+    let dir = xrunrig::testkit::private_dir("guest-build-ab");
+    let out = dir.join("ab");
+    let o = run(
+        "ab",
+        &[
+            "rigs/pi-boost-affinity.toml",
+            "--profile",
+            "profiles/rt-push-ipi.toml",
+            "--kernel",
+            "debian-src:6.12",
+            "--kernel",
+            "debian-src:6.12",
+            "--patch",
+            PATCH,
+            "--trials",
+            "8",
+            "--variant",
+            "pi",
+            "--variant",
+            "no-pi",
+        ],
+        &out,
+    );
+    let text = show(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let combined = json(&out.join("combined.json"));
+    let kernels = combined["kernels"].as_array().unwrap();
+    assert_eq!(kernels.len(), 2, "{combined}");
+    assert_eq!(kernels[0]["build"]["patches"].as_array().unwrap().len(), 0);
+    let p = &kernels[1]["build"]["patches"][0];
+    assert_eq!(
+        p["sha256"].as_str().unwrap(),
+        sha256_file(&repo().join(PATCH)),
+        "{p}"
+    );
+    assert_eq!(
+        p["subject"],
+        "sched/rt: queue a push when a queued RT task is boosted"
+    );
+    assert_ne!(kernels[0]["build"]["key"], kernels[1]["build"]["key"]);
+    // Rows name their kernel: the patched one by its patch.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("-src+0001-sched-rt-push-boosted-task  NO_RT_PUSH_IPI"),
+        "{stdout}"
+    );
+    let rows = combined["rows"].as_array().unwrap();
+    assert!(
+        rows.iter()
+            .any(|r| r["kernel"].as_str().unwrap().ends_with("-src"))
+    );
+    assert!(rows.iter().any(|r| {
+        r["kernel"]
+            .as_str()
+            .unwrap()
+            .ends_with("+0001-sched-rt-push-boosted-task")
+    }));
+    // run.json of the patched run carries the patch.
+    let pj = json(&PathBuf::from(kernels[1]["dir"].as_str().unwrap()).join("run.json"));
+    assert_eq!(
+        pj["guest"]["kernel_build"]["patches"][0]["sha256"],
+        p["sha256"]
+    );
+
+    let sum = |k: &Value| json(&PathBuf::from(k["dir"].as_str().unwrap()).join("summary.json"));
+    let (before, after) = (sum(&kernels[0]), sum(&kernels[1]));
+    let (b, a) = (
+        wait_row(&before, "NO_RT_PUSH_IPI", "pi"),
+        wait_row(&after, "NO_RT_PUSH_IPI", "pi"),
+    );
+    assert!(
+        b.0 <= 2 && b.1 == 8,
+        "unpatched NO_RT_PUSH_IPI pi {b:?}\n{text}"
+    );
+    assert!(
+        a.0 >= 7 && a.1 == 8,
+        "patched NO_RT_PUSH_IPI pi {a:?}\n{text}"
+    );
+    for s in [&before, &after] {
+        for setting in ["RT_PUSH_IPI", "NO_RT_PUSH_IPI"] {
+            let c = wait_row(s, setting, "no-pi");
+            assert_eq!(c, (0, 8), "{setting} no-pi control\n{text}");
+        }
+        let on = wait_row(s, "RT_PUSH_IPI", "pi");
+        assert!(on.0 >= 7 && on.1 == 8, "RT_PUSH_IPI pi {on:?}\n{text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
