@@ -117,6 +117,7 @@ fn pipewire_jack_counts_cycles_and_every_injected_overrun() {
     let period_ns = 256u64 * 1_000_000_000 / 48_000;
     let mut injected = 0;
     let mut other = 0;
+    let (mut cbs, mut lates) = (Vec::new(), Vec::new());
     for (i, &(f, cb, _)) in cyc.iter().enumerate() {
         let inj = f & results::livefx::cycles::F_INJECTED != 0;
         assert_eq!(
@@ -132,27 +133,47 @@ fn pipewire_jack_counts_cycles_and_every_injected_overrun() {
             );
             // The burn was 1.5 periods (8 ms): the callback's duration says so, in ns
             // (not µs taken for ms, as xruncounter's PipeWire run did).
-            let want = period_ns * 3 / 2;
-            assert!(
-                (cb as u64) >= want && (cb as u64) < want + period_ns,
-                "cycle {i}: callback {cb} ns for a {want} ns burn"
-            );
+            cbs.push(cb as u64);
             // The server kept time: the next cycle started late by the overrun's excess
             // (0.5 periods) give or take a wake-up.
             if let Some(&(_, _, late)) = cyc.get(i + 1) {
-                let late = late as i64;
-                let excess = (want - period_ns) as i64;
-                assert!(
-                    late > excess - 1_000_000 && late < excess + period_ns as i64,
-                    "cycle {}: lateness {late} ns after a {excess} ns overrun",
-                    i + 1
-                );
+                lates.push(late as i64);
             }
         } else if f & results::livefx::cycles::F_MISS != 0 {
             other += 1;
         }
     }
     assert_eq!(injected, n / 50);
+    // Medians hold the tight bounds; every one must be of the right magnitude. This VM
+    // stalls for up to ~20 ms now and then (livefx-bench wake's max), which a single
+    // cycle may catch, while a unit taken for another is off by 1000×.
+    let want = period_ns * 3 / 2;
+    let excess = (want - period_ns) as i64;
+    let median = |v: &mut Vec<u64>| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    let cb_med = median(&mut cbs.clone());
+    assert!(
+        cb_med >= want && cb_med < want + period_ns,
+        "median callback {cb_med} ns for a {want} ns burn: {cbs:?}"
+    );
+    assert!(
+        cbs.iter().all(|&c| c >= want && c < want + 5 * period_ns),
+        "{cbs:?}"
+    );
+    let mut l: Vec<u64> = lates.iter().map(|&x| x.max(0) as u64).collect();
+    let late_med = median(&mut l) as i64;
+    assert!(
+        late_med > excess - 1_000_000 && late_med < excess + period_ns as i64,
+        "median lateness {late_med} ns after a {excess} ns overrun: {lates:?}"
+    );
+    assert!(
+        lates
+            .iter()
+            .all(|&x| x > excess - 1_000_000 && x < excess + 5 * period_ns as i64),
+        "lateness after a {excess} ns overrun: {lates:?}"
+    );
     assert_eq!(row["injected"].as_u64().unwrap(), injected);
     assert_eq!(row["injected_undetected"], 0);
     assert_eq!(row["deadline_misses"].as_u64().unwrap(), injected + other);

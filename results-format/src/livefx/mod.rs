@@ -61,7 +61,9 @@ pub struct BackendNote {
     pub variant: String,
     pub backend_note: String,
     /// The server or driver the stream ran on; absent in results from before it was
-    /// recorded, and for the clock backend.
+    /// recorded, and for the clock backend (then not written: files from before it was
+    /// added read and write back the same).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<AudioServer>,
 }
 
