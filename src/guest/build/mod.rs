@@ -366,13 +366,7 @@ fn build_into(
             0
         }
     };
-    let version = std::process::Command::new("make")
-        .args(["-s", "kernelversion"])
-        .current_dir(tree)
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let version = kernelversion(tree);
     info.version = version.clone();
     let label = format!("{} {}", src.given, version.as_deref().unwrap_or(""));
     for (i, p) in patches.iter().enumerate().skip(applied_from) {
@@ -397,6 +391,17 @@ fn build_into(
     finish_build(k, tree, log_path, info)
 }
 
+/// The tree's version as its Makefile says (None when make cannot tell).
+fn kernelversion(tree: &Path) -> Option<String> {
+    std::process::Command::new("make")
+        .args(["-s", "kernelversion"])
+        .current_dir(tree)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
 /// The config's hash, the version, and make.
 fn finish_build(
     k: &str,
@@ -404,13 +409,7 @@ fn finish_build(
     log_path: &Path,
     info: &mut KernelBuild,
 ) -> Result<(), String> {
-    let version = std::process::Command::new("make")
-        .args(["-s", "kernelversion"])
-        .current_dir(tree)
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let version = kernelversion(tree);
     info.version = version.clone();
     let cfg = std::fs::read(tree.join(".config"))
         .map_err(|e| format!("{}: .config: {e}", tree.display()))?;
