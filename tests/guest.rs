@@ -6,11 +6,15 @@
 //! `.ci/fetch-kernel` pre-fetches them). Without QEMU these tests FAIL, saying so,
 //! unless XRUNRIG_SKIP_GUEST=1. They run one at a time: a TCG guest takes both CPUs.
 
+mod support;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use support::guest::wait_row;
+use support::run::{json, text as show};
 
 static ONE_GUEST_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -32,43 +36,19 @@ fn state_dir() -> PathBuf {
     xrunrig::testkit::private_dir(&format!("guest-state-{n}"))
 }
 
-/// False (a visible skip through `xrunrig::testkit`, a failure under
-/// XRUNRIG_REQUIRE_ALL=1) only when XRUNRIG_SKIP_GUEST=1; a missing QEMU fails the test.
 #[track_caller]
 fn guest_tests_enabled() -> bool {
-    if std::env::var("XRUNRIG_SKIP_GUEST").as_deref() == Ok("1") {
-        xrunrig::testkit::skip("guest kernels (XRUNRIG_SKIP_GUEST=1 was set)");
-        return false;
-    }
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join("qemu-system-x86_64").is_file()))
-        .unwrap_or(false);
-    assert!(
-        found,
-        "qemu-system-x86_64 is not installed, so the guest-kernel tests cannot run: \
-         install it (apt-get install qemu-system-x86), or set XRUNRIG_SKIP_GUEST=1 to skip them"
-    );
-    true
+    support::guest::enabled(
+        "guest kernels",
+        &["qemu-system-x86_64"],
+        "install it (apt-get install qemu-system-x86)",
+    )
 }
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("xrunrig-test-guest-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     d
-}
-
-fn json(p: &Path) -> Value {
-    let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&t).unwrap()
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// The guest lock: a test that does heavy host work between guest runs (reports,
@@ -107,20 +87,6 @@ fn run_in_guest_locked(args: &[&str], out: &Path) -> (Output, String) {
     eprintln!("{text}");
     assert_eq!(o.status.code(), Some(0), "{text}");
     (o, text)
-}
-
-/// (within bound, n) of the `wait` row.
-fn wait_row(sum: &Value, setting: &str, variant: &str) -> (u64, u64) {
-    let r = sum["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["setting"] == setting && r["variant"] == variant && r["metric"] == "wait")
-        .unwrap_or_else(|| panic!("no row {setting}/{variant}/wait in {sum}"));
-    (
-        r["within_bound"].as_u64().unwrap(),
-        r["n"].as_u64().unwrap(),
-    )
 }
 
 /// QEMU processes started by xrunrig process `pid` (their command lines name its

@@ -9,10 +9,14 @@
 //! 6.12 takes long on a small machine (see README); later runs use the build cache
 //! (/var/cache/xrunrig/kbuild as root). XRUNRIG_SKIP_GUEST=1 skips them, visibly.
 
+mod support;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
+use support::guest::wait_row;
+use support::run::{json, text as show};
 
 /// One build or guest at a time: a kernel build or a TCG guest takes both CPUs, and
 /// the build cache is locked while a build runs.
@@ -39,45 +43,20 @@ fn xrunrig(tag: &str) -> Command {
 
 #[track_caller]
 fn enabled() -> bool {
-    if std::env::var("XRUNRIG_SKIP_GUEST").as_deref() == Ok("1") {
-        xrunrig::testkit::skip("guest kernels built from source (XRUNRIG_SKIP_GUEST=1 was set)");
-        return false;
-    }
-    let on_path = |t: &str| {
-        std::env::var_os("PATH")
-            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(t).is_file()))
-    };
-    for tool in [
-        "qemu-system-x86_64",
-        "make",
-        "gcc",
-        "flex",
-        "bison",
-        "bc",
-        "patch",
-    ] {
-        assert!(
-            on_path(tool),
-            "{tool} is not installed, so kernels cannot be built from source and booted: \
-             run .ci/setup (it installs build-essential flex bison bc libelf-dev libssl-dev \
-             patch qemu-system-x86), or set XRUNRIG_SKIP_GUEST=1 to skip these tests"
-        );
-    }
-    true
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+    support::guest::enabled(
+        "guest kernels built from source",
+        &[
+            "qemu-system-x86_64",
+            "make",
+            "gcc",
+            "flex",
+            "bison",
+            "bc",
+            "patch",
+        ],
+        "run .ci/setup (it installs build-essential flex bison bc libelf-dev libssl-dev \
+         patch qemu-system-x86)",
     )
-}
-
-fn json(p: &Path) -> Value {
-    let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&t).unwrap()
 }
 
 fn sha256_file(p: &Path) -> String {
@@ -98,20 +77,6 @@ fn run(tag: &str, args: &[&str], out: &Path) -> Output {
         .unwrap();
     eprintln!("{}", show(&o));
     o
-}
-
-/// The `wait` row's (within bound, n).
-fn wait_row(sum: &Value, setting: &str, variant: &str) -> (u64, u64) {
-    let r = sum["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["setting"] == setting && r["variant"] == variant && r["metric"] == "wait")
-        .unwrap_or_else(|| panic!("no row {setting}/{variant}/wait in {sum}"));
-    (
-        r["within_bound"].as_u64().unwrap(),
-        r["n"].as_u64().unwrap(),
-    )
 }
 
 /// A copy of our patch whose context no longer matches 6.12's prio_changed_rt().

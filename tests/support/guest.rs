@@ -30,3 +30,36 @@ pub fn prerequisites() {
         cache.display()
     );
 }
+
+/// False (a visible skip through `xrunrig::testkit`, a failure under
+/// XRUNRIG_REQUIRE_ALL=1) only when XRUNRIG_SKIP_GUEST=1; a missing tool fails the test
+/// with `install` said.
+#[track_caller]
+pub fn enabled(what: &str, tools: &[&str], install: &str) -> bool {
+    if std::env::var("XRUNRIG_SKIP_GUEST").as_deref() == Ok("1") {
+        xrunrig::testkit::skip(&format!("{what} (XRUNRIG_SKIP_GUEST=1 was set)"));
+        return false;
+    }
+    for tool in tools {
+        assert!(
+            xrunrig::testkit::on_path(tool),
+            "{tool} is not installed, so the {what} tests cannot run: {install}, or set \
+             XRUNRIG_SKIP_GUEST=1 to skip them"
+        );
+    }
+    true
+}
+
+/// The pi-boost rigs' `wait` row in a summary: (within bound, n).
+pub fn wait_row(sum: &serde_json::Value, setting: &str, variant: &str) -> (u64, u64) {
+    let r = sum["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["setting"] == setting && r["variant"] == variant && r["metric"] == "wait")
+        .unwrap_or_else(|| panic!("no row {setting}/{variant}/wait in {sum}"));
+    (
+        r["within_bound"].as_u64().unwrap(),
+        r["n"].as_u64().unwrap(),
+    )
+}
