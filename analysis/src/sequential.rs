@@ -34,7 +34,10 @@ fn ln_factorials(n: u32) -> Vec<f64> {
 /// more probable than the one observed (R's `fisher.test` convention, with its relative
 /// tolerance 1e-7 for ties). 1.0 when either side has no trials.
 pub fn fisher_two_sided(a: u32, n1: u32, b: u32, n2: u32) -> f64 {
-    assert!(a <= n1 && b <= n2, "passes above trials: {a}/{n1}, {b}/{n2}");
+    assert!(
+        a <= n1 && b <= n2,
+        "passes above trials: {a}/{n1}, {b}/{n2}"
+    );
     if n1 == 0 || n2 == 0 {
         return 1.0;
     }
@@ -128,7 +131,12 @@ impl Plan {
     pub fn look(&self, a: u32, b: u32, n: u32) -> (f64, Look) {
         let p = fisher_two_sided(a, n, b, n);
         if self.looks.contains(&n) && p <= self.per_look {
-            return (p, Look::Decided { first_better: a > b });
+            return (
+                p,
+                Look::Decided {
+                    first_better: a > b,
+                },
+            );
         }
         if n >= self.max_trials {
             return (p, Look::AtMaximum);
@@ -230,7 +238,12 @@ mod tests {
         // 0/6 against 6/6: p = 0.00216 ≤ 0.00333: the first side is worse.
         let (pv, l) = p.look(0, 6, 6);
         assert!(close(pv, 2.0 / 924.0));
-        assert_eq!(l, Look::Decided { first_better: false });
+        assert_eq!(
+            l,
+            Look::Decided {
+                first_better: false
+            }
+        );
         assert_eq!(p.look(6, 0, 6).1, Look::Decided { first_better: true });
         // 1/6 against 6/6: p = 0.015; 1/7 against 7/7: p = 0.0047, still above
         // 0.0033; 1/8 against 8/8: p = 0.0014, decided at the last look.

@@ -111,6 +111,17 @@ pub fn prepare(args: &RunOptions) -> Result<Prepared, String> {
         };
         (knobs::preflight(&io, &p, crate::sys::is_root())?, None)
     };
+    // Refused here, before the results directory exists, when the run has no rule.
+    let until = if args.until_decided {
+        let s: Vec<String> = settings.iter().map(|s| s.name.clone()).collect();
+        let v: Vec<String> = variants
+            .iter()
+            .map(|&i| rig.variants[i].name.clone())
+            .collect();
+        Some(super::decide::rule(&rig, &s, &v, trials)?)
+    } else {
+        None
+    };
     let dir = output::new_results_dir(
         &output::results_dir(&rig.name, args.out.as_deref()),
         args.out.is_some(),
@@ -127,6 +138,7 @@ pub fn prepare(args: &RunOptions) -> Result<Prepared, String> {
         stop: Arc::new(AtomicBool::new(false)),
         audio: args.audio.clone(),
         max_time_ns: args.max_time_ns,
+        until,
     })
 }
 
