@@ -123,6 +123,20 @@ fn until_decided_stops_a_decided_pair_and_an_undecidable_one_early() {
     );
     assert!(t.contains("decided: rr-100ms worse"), "{t}");
     assert!(t.contains("apart: rr-37ms 2/2 vs rr-100ms 2/2"), "{t}");
+    // And so does the report.
+    let o = xrunrig(&["report", out.to_str().unwrap()], &d);
+    assert!(o.status.success(), "{}", text(&o));
+    let rep = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(
+        rep.contains("Until decided") && rep.contains("Tarone"),
+        "{rep}"
+    );
+    assert!(rep.contains("decided: rr-100ms worse"), "{rep}");
+    assert!(rep.contains("undecidable: stopped early"), "{rep}");
+    assert!(
+        rep.contains("at most 8 per setting and variant (--until-decided)"),
+        "{rep}"
+    );
 }
 
 #[test]
