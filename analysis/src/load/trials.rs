@@ -26,8 +26,9 @@ pub struct TrialsData {
     pub rows: Vec<TRow>,
     pub trials: Vec<TrialLine>,
     pub evidence: Vec<Evidence>,
-    /// `--until-decided`: the rule and each variant's comparison, when the run had them.
-    pub until_decided: Option<results::trials::Decided>,
+    /// `--until-decided`: the rule and each variant's comparison, when the run had them
+    /// (boxed: most runs have none).
+    pub until_decided: Option<Box<results::trials::Decided>>,
 }
 
 impl TrialsData {
@@ -80,7 +81,8 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<T
     // Read apart from the rows: a damaged section costs itself, not the rows.
     let until_decided = summary
         .get("until_decided")
-        .and_then(|v| results::trials::Decided::deserialize(v).ok());
+        .and_then(|v| results::trials::Decided::deserialize(v).ok())
+        .map(Box::new);
     let mut data = TrialsData {
         rows,
         until_decided,
