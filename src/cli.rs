@@ -139,6 +139,12 @@ pub struct RunArgs {
     /// Hard bound on the whole run: seconds, or a number and a unit ("600", "10 min", "1 h").
     #[arg(long, value_name = "DURATION", value_parser = parse_cli_duration)]
     pub max_time: Option<u64>,
+    /// Stop giving a variant trials once its two settings differ (Fisher's exact test on
+    /// the trials within the rig's bound, p ≤ 0.01 overall across the looks) or can no
+    /// longer be told apart; --trials (or the rig's) is the maximum per setting. Thread
+    /// rigs with one bounded metric, profiles with two settings.
+    #[arg(long)]
+    pub until_decided: bool,
 
     /// Run inside a guest kernel in QEMU: a vmlinuz/bzImage path, a Debian linux-image
     /// .deb, a Debian package name, or debian:6.12 / debian:6.12-rt / debian:6.1; or
@@ -248,6 +254,7 @@ impl RunArgs {
             settings: self.setting,
             settings_as_is: self.settings_as_is,
             max_time_ns: self.max_time,
+            until_decided: self.until_decided,
             audio: AudioOptions {
                 backend: self.backend,
                 device: self.device,

@@ -19,6 +19,9 @@ pub struct RunOptions {
     pub settings_as_is: bool,
     /// Hard bound on the whole run; None: estimate × 2 + 60 s.
     pub max_time_ns: Option<u64>,
+    /// `--until-decided`: trials per variant stop once its two settings' comparison is
+    /// decided (or can no longer be); `trials` is the maximum.
+    pub until_decided: bool,
     pub audio: AudioOptions,
     /// Set when the run goes into guest kernels (`--kernel`).
     pub guest: Option<GuestOptions>,

@@ -30,6 +30,9 @@ pub struct KernelEntry {
     /// The kernel's provenance when xrunrig built it from source: which row is patched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<crate::kbuild::KernelBuild>,
+    /// `--until-decided`: this kernel's rule and comparisons (its summary.json's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_decided: Option<crate::trials::Decided>,
 }
 
 /// A summary row with the kernel it came from (its release, and for a kernel built

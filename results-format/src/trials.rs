@@ -167,6 +167,10 @@ pub struct Summary {
     pub kind: String,
     #[serde(default)]
     pub rows: Vec<Row>,
+    /// `--until-decided`: the stopping rule and each variant's comparison; absent for
+    /// a run with a fixed number of trials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_decided: Option<Decided>,
 }
 
 impl Summary {
@@ -176,6 +180,95 @@ impl Summary {
             rig: rig.to_string(),
             kind: crate::KIND_TRIALS.into(),
             rows,
+            until_decided: None,
+        }
+    }
+}
+
+/// A run with `--until-decided`: its rule, stated, and per variant the comparison of
+/// the two settings that decided how many trials it got.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Decided {
+    /// The rule in words, as the table prints it.
+    #[serde(default)]
+    pub rule: String,
+    /// "fisher_exact_two_sided".
+    #[serde(default)]
+    pub test: String,
+    /// The per-trial outcome: this metric's values all within its bound.
+    #[serde(default)]
+    pub metric: String,
+    #[serde(default)]
+    pub bound: String,
+    /// The overall error rate, across every look.
+    #[serde(default)]
+    pub alpha: f64,
+    /// The level each look is tested at (alpha over the looks that can reach it).
+    #[serde(default)]
+    pub per_look: f64,
+    /// Trials per setting at which a look can decide.
+    #[serde(default)]
+    pub looks: Vec<u32>,
+    /// The most trials a setting gets per variant.
+    #[serde(default)]
+    pub max_trials: u32,
+    #[serde(default)]
+    pub pairs: Vec<DecidedPair>,
+}
+
+/// One variant's two settings compared.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DecidedPair {
+    #[serde(default)]
+    pub variant: String,
+    #[serde(default)]
+    pub first: String,
+    #[serde(default)]
+    pub second: String,
+    /// Trials per setting the decision used (complete rounds).
+    #[serde(default)]
+    pub trials: u32,
+    /// Trials within the bound, per setting.
+    #[serde(default)]
+    pub first_within: u32,
+    #[serde(default)]
+    pub second_within: u32,
+    /// Fisher's two-sided p at the last look; None before the first complete round.
+    #[serde(default)]
+    pub p: Option<f64>,
+    #[serde(default)]
+    pub decision: Decision,
+    /// The setting within the bound less often, when decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worse: Option<String>,
+}
+
+/// How a variant's comparison ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// p at or below the per-look level: one setting is worse.
+    Decided,
+    /// The maximum was reached without a decision.
+    UndecidedAtMaximum,
+    /// Stopped early: no outcome of the remaining trials could decide it.
+    Undecidable,
+    /// The run ended (interrupted, failed) before the comparison did.
+    Unfinished,
+    /// A decision this version does not know.
+    #[default]
+    #[serde(other)]
+    Unknown,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Decided => "decided",
+            Decision::UndecidedAtMaximum => "undecided_at_maximum",
+            Decision::Undecidable => "undecidable",
+            Decision::Unfinished => "unfinished",
+            Decision::Unknown => "unknown",
         }
     }
 }

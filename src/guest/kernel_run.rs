@@ -36,6 +36,8 @@ pub struct KernelRun {
     pub error: Option<String>,
     pub boot_s: Option<f64>,
     pub wall_s: f64,
+    /// `--until-decided`: the rule and comparisons of the summary.json that came home.
+    pub decided: Option<results::trials::Decided>,
 }
 
 /// Saves a boot's console (and QEMU's stderr) in the results dir as `name`.
@@ -72,6 +74,7 @@ pub fn run_kernel(c: &Ctx, k: Kernel, dir: PathBuf) -> KernelRun {
         error: None,
         boot_s: None,
         wall_s: 0.0,
+        decided: None,
     };
     if let Err(e) = run_inner(c, &mut run) {
         run.error = Some(e);
@@ -186,7 +189,7 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
         let parts = if b == 0 {
             vec![p.whole()]
         } else {
-            resume::parts_from(&p.order, done)
+            p.parts_left(&boots, done)
         };
         let work = boot::Work {
             parts: parts
@@ -242,7 +245,7 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
         match (&fault, home.rc) {
             (Some(f), _)
                 if f.cause == Cause::Emulator
-                    && done < total
+                    && !p.parts_left(&boots, done).is_empty()
                     && resumed.len() < MAX_RESUMES
                     && !c.stop.load(std::sync::atomic::Ordering::SeqCst) =>
             {
@@ -318,7 +321,7 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
         let from = boots[0].part_dir(0);
         move_tree(&from, &run.dir)?;
     } else if done > 0 || crash.is_some() || !resumed.is_empty() {
-        resume::merge(
+        resume::merge_decided(
             &p.order,
             &boots,
             &p.rig,
@@ -326,6 +329,7 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
             &run.kernel.release,
             (&started, &crate::sys::utc_now().0),
             &run.dir,
+            p.until.as_ref(),
         )?;
     }
     let mut guest = record::guest_section(c, &run.kernel, &outcome, accel, accel_note, channel);

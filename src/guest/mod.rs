@@ -77,6 +77,9 @@ pub struct HostPlan {
     variants_given: Vec<String>,
     settings_as_is: bool,
     loopback: bool,
+    /// `--until-decided`: the rule the guest's sweep follows, checked here before any
+    /// boot and replayed by a merge of several boots.
+    pub until: Option<crate::sweep::decide::Rule>,
     jack: Option<jack::Server>,
     /// Test-only: a fault the first boot makes on purpose (XRUNRIG_GUEST_TEST_INJECT).
     pub inject: initramfs::Inject,
@@ -209,6 +212,16 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
             .collect(),
     };
     let inject = test_inject()?;
+    let until = if a.until_decided {
+        Some(crate::sweep::decide::rule(
+            &rig,
+            &order.settings,
+            &order.variants,
+            order.trials,
+        )?)
+    } else {
+        None
+    };
 
     // The guest's own bound (its watchdog) is estimate × 2 + 60 s; the host allows
     // that plus boot and shipping, so the guest normally ends itself first.
@@ -260,6 +273,7 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
         variants_given: a.variants.clone(),
         settings_as_is: a.settings_as_is,
         loopback: au.loopback,
+        until,
         jack,
         inject,
         cpus,
@@ -291,6 +305,38 @@ fn test_inject() -> Result<initramfs::Inject, String> {
 }
 
 impl HostPlan {
+    /// What a fresh boot runs after the `done` trials `boots` brought home: the rest of
+    /// the order; under --until-decided the rest of the variants still undecided (their
+    /// records are a prefix of the order narrowed to them: a variant that stops never
+    /// gets a trial again). Empty when nothing is left.
+    pub fn parts_left(&self, boots: &[resume::Boot], done: u64) -> Vec<resume::Part> {
+        let Some(rule) = &self.until else {
+            return resume::parts_from(&self.order, done);
+        };
+        let records: Vec<_> = boots
+            .iter()
+            .flat_map(|b| {
+                b.parts
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, p)| resume::part_records(&b.part_dir(i), p))
+            })
+            .collect();
+        let open = crate::sweep::decide::evaluate(rule, &records).open;
+        let narrowed = resume::Order {
+            variants: self
+                .order
+                .variants
+                .iter()
+                .filter(|v| open.contains(v))
+                .cloned()
+                .collect(),
+            ..self.order.clone()
+        };
+        let done = records.iter().filter(|r| open.contains(&r.variant)).count() as u64;
+        resume::parts_from(&narrowed, done)
+    }
+
     /// The part that is the whole run.
     pub fn whole(&self) -> resume::Part {
         resume::Part {
@@ -331,6 +377,12 @@ impl HostPlan {
         }
         if self.loopback {
             c.push("--loopback".into());
+        }
+        // The guest decides from its own trials: only a part that is the whole run has
+        // them all. A resumed boot's parts run the undecided variants' remaining rounds
+        // in full (`parts_left`), and the merge replays every record through the rule.
+        if self.until.is_some() && *part == self.whole() {
+            c.push("--until-decided".into());
         }
         match &self.jack {
             Some(j) => j.wrap(&c),
@@ -559,6 +611,96 @@ mod tests {
         assert!(
             p.run_bound > Duration::from_secs(67 + 60) && p.run_bound < Duration::from_secs(600)
         );
+    }
+
+    #[test]
+    fn until_decided_goes_to_the_whole_run_and_resumes_the_undecided() {
+        let prof = concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/rt-push-ipi.toml");
+        let p = plan_of(&args(&[
+            "--profile",
+            prof,
+            "--kernel",
+            "debian:6.12",
+            "--until-decided",
+        ]))
+        .unwrap();
+        assert!(
+            p.command.join(" ").ends_with("--trials 8 --until-decided"),
+            "{:?}",
+            p.command
+        );
+        // A resumed part runs its remaining rounds in full: the merge decides.
+        let later = resume::parts_from(&p.order, 5);
+        assert!(
+            !p.command_for(&later[0], 0)
+                .contains(&"--until-decided".into())
+        );
+        // Boot 1 brought 2 rounds home: "pi" 0/2 vs 2/2 (open), "nopi" 0/2 vs 0/2
+        // (undecidable), then round 3's first trial. What is left: "pi" alone, from
+        // round 3's second setting on.
+        let dir = crate::testkit::private_dir("until-resume");
+        let part = p.whole();
+        let (s0, s1) = (&p.order.settings[0], &p.order.settings[1]);
+        let mut lines = String::new();
+        let mut add = |s: &str, v: &str, t: u32, w: f64| {
+            let r = crate::output::summary::TrialRecord {
+                setting: s.into(),
+                variant: v.into(),
+                trial: t,
+                status: results::trials::TrialStatus::Ok,
+                detail: None,
+                duration_ms: 0.0,
+                metrics: [("wait".to_string(), vec![w])].into_iter().collect(),
+                marks: Default::default(),
+                evidence: vec![],
+            };
+            lines.push_str(&serde_json::to_string(&r).unwrap());
+            lines.push('\n');
+        };
+        let (good, bad) = if s0 == "RT_PUSH_IPI" {
+            (1.0, 1500.0)
+        } else {
+            (1500.0, 1.0)
+        };
+        for t in 0..2 {
+            for v in &p.order.variants {
+                add(s0, v, t, if v == "pi" { good } else { 1500.0 });
+            }
+            for v in &p.order.variants {
+                add(s1, v, t, if v == "pi" { bad } else { 1500.0 });
+            }
+        }
+        add(s0, "pi", 2, good);
+        std::fs::create_dir_all(dir.join("p0")).unwrap();
+        std::fs::write(dir.join("p0").join(results::SAMPLES_JSONL), lines).unwrap();
+        let boots = vec![resume::Boot {
+            dir: dir.clone(),
+            parts: vec![part],
+        }];
+        let left = p.parts_left(&boots, boots[0].finished());
+        assert_eq!(
+            left,
+            vec![
+                resume::Part {
+                    round0: 2,
+                    trials: 1,
+                    settings: vec![s1.clone()],
+                    variants: vec!["pi".into()],
+                },
+                resume::Part {
+                    round0: 3,
+                    trials: 5,
+                    settings: p.order.settings.clone(),
+                    variants: vec!["pi".into()],
+                },
+            ]
+        );
+        // A livefx rig is refused before anything boots.
+        let lf = concat!(env!("CARGO_MANIFEST_DIR"), "/rigs/livefx.toml");
+        let e = plan_of(&[lf, "--kernel", "debian:6.12", "--until-decided"])
+            .err()
+            .unwrap();
+        assert!(e.contains("livefx"), "{e}");
     }
 
     #[test]

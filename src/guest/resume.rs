@@ -216,6 +216,22 @@ pub fn merge(
     span: (&str, &str),
     dest: &Path,
 ) -> Result<Merged, String> {
+    merge_decided(order, boots, rig, profile, kernel_release, span, dest, None)
+}
+
+/// As `merge`, for a run under --until-decided: summary.json gets the rule's decisions,
+/// replayed from the merged records as the guest's sweep made them.
+#[allow(clippy::too_many_arguments)]
+pub fn merge_decided(
+    order: &Order,
+    boots: &[Boot],
+    rig: &Rig,
+    profile: Option<&crate::knobs::profile::Profile>,
+    kernel_release: &str,
+    span: (&str, &str),
+    dest: &Path,
+    until: Option<&crate::sweep::decide::Rule>,
+) -> Result<Merged, String> {
     let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
     std::fs::create_dir_all(dest).map_err(|e| io(dest, e))?;
     let mut records: Vec<TrialRecord> = vec![];
@@ -321,10 +337,10 @@ pub fn merge(
             }
         }
         let rows = summary::rows(&records, &order.settings, &order.variants, &metrics);
-        crate::output::write_json(
-            &dest.join(results::SUMMARY_JSON),
-            &summary::Summary::new(&rig.name, rows),
-        )?;
+        let mut sum = summary::Summary::new(&rig.name, rows);
+        // The same replay the guest's sweep made: the boots' records decide the same.
+        sum.until_decided = until.map(|r| crate::sweep::decide::evaluate(r, &records).decided);
+        crate::output::write_json(&dest.join(results::SUMMARY_JSON), &sum)?;
     }
     let mut doc = merged_doc(order, docs, rig, profile, &renamed, &trial_files);
     if rig.kind == Kind::Livefx {

@@ -54,7 +54,11 @@ pub fn print_kernel(run: &mut KernelRun, outcome: &Outcome) {
     match brought(&run.dir) {
         Brought::Trials(sm) => {
             out.push_str(&table::render(&sm.rows));
+            if let Some(d) = &sm.until_decided {
+                out.push_str(&crate::sweep::decide::render(d));
+            }
             run.rows = sm.rows;
+            run.decided = sm.until_decided;
         }
         Brought::Livefx(sm) => out.push_str(&livefx_table(&sm)),
         Brought::Nothing => out.push_str("(no summary.json: the guest run wrote no results)\n"),
@@ -132,6 +136,21 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
         let k = if i == 0 { "kernel" } else { &labels[i - 1] };
         out.push_str(&format!("{k:<w$}  {line}\n"));
     }
+    // --until-decided: each kernel's comparisons under the table.
+    for r in runs {
+        if let Some(d) = &r.decided {
+            for p in &d.pairs {
+                out.push_str(&format!(
+                    "{:<w$}  {}",
+                    r.kernel.name(),
+                    crate::sweep::decide::render_pair(p)
+                ));
+            }
+        }
+    }
+    if let Some(d) = runs.iter().find_map(|r| r.decided.as_ref()) {
+        out.push_str(&format!("until decided: {}\n", d.rule));
+    }
     let mut text = format!("\nall kernels ({rig}):\n{out}");
     for r in runs {
         let acc = r.accel.map_or("-", |a| a.name());
@@ -177,6 +196,7 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
                 error: r.error.clone(),
                 boot_s: r.boot_s,
                 build: r.kernel.build.clone(),
+                until_decided: r.decided.clone(),
             })
             .collect(),
         rows: runs

@@ -104,7 +104,11 @@ pub fn finish_with(p: &Prepared, sw: &Swept, extra: RunExtra, metrics: &[rig::Me
         .map(|&i| rig.variants[i].name.clone())
         .collect();
     let rows = summary::rows(&sw.records, &settings, &variants, metrics);
-    let sum = summary::Summary::new(&rig.name, rows);
+    let mut sum = summary::Summary::new(&rig.name, rows);
+    sum.until_decided = p
+        .until
+        .as_ref()
+        .map(|r| super::decide::evaluate(r, &sw.records).decided);
     let mut code = 0;
     // Each file whole or not at all; INCOMPLETE goes last, once both are there.
     let mut written = vec![output::write_json(&p.dir.join(results::SUMMARY_JSON), &sum)];
@@ -123,8 +127,11 @@ pub fn finish_with(p: &Prepared, sw: &Swept, extra: RunExtra, metrics: &[rig::Me
         }
     }
     console::report(&format!(
-        "\n{}\nresults: {}\n",
+        "\n{}{}\nresults: {}\n",
         table::render(&sum.rows),
+        sum.until_decided
+            .as_ref()
+            .map_or(String::new(), super::decide::render),
         p.dir.display()
     ));
     for l in &sw.restored {

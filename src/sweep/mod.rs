@@ -4,6 +4,7 @@
 //! (`finish`). `trials` (thread rigs) and `livefx` (audio rigs) sit above it; `guest`
 //! runs the same `xrunrig run` inside the guest kernel.
 
+pub mod decide;
 mod finish;
 mod prepare;
 mod rounds;
@@ -41,6 +42,8 @@ pub struct Prepared {
     pub audio: AudioOptions,
     /// The whole run's hard bound, when given.
     pub max_time_ns: Option<u64>,
+    /// `--until-decided`: the stopping rule; `trials` is then each setting's maximum.
+    pub until: Option<decide::Rule>,
 }
 
 /// What a sweep produced.

@@ -86,8 +86,24 @@ pub fn prepare(args: &RunOptions) -> Result<Prepared, String> {
         }
         variants.retain(|&i| args.variants.contains(&rig.variants[i].name));
     }
-    rig.check_machine(&crate::sys::online_cpus())?;
     let trials = args.trials.unwrap_or(rig.trials);
+    // Refused here, before the results directory exists, when the run has no rule.
+    let until = if args.until_decided {
+        if args.settings_as_is {
+            return Err("--until-decided compares two settings the run applies; \
+                        --settings-as-is applies none: leave one of them out"
+                .into());
+        }
+        let s: Vec<String> = settings.iter().map(|s| s.name.clone()).collect();
+        let v: Vec<String> = variants
+            .iter()
+            .map(|&i| rig.variants[i].name.clone())
+            .collect();
+        Some(super::decide::rule(&rig, &s, &v, trials)?)
+    } else {
+        None
+    };
+    rig.check_machine(&crate::sys::online_cpus())?;
     let changes = settings.iter().any(|s| !s.changes.is_empty());
     let (knobs, settings_note) = if !changes {
         (vec![], None)
@@ -127,6 +143,7 @@ pub fn prepare(args: &RunOptions) -> Result<Prepared, String> {
         stop: Arc::new(AtomicBool::new(false)),
         audio: args.audio.clone(),
         max_time_ns: args.max_time_ns,
+        until,
     })
 }
 

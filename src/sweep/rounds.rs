@@ -73,9 +73,14 @@ pub fn sweep(
     let mut records = Vec::new();
     let mut in_force: Vec<(String, InForce)> = Vec::new();
     let mut fatal = None;
+    // --until-decided: the variants whose comparison goes on; all of them without it.
+    let mut open: Vec<usize> = p.variants.clone();
     'outer: for t in 0..p.trials {
         for s in &p.settings {
             if p.stop.load(Ordering::SeqCst) {
+                break 'outer;
+            }
+            if open.is_empty() {
                 break 'outer;
             }
             if !s.changes.is_empty() {
@@ -91,7 +96,7 @@ pub fn sweep(
                     }
                 }
             }
-            for &v in &p.variants {
+            for &v in &open {
                 if p.stop.load(Ordering::SeqCst) {
                     break 'outer;
                 }
@@ -126,6 +131,26 @@ pub fn sweep(
                     std::thread::sleep(std::time::Duration::from_millis(5));
                 }
             }
+        }
+        // A round is complete: each variant's comparison looks at it.
+        if let Some(rule) = &p.until {
+            let st = super::decide::evaluate(rule, &records);
+            for d in st
+                .decided
+                .pairs
+                .iter()
+                .filter(|d| !st.open.contains(&d.variant))
+            {
+                if open.iter().any(|&v| p.rig.variants[v].name == d.variant) {
+                    crate::output::progress::println(&format!(
+                        "xrunrig: {} stops after {} trials per setting: {}",
+                        d.variant,
+                        d.trials,
+                        super::decide::render_pair(d).trim_end()
+                    ));
+                }
+            }
+            open.retain(|&v| st.open.contains(&p.rig.variants[v].name));
         }
     }
     drop(bar);

@@ -26,6 +26,9 @@ pub struct TrialsData {
     pub rows: Vec<TRow>,
     pub trials: Vec<TrialLine>,
     pub evidence: Vec<Evidence>,
+    /// `--until-decided`: the rule and each variant's comparison, when the run had them
+    /// (boxed: most runs have none).
+    pub until_decided: Option<Box<results::trials::Decided>>,
 }
 
 impl TrialsData {
@@ -75,8 +78,14 @@ struct TrialsSummary {
 pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<TrialsData, String> {
     // A summary whose rows do not read at all reads as one without rows.
     let rows = TrialsSummary::deserialize(summary).unwrap_or_default().rows;
+    // Read apart from the rows: a damaged section costs itself, not the rows.
+    let until_decided = summary
+        .get("until_decided")
+        .and_then(|v| results::trials::Decided::deserialize(v).ok())
+        .map(Box::new);
     let mut data = TrialsData {
         rows,
+        until_decided,
         ..Default::default()
     };
     let path = dir.join(results::SAMPLES_JSONL);

@@ -129,9 +129,13 @@ fn trials_part(res: &Results, t: &load::trials::TrialsData, ctx: &mut Ctx) -> Re
         format!(
             "{} run{}",
             trials_run,
-            res.run
-                .trials
-                .map_or(String::new(), |n| format!(", {n} per setting and variant"))
+            res.run.trials.map_or(String::new(), |n| {
+                if t.until_decided.is_some() {
+                    format!(", at most {n} per setting and variant (--until-decided)")
+                } else {
+                    format!(", {n} per setting and variant")
+                }
+            })
         ),
     )];
     let table = vec![trials::table(t)];
@@ -139,6 +143,9 @@ fn trials_part(res: &Results, t: &load::trials::TrialsData, ctx: &mut Ctx) -> Re
     let plots = trials::plots(t, ctx)?;
     crate::export::trials(t, ctx)?;
     let mut sections = Vec::new();
+    if let Some(d) = &t.until_decided {
+        sections.push(("Until decided".to_string(), trials::until_decided(d)));
+    }
     if !ev.is_empty() {
         sections.push(("Trace evidence".to_string(), vec![Block::Pre(ev)]));
     }

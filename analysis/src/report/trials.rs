@@ -383,6 +383,48 @@ impl Axes {
     }
 }
 
+/// `--until-decided`: the rule in words and each variant's comparison.
+pub fn until_decided(d: &results::trials::Decided) -> Vec<Block> {
+    use results::trials::Decision;
+    let rows = d
+        .pairs
+        .iter()
+        .map(|p| {
+            let what = match (p.decision, &p.worse) {
+                (Decision::Decided, Some(w)) => format!("decided: {w} worse"),
+                (Decision::UndecidedAtMaximum, _) => "undecided at the maximum".into(),
+                (Decision::Undecidable, _) => "undecidable: stopped early".into(),
+                (Decision::Unfinished, _) => "unfinished".into(),
+                (x, _) => x.as_str().into(),
+            };
+            vec![
+                p.variant.clone(),
+                format!("{} {}/{}", p.first, p.first_within, p.trials),
+                format!("{} {}/{}", p.second, p.second_within, p.trials),
+                p.p.map_or("-".into(), |x| format!("{x:.3e}")),
+                what,
+            ]
+        })
+        .collect();
+    vec![
+        Block::Para(format!(
+            "Trials stopped per variant by a sequential test: {}.",
+            d.rule
+        )),
+        Block::Table {
+            head: vec![
+                "variant".into(),
+                "setting A within bound".into(),
+                "setting B within bound".into(),
+                "p".into(),
+                "decision".into(),
+            ],
+            rows,
+            right: vec![false, false, false, true, false],
+        },
+    ]
+}
+
 pub fn evidence(t: &TrialsData) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut seen: Vec<(String, String, String)> = Vec::new();

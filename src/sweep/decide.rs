@@ -1,0 +1,375 @@
+//! `--until-decided`: which rigs it works for, each trial's pass or fail, and the
+//! replay of a run's records through the sequential rule (`analysis::sequential`): the
+//! sweep asks it after every round which variants still get trials, finish writes its
+//! result into summary.json, and a guest run merged from several boots replays the
+//! same records to the same decisions.
+
+use crate::output::summary::TrialRecord;
+use crate::rig::units::unit_scale;
+use crate::rig::{Kind, Metric, Rig};
+use analysis::sequential::{self, Look, Plan};
+use results::trials::{Decided, DecidedPair, Decision};
+
+/// The overall error rate: the chance, when two settings do not differ, that any look
+/// of a variant's comparison calls one of them worse.
+pub const ALPHA: f64 = 0.01;
+
+/// The rule of one run.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    pub plan: Plan,
+    pub metric: Metric,
+    /// The two settings compared, in sweep order.
+    pub settings: [String; 2],
+    pub variants: Vec<String>,
+}
+
+const SUPPORTED: &str = "--until-decided needs a per-trial pass or fail: a thread rig \
+     (kind = \"trials\") with exactly one metric that has a bound, such as \
+     rigs/pi-boost-affinity.toml or rigs/pi-inversion.toml";
+
+/// The rule for `rig` swept over `settings` and `variants`, at most `max_trials` per
+/// setting; an error saying what to change when the run cannot have one.
+pub fn rule(
+    rig: &Rig,
+    settings: &[String],
+    variants: &[String],
+    max_trials: u32,
+) -> Result<Rule, String> {
+    if rig.kind != Kind::Trials {
+        return Err(format!(
+            "{SUPPORTED}; rig '{}' is an audio (livefx) rig, whose trials have no single pass or fail",
+            rig.name
+        ));
+    }
+    let bounded: Vec<&Metric> = rig.metrics.iter().filter(|m| m.bound.is_some()).collect();
+    let metric = match bounded.as_slice() {
+        [m] => (*m).clone(),
+        [] => {
+            return Err(format!(
+                "{SUPPORTED}; rig '{}' has no metric with a bound",
+                rig.name
+            ));
+        }
+        many => {
+            return Err(format!(
+                "{SUPPORTED}; rig '{}' has several ({})",
+                rig.name,
+                many.iter()
+                    .map(|m| m.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    };
+    let [a, b] = settings else {
+        return Err(format!(
+            "--until-decided compares two settings of a profile; this run has {} ({}): \
+             give a profile with two, or pick two with --setting A --setting B",
+            settings.len(),
+            settings.join(", ")
+        ));
+    };
+    if max_trials > sequential::MAX_TRIALS {
+        return Err(format!(
+            "--until-decided takes at most {} trials per setting (--trials is its maximum); {max_trials} asked",
+            sequential::MAX_TRIALS
+        ));
+    }
+    let plan = sequential::plan(ALPHA, max_trials);
+    if plan.looks.is_empty() {
+        let need = (1..=sequential::MAX_TRIALS)
+            .find(|&n| sequential::min_attainable_p(n) <= ALPHA)
+            .unwrap_or(sequential::MAX_TRIALS);
+        return Err(format!(
+            "--until-decided: with at most {max_trials} trials per setting no comparison can \
+             reach p ≤ {ALPHA}; give --trials {need} or more (--trials is the maximum)"
+        ));
+    }
+    Ok(Rule {
+        plan,
+        metric,
+        settings: [a.clone(), b.clone()],
+        variants: variants.to_vec(),
+    })
+}
+
+/// A trial passes when it produced the metric and every value is within its bound (the
+/// summary's "within bound", per trial: a trial without a value does not pass).
+pub fn passed(r: &TrialRecord, m: &Metric) -> bool {
+    let Some(bound) = m.bound else {
+        return false;
+    };
+    let scale = unit_scale(&m.unit).unwrap_or(1e6);
+    r.metrics.get(&m.name).is_some_and(|vs| {
+        !vs.is_empty()
+            && vs
+                .iter()
+                .all(|&x| x >= 0.0 && bound.holds((x * scale).round() as u64))
+    })
+}
+
+/// What the records say so far.
+pub struct State {
+    pub decided: Decided,
+    /// Variants whose comparison goes on: they get the next round's trials.
+    pub open: Vec<String>,
+}
+
+/// Replays the records round by round (trial numbers are rounds) through the rule: a
+/// variant's comparison looks after each round both settings finished, and stops at
+/// the first look that ends it. Records after that point do not change it.
+pub fn evaluate(rule: &Rule, records: &[TrialRecord]) -> State {
+    let [s0, s1] = &rule.settings;
+    let mut pairs = vec![];
+    let mut open = vec![];
+    for v in &rule.variants {
+        let find = |s: &String, t: u32| {
+            records
+                .iter()
+                .find(|r| &r.setting == s && &r.variant == v && r.trial == t)
+        };
+        let (mut a, mut b, mut n) = (0u32, 0u32, 0u32);
+        let mut p = None;
+        let mut end = None;
+        while n < rule.plan.max_trials {
+            let (Some(x), Some(y)) = (find(s0, n), find(s1, n)) else {
+                break;
+            };
+            a += u32::from(passed(x, &rule.metric));
+            b += u32::from(passed(y, &rule.metric));
+            n += 1;
+            let (pv, look) = rule.plan.look(a, b, n);
+            p = Some(pv);
+            if look != Look::Continue {
+                end = Some(look);
+                break;
+            }
+        }
+        let (decision, worse) = match end {
+            Some(Look::Decided { first_better }) => (
+                Decision::Decided,
+                Some(if first_better { s1 } else { s0 }.clone()),
+            ),
+            Some(Look::AtMaximum) => (Decision::UndecidedAtMaximum, None),
+            Some(Look::Futile) => (Decision::Undecidable, None),
+            Some(Look::Continue) | None => {
+                open.push(v.clone());
+                (Decision::Unfinished, None)
+            }
+        };
+        pairs.push(DecidedPair {
+            variant: v.clone(),
+            first: s0.clone(),
+            second: s1.clone(),
+            trials: n,
+            first_within: a,
+            second_within: b,
+            p,
+            decision,
+            worse,
+        });
+    }
+    let plan = &rule.plan;
+    let looks: Vec<String> = plan.looks.iter().map(u32::to_string).collect();
+    let bound = rule
+        .metric
+        .bound
+        .map(|b| b.display(&rule.metric.unit))
+        .unwrap_or_default();
+    State {
+        decided: Decided {
+            rule: format!(
+                "after each round, Fisher's exact test (two-sided) on trials with {} {bound}; \
+                 overall alpha {} shared by the looks that can reach it (Tarone): at {} \
+                 trials per setting, each at p ≤ {:.3e}; at most {} trials per setting; a \
+                 pair that no remaining outcome can decide stops early, undecided",
+                rule.metric.name,
+                plan.alpha,
+                looks.join(", "),
+                plan.per_look,
+                plan.max_trials
+            ),
+            test: "fisher_exact_two_sided".into(),
+            metric: rule.metric.name.clone(),
+            bound,
+            alpha: plan.alpha,
+            per_look: plan.per_look,
+            looks: plan.looks.clone(),
+            max_trials: plan.max_trials,
+            pairs,
+        },
+        open,
+    }
+}
+
+/// A p-value with the figures a reader compares against the per-look level.
+fn fmt_p(p: f64) -> String {
+    if p < 0.001 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.4}")
+    }
+}
+
+/// The rule and the comparisons under the printed table.
+pub fn render(d: &Decided) -> String {
+    let mut out = format!("until decided: {}\n", d.rule);
+    for p in &d.pairs {
+        out.push_str(&format!("  {}", render_pair(p)));
+    }
+    out
+}
+
+/// One comparison, one line: the counts, p and what was decided.
+pub fn render_pair(p: &DecidedPair) -> String {
+    {
+        let pv = p.p.map_or("-".into(), fmt_p);
+        let what = match (p.decision, &p.worse) {
+            (Decision::Decided, Some(w)) => format!("decided: {w} worse"),
+            (Decision::UndecidedAtMaximum, _) => "undecided at the maximum".into(),
+            (Decision::Undecidable, _) => {
+                "undecidable: stopped, no outcome of the remaining trials could decide it".into()
+            }
+            (Decision::Unfinished, _) => "unfinished: the run ended first".into(),
+            (d, _) => d.as_str().into(),
+        };
+        format!(
+            "{}: {} {}/{} vs {} {}/{} within bound, p = {pv}: {what}\n",
+            p.variant, p.first, p.first_within, p.trials, p.second, p.second_within, p.trials
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    fn rig(extra: &str) -> Rig {
+        crate::rig::parse(
+            Path::new("r.toml"),
+            &format!(
+                r#"
+[[threads]]
+name = "w"
+policy = "other"
+steps = [ {{ mark = "a" }}, {{ mark = "b" }} ]
+[metrics.wait]
+from = "w.a"
+to = "w.b"
+bound = "< 100 ms"
+{extra}
+[[variants]]
+name = "x"
+[[variants]]
+name = "y"
+"#
+            ),
+        )
+        .unwrap()
+    }
+
+    fn rec(s: &str, v: &str, t: u32, wait: Option<f64>) -> TrialRecord {
+        TrialRecord {
+            setting: s.into(),
+            variant: v.into(),
+            trial: t,
+            status: results::trials::TrialStatus::Ok,
+            detail: None,
+            duration_ms: 0.0,
+            metrics: wait
+                .map(|x| ("wait".to_string(), vec![x]))
+                .into_iter()
+                .collect(),
+            marks: BTreeMap::new(),
+            evidence: vec![],
+        }
+    }
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn refuses_what_has_no_pass_or_fail() {
+        let r = rig("");
+        let e = rule(&r, &names(&["A"]), &names(&["x"]), 8).unwrap_err();
+        assert!(e.contains("two settings") && e.contains("--setting"), "{e}");
+        let e = rule(&r, &names(&["A", "B"]), &names(&["x"]), 4).unwrap_err();
+        assert!(e.contains("--trials 5"), "{e}");
+        let e = rule(&r, &names(&["A", "B"]), &names(&["x"]), 65).unwrap_err();
+        assert!(e.contains("at most 64"), "{e}");
+        let r2 = rig("[metrics.w2]\nfrom = \"w.a\"\nto = \"w.b\"\nbound = \"< 1 s\"\n");
+        let e = rule(&r2, &names(&["A", "B"]), &names(&["x"]), 8).unwrap_err();
+        assert!(e.contains("several (w2, wait)"), "{e}");
+        assert!(rule(&r, &names(&["A", "B"]), &names(&["x"]), 8).is_ok());
+    }
+
+    #[test]
+    fn audio_rigs_are_refused_with_the_rigs_that_work() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let lf = crate::rig::load(&root.join("rigs/livefx.toml")).unwrap();
+        let e = rule(&lf, &names(&["A", "B"]), &names(&["default"]), 8).unwrap_err();
+        assert!(
+            e.contains("livefx") && e.contains("rigs/pi-boost-affinity.toml"),
+            "{e}"
+        );
+        let pi = crate::rig::load(&root.join("rigs/pi-boost-affinity.toml")).unwrap();
+        let v: Vec<String> = pi.variants.iter().map(|v| v.name.clone()).collect();
+        let r = rule(&pi, &names(&["RT_PUSH_IPI", "NO_RT_PUSH_IPI"]), &v, 8).unwrap();
+        assert_eq!(r.metric.name, "wait");
+    }
+
+    #[test]
+    fn a_trial_passes_within_the_bound_only() {
+        let r = rig("");
+        let m = &r.metrics[0];
+        assert!(passed(&rec("A", "x", 0, Some(99.0)), m));
+        assert!(!passed(&rec("A", "x", 0, Some(100.0)), m));
+        assert!(!passed(&rec("A", "x", 0, None), m));
+    }
+
+    #[test]
+    fn replay_decides_stops_and_leaves_open() {
+        let r = rig("");
+        let rule = rule(&r, &names(&["A", "B"]), &names(&["x", "y"]), 8).unwrap();
+        let mut recs = vec![];
+        // x: A always timely, B never: decided after 6 rounds. y: both stuck:
+        // undecidable after 2.
+        for t in 0..6 {
+            for (s, v, w) in [
+                ("A", "x", 1.0),
+                ("A", "y", 500.0),
+                ("B", "x", 500.0),
+                ("B", "y", 500.0),
+            ] {
+                recs.push(rec(s, v, t, Some(w)));
+            }
+        }
+        let st = evaluate(&rule, &recs[..4 * 5]);
+        assert_eq!(st.open, names(&["x"]));
+        let st = evaluate(&rule, &recs);
+        assert!(st.open.is_empty());
+        let x = &st.decided.pairs[0];
+        assert_eq!(
+            (x.decision, x.trials, x.first_within, x.second_within),
+            (Decision::Decided, 6, 6, 0)
+        );
+        assert_eq!(x.worse.as_deref(), Some("B"));
+        assert!((x.p.unwrap() - 2.0 / 924.0).abs() < 1e-12);
+        let y = &st.decided.pairs[1];
+        assert_eq!((y.decision, y.trials), (Decision::Undecidable, 2));
+        // A round one setting did not finish is not looked at: x stays open.
+        let st = evaluate(&rule, &recs[..4 * 5 + 1]);
+        assert_eq!(st.open, names(&["x"]));
+        assert_eq!(st.decided.pairs[0].trials, 5);
+        let text = render(&st.decided);
+        assert!(
+            text.contains("Tarone") && text.contains("at 6, 7, 8 trials"),
+            "{text}"
+        );
+        assert!(text.contains("y: A 0/2 vs B 0/2 within bound"), "{text}");
+    }
+}

@@ -1,0 +1,178 @@
+//! `xrunrig run --until-decided` on this machine: real SCHED_RR threads under the
+//! profile's two RR timeslices (a sysctl, writable here unlike sched features). When
+//! both threads share a CPU, the second waits for the first's timeslice (37 ms) or for
+//! its whole 80 ms spin (100 ms timeslice): the comparison is decided before the
+//! maximum and the variant stops getting trials. On two CPUs nothing waits: that
+//! variant can never be decided and stops as soon as no outcome could change that.
+//! Needs root (CI runs as root).
+
+mod support;
+
+use support::run::{json, serial, text, xrunrig};
+use xrunrig::testkit;
+
+const RIG: &str = r#"
+name = "rr-slice"
+description = "a SCHED_RR thread waits for another's timeslice on a shared CPU"
+trials = 8
+trial_timeout = "2 s"
+trial_gap = "20 ms"
+
+[[threads]]
+name = "a"
+policy = "rr"
+priority = 10
+cpus = [1]
+steps = [ { mark = "go" }, { signal = "a_on" }, { spin = "80 ms" } ]
+
+[[threads]]
+name = "b"
+policy = "rr"
+priority = 10
+cpus = [1]
+steps = [ { wait = "a_on" }, { mark = "got" } ]
+
+[metrics.latency]
+description = "from a's start to b running"
+from = "a.go"
+to = "b.got"
+bound = "< 60 ms"
+unit = "ms"
+
+[[variants]]
+name = "shared"
+description = "both on CPU 1"
+
+[[variants]]
+name = "apart"
+description = "b on CPU 0: nothing to wait for"
+threads.b.cpus = [0]
+"#;
+
+#[test]
+fn until_decided_stops_a_decided_pair_and_an_undecidable_one_early() {
+    if !testkit::root() {
+        return;
+    }
+    let _g = serial();
+    let d = testkit::private_dir("until-decided");
+    let rig = d.join("rr-slice.toml");
+    std::fs::write(&rig, RIG).unwrap();
+    let out = d.join("res");
+    let o = xrunrig(
+        &[
+            "run",
+            rig.to_str().unwrap(),
+            "--profile",
+            "profiles/rr-timeslice.toml",
+            "--until-decided",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &d,
+    );
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let sum = json(&out.join("summary.json"));
+    let dec = &sum["until_decided"];
+    assert_eq!(dec["test"], "fisher_exact_two_sided", "{sum}");
+    assert_eq!(dec["alpha"], 0.01);
+    assert_eq!(dec["looks"], serde_json::json!([6, 7, 8]));
+    assert_eq!(dec["max_trials"], 8);
+    let pair = |v: &str| {
+        dec["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["variant"] == v)
+            .unwrap_or_else(|| panic!("no pair {v} in {sum}"))
+            .clone()
+    };
+    let shared = pair("shared");
+    assert_eq!(shared["decision"], "decided", "{shared}\n{t}");
+    assert_eq!(shared["worse"], "rr-100ms", "{shared}");
+    let n = shared["trials"].as_u64().unwrap();
+    assert!(n < 8, "decided only at the maximum: {shared}");
+    assert!(shared["p"].as_f64().unwrap() <= dec["per_look"].as_f64().unwrap());
+    let apart = pair("apart");
+    assert_eq!(apart["decision"], "undecidable", "{apart}\n{t}");
+    assert!(apart["trials"].as_u64().unwrap() < 8, "{apart}");
+    // The trials actually run stop where the decision was made: the rows and
+    // samples.jsonl have no trial after it.
+    for (v, p) in [("shared", &shared), ("apart", &apart)] {
+        let want = p["trials"].as_u64().unwrap();
+        for r in sum["rows"].as_array().unwrap() {
+            if r["variant"] == v {
+                assert_eq!(r["n"].as_u64().unwrap(), want, "{r}");
+            }
+        }
+    }
+    let lines = std::fs::read_to_string(out.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .count() as u64;
+    assert_eq!(
+        lines,
+        2 * (n + apart["trials"].as_u64().unwrap()),
+        "samples.jsonl"
+    );
+    // The printed table states the rule and each pair's verdict.
+    assert!(
+        t.contains("until decided: after each round, Fisher's exact test"),
+        "{t}"
+    );
+    assert!(t.contains("decided: rr-100ms worse"), "{t}");
+    assert!(t.contains("apart: rr-37ms 2/2 vs rr-100ms 2/2"), "{t}");
+    // And so does the report.
+    let o = xrunrig(&["report", out.to_str().unwrap()], &d);
+    assert!(o.status.success(), "{}", text(&o));
+    let rep = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(
+        rep.contains("Until decided") && rep.contains("Tarone"),
+        "{rep}"
+    );
+    assert!(rep.contains("decided: rr-100ms worse"), "{rep}");
+    assert!(rep.contains("undecidable: stopped early"), "{rep}");
+    assert!(
+        rep.contains("at most 8 per setting and variant (--until-decided)"),
+        "{rep}"
+    );
+}
+
+#[test]
+fn until_decided_refuses_a_run_it_cannot_decide() {
+    let d = testkit::private_dir("until-refused");
+    let out = d.join("res");
+    // One setting: nothing to compare. Nothing is created.
+    let o = xrunrig(
+        &[
+            "run",
+            "rigs/pi-inversion.toml",
+            "--until-decided",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &d,
+    );
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("--until-decided compares two settings"), "{t}");
+    assert!(!out.exists());
+    // An audio rig has no per-trial pass or fail.
+    let o = xrunrig(
+        &[
+            "run",
+            "rigs/livefx.toml",
+            "--profile",
+            "profiles/rr-timeslice.toml",
+            "--until-decided",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &d,
+    );
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("rigs/pi-boost-affinity.toml"), "{t}");
+    assert!(!out.exists());
+}
