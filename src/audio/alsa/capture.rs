@@ -87,7 +87,7 @@ pub(super) fn ring(period: usize) -> (rtrb::Producer<f32>, Input) {
 
 /// Opens (not starts) the capture stream on `d` in the playback's `format`, channels,
 /// rate and period (snd-aloop's two sides must agree). Capture xruns (overruns) are
-/// added to `xruns`, the count the playback callback ties to its next cycle.
+/// counted in `xruns`, which the playback callback adds to its next cycle's.
 pub(super) fn open(
     d: &cpal::Device,
     config: cpal::StreamConfig,

@@ -61,12 +61,18 @@ impl Stream for AlsaStream {
 /// callback's frames must be written before those have played, so the deadline is
 /// `wake + queued`, and the cycle began a period before it (when a period's room opened).
 /// With cpal's buffer of two periods and a callback only once a period is free, `queued`
-/// is at most one period, so work of more than a period from the wake misses. Nothing
-/// queued means the stream is not running (the first fill, or the refill after an
-/// xrun's `prepare`): nothing plays until the buffer is full again, and the cycle gets
-/// one period from its wake.
-pub(super) fn window(wake_ns: u64, queued_ns: u64, period_ns: u64) -> (u64, u64) {
-    let deadline = wake_ns + if queued_ns == 0 { period_ns } else { queued_ns };
+/// is at most one period, so work of more than a period from the wake misses. A stream
+/// that is not running (nothing queued: the first fill; or `restarted`, the first
+/// callback after cpal recovered an underrun with `prepare`, where cpal's monotonic
+/// clamp of `playback` can make an empty buffer look non-empty) plays nothing until the
+/// buffer is full again: the cycle gets one period from its wake.
+pub(super) fn window(wake_ns: u64, queued_ns: u64, period_ns: u64, restarted: bool) -> (u64, u64) {
+    let budget = if queued_ns == 0 || restarted {
+        period_ns
+    } else {
+        queued_ns
+    };
+    let deadline = wake_ns + budget;
     (deadline.saturating_sub(period_ns), deadline)
 }
 
@@ -92,6 +98,7 @@ pub(super) fn open(
         buffer_size: cpal::BufferSize::Fixed(spec.period),
     };
     let xruns = Arc::new(AtomicU32::new(0));
+    let capture_xruns = Arc::new(AtomicU32::new(0));
     let stopping = Arc::new(AtomicBool::new(false));
     let ended = Arc::new(AtomicBool::new(false));
     let (rate, frames_nominal) = (spec.rate, spec.period);
@@ -114,6 +121,7 @@ pub(super) fn open(
     };
     let short = input.as_ref().map(|i| i.short.clone());
     let (xr, st, en) = (xruns.clone(), stopping.clone(), ended.clone());
+    let cxr = capture_xruns.clone();
     let sched_cb = sched.clone();
     // Preallocated: the callback never allocates. Sized for the largest period cpal
     // may round ours up to; a callback with more frames than this plays silence past it.
@@ -138,10 +146,12 @@ pub(super) fn open(
             let _ = crate::engine::thread::apply_current(&sched_cb);
             process.rt_init();
         }
-        let xruns_before = xr.swap(0, Ordering::Relaxed);
+        // Playback underruns restart the stream (`window`); capture overruns do not.
+        let played = xr.swap(0, Ordering::Relaxed);
+        let xruns_before = played + cxr.swap(0, Ordering::Relaxed);
         let frames = (data.len() / channels as usize).min(mono.len());
         let period_ns = frames as u64 * 1_000_000_000 / rate as u64;
-        let (start, deadline) = window(wake, queued_ns, period_ns);
+        let (start, deadline) = window(wake, queued_ns, period_ns, played > 0);
         let inp = &mut inbuf[..frames];
         match &mut input {
             Some(i) => i.take(inp),
@@ -219,7 +229,7 @@ pub(super) fn open(
                 buffer_size: cpal::BufferSize::Fixed(period),
                 ..config
             };
-            Some(capture::open(&cd, cconf, format, tx, sched, xruns.clone())?)
+            Some(capture::open(&cd, cconf, format, tx, sched, capture_xruns)?)
         }
         _ => None,
     };
@@ -375,10 +385,13 @@ mod tests {
     fn the_deadline_is_when_the_queue_runs_dry() {
         let wake = 1_000_000_000;
         assert_eq!(
-            window(wake, 9_000_000, P),
+            window(wake, 9_000_000, P, false),
             (wake + 9_000_000 - P, wake + 9_000_000)
         );
-        assert_eq!(window(5_000, 0, P), (5_000, 5_000 + P));
+        assert_eq!(window(5_000, 0, P, false), (5_000, 5_000 + P));
+        // Right after an underrun's recovery, whatever cpal's clamped timestamps say:
+        // measured in the guest, 0.6 ms "queued" in an empty, stopped buffer.
+        assert_eq!(window(5_000, 630_000, P, true), (5_000, 5_000 + P));
     }
 
     /// The injected overrun burns 1.5 periods from the wake: whatever is queued (at most a
@@ -389,8 +402,12 @@ mod tests {
     #[test]
     fn a_burn_of_one_and_a_half_periods_always_misses() {
         let wake = 3_000_000_000;
-        for q in (0..=P).step_by((P / 97) as usize).chain([P]) {
-            let (start, deadline) = window(wake, q, P);
+        for (q, restarted) in (0..=P)
+            .step_by((P / 97) as usize)
+            .chain([P])
+            .flat_map(|q| [(q, false), (q, true)])
+        {
+            let (start, deadline) = window(wake, q, P, restarted);
             assert_eq!(deadline - start, P, "a cycle is one period");
             let end = wake + (P as f64 * 1.5) as u64;
             assert!(
@@ -400,7 +417,7 @@ mod tests {
         }
         // A device granting a longer buffer could queue more than 1.5 periods: then the
         // same burn is no overrun, and the deadline says so.
-        let (_, d) = window(wake, 2 * P, P);
+        let (_, d) = window(wake, 2 * P, P, false);
         assert!(d > wake + P * 3 / 2);
     }
 }
