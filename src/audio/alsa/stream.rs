@@ -189,17 +189,17 @@ pub(super) fn open(
     let scratch = MAX_PERIOD as usize * channels as usize;
     let stream = match format {
         cpal::SampleFormat::F32 => d.build_output_stream::<f32, _, _>(
-            config.clone(),
+            config,
             move |data: &mut [f32], info: &cpal::OutputCallbackInfo| {
                 data_cb(data, queued_ns(info))
             },
             err_cb,
             None,
         ),
-        cpal::SampleFormat::I16 => build::<i16>(&d, config.clone(), data_cb, err_cb, scratch),
-        cpal::SampleFormat::I32 => build::<i32>(&d, config.clone(), data_cb, err_cb, scratch),
-        cpal::SampleFormat::U8 => build::<u8>(&d, config.clone(), data_cb, err_cb, scratch),
-        cpal::SampleFormat::U16 => build::<u16>(&d, config.clone(), data_cb, err_cb, scratch),
+        cpal::SampleFormat::I16 => build::<i16>(&d, config, data_cb, err_cb, scratch),
+        cpal::SampleFormat::I32 => build::<i32>(&d, config, data_cb, err_cb, scratch),
+        cpal::SampleFormat::U8 => build::<u8>(&d, config, data_cb, err_cb, scratch),
+        cpal::SampleFormat::U16 => build::<u16>(&d, config, data_cb, err_cb, scratch),
         other => {
             return Err(format!(
                 "ALSA: the device's sample format {other} is not one xrunrig plays (f32, i16, i32, u8, u16)"
