@@ -241,7 +241,7 @@ pub(super) fn open(
             rate,
             period,
             note: format!(
-                "ALSA device '{device_name}' through cpal 0.18.2, {channels} channels of {format}, period {} (asked {frames_nominal}), buffer 2 periods (cpal's, whatever --nperiods says); deadline = callback + frames still queued (cpal's playback − callback); xruns are cpal's error callbacks, with no time of their own{}",
+                "ALSA device '{device_name}' through cpal 0.18.2, {channels} channels of {format}, period {} (asked {frames_nominal}), buffer of 2 periods asked (cpal's, whatever --nperiods says; the size granted is not reported); deadline = callback + frames still queued (cpal's playback − callback); xruns are cpal's error callbacks, with no time of their own{}",
                 granted.map_or("not reported".to_string(), |g| g.to_string()),
                 capture_name.as_deref().map_or(String::new(), |c| format!(
                     "; loopback: captured on '{c}' into a ring the playback callback reads, primed at 2 periods"
@@ -276,15 +276,14 @@ pub(super) fn open(
 /// How an ALSA cycle's deadline is found, for run.json.
 const DEADLINE: &str = "callback wake + the frames cpal says are still queued \
     (OutputCallbackInfo playback − callback, ALSA's delay); the cycle starts one period \
-    before; nothing queued (stream not running: first fill, refill after an xrun) gives \
-    one period from the wake";
+    before; a stream not running (nothing queued at the first fill, or the first callback \
+    after an underrun's recovery) gets one period from the wake";
 
 /// What cpal 0.18.2 does not report, for run.json.
 const UNREPORTED: &str = "the buffer size and period count granted (cpal asks 2 periods \
-    whatever --nperiods says and reports only the period), the time and direction of an \
-    xrun (an error of kind Xrun, after the fact), the subdevice opened, hardware \
-    timestamps' clock (MONOTONIC_RAW, relative to the stream's creation: only their \
-    difference is used)";
+    whatever --nperiods says and reports only the period), the time of an xrun (an error \
+    of kind Xrun, after the fact), the subdevice opened, the hardware timestamps' clock \
+    (MONOTONIC_RAW, relative to the stream's creation: only their difference is used)";
 
 /// What cpal's timestamps say is still queued for the card, in ns.
 fn queued_ns(info: &cpal::OutputCallbackInfo) -> u64 {
