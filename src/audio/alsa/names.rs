@@ -90,7 +90,8 @@ pub(super) fn match_device(name: &str, ids: &[String]) -> Result<usize, String> 
             .map_or(String::new(), |h| format!(" (looked for {})", h.id())),
         if others > 0 {
             format!(
-                ", and {others} other names ({}{})",
+                ", and {others} other name{} ({}{})",
+                if others == 1 { "" } else { "s" },
                 ids.iter()
                     .filter(|d| !d.starts_with("hw:"))
                     .take(8)
