@@ -88,6 +88,26 @@ pub struct AudioServer {
     /// What the backend's xrun count does and does not cover on this server.
     #[serde(deserialize_with = "lenient::text")]
     pub xruns: Option<String>,
+    /// How each cycle's deadline was found where the server gives none (ALSA through
+    /// cpal); absent where it does (JACK) and in older results.
+    #[serde(
+        deserialize_with = "lenient::text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub deadline: Option<String>,
+    /// What the driver layer does not report (ALSA through cpal: the buffer granted, an
+    /// xrun's time); absent where nothing is known to be missing.
+    #[serde(
+        deserialize_with = "lenient::text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub unreported: Option<String>,
+    /// The loopback check's capture device (ALSA); absent without the check.
+    #[serde(
+        deserialize_with = "lenient::text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub capture: Option<String>,
 }
 
 /// The process callback's thread (the clock backend's; servers set their own).
@@ -148,14 +168,39 @@ mod tests {
                 period: Some(256),
                 rate: Some(48000),
                 xruns: Some("driver xruns only".into()),
+                ..Default::default()
             }),
             ..old
         };
         let text = serde_json::to_string(&new).unwrap();
         assert_eq!(serde_json::from_str::<BackendNote>(&text).unwrap(), new);
+        // The ALSA-only fields are not written when absent: a JACK note is as before.
+        for k in ["deadline", "unreported", "capture"] {
+            assert!(!text.contains(k), "{k} in {text}");
+        }
         // A server written with fields of the wrong type loses those, not the run.
         let odd: AudioServer =
             serde_json::from_str(r#"{"kind":"jackd2","period":"x","rate":48000}"#).unwrap();
         assert_eq!((odd.period, odd.rate), (None, Some(48000)));
+    }
+
+    /// What cpal does not report and how ALSA deadlines were found round-trip.
+    #[test]
+    fn an_alsa_server_keeps_what_cpal_does_not_report() {
+        let s = AudioServer {
+            kind: "alsa".into(),
+            library: Some("hw:Loopback,0".into()),
+            period: Some(512),
+            deadline: Some("wake + queued".into()),
+            unreported: Some("the buffer size".into()),
+            capture: Some("hw:CARD=Loopback,DEV=1".into()),
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(
+            text.contains(r#""capture":"hw:CARD=Loopback,DEV=1""#),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<AudioServer>(&text).unwrap(), s);
     }
 }

@@ -1,15 +1,18 @@
 //! ALSA through cpal 0.18.2 (pinned: cpal's xrun reporting has changed across releases).
 //! `probe` opens the device's configuration (cpal lists a "default" device even with no
 //! card); `stream` plays a fixed-period output stream in the device's own sample format
-//! (hw: devices such as snd-dummy's take integers only) and records the period cpal
-//! says ALSA granted. The loopback check needs capture
-//! too: use JACK on the card for that (this backend plays only).
+//! (hw: devices such as snd-dummy's take integers only), gives each cycle the deadline
+//! cpal's timestamps imply and records the period cpal says ALSA granted; `capture`
+//! brings the loopback check's signal back from the cable's other side; `names` matches
+//! `--device` to cpal's list of devices.
 
+mod capture;
+mod names;
 mod probe;
 mod stream;
 
 use super::{Backend, BackendKind, Notes, Probe, ProbeSpec, Process, Stream, StreamSpec};
-use cpal::traits::HostTrait;
+use cpal::traits::{DeviceTrait, HostTrait};
 use std::sync::Arc;
 
 /// The ALSA backend.
@@ -37,7 +40,8 @@ fn host() -> Result<cpal::Host, String> {
     cpal::host_from_id(cpal::HostId::Alsa).map_err(|e| format!("ALSA host unavailable: {e}"))
 }
 
-/// The named device (e.g. `hw:1`, `default`) or ALSA's default.
+/// The named device (e.g. `hw:Loopback,0`, `hw:CARD=Dummy`, `default`) or ALSA's
+/// default; a name cpal does not list is refused with the names it does list.
 fn device(name: &Option<String>) -> Result<cpal::Device, String> {
     let h = host()?;
     match name {
@@ -45,12 +49,43 @@ fn device(name: &Option<String>) -> Result<cpal::Device, String> {
             .default_output_device()
             .ok_or_else(|| "ALSA has no default output device".to_string()),
         Some(n) => {
-            let id: cpal::DeviceId = format!("alsa:{n}")
-                .parse()
-                .map_err(|e| format!("ALSA device name '{n}': {e}"))?;
-            h.device_by_id(&id).ok_or_else(|| {
-                format!("no ALSA device '{n}' (see `aplay -L` for names such as hw:CARD=...,DEV=0)")
-            })
+            let devices: Vec<cpal::Device> = h
+                .devices()
+                .map_err(|e| format!("ALSA: cannot list devices: {e}"))?
+                .collect();
+            let ids: Vec<String> = devices
+                .iter()
+                .map(|d| d.id().map(|i| i.id().to_string()).unwrap_or_default())
+                .collect();
+            let i = names::match_device(n, &ids)?;
+            Ok(devices
+                .into_iter()
+                .nth(i)
+                .expect("index from the same list"))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `--device` that names nothing cpal lists is refused with what it does list
+    /// (on any machine: cpal lists at least alsa-lib's configured names, e.g. "null").
+    #[test]
+    fn an_unknown_device_is_refused_with_the_list() {
+        let e = device(&Some("hw:NoSuchCard,0".into()))
+            .map(|_| ())
+            .expect_err("refused");
+        assert!(e.contains("no ALSA device 'hw:NoSuchCard,0'"), "{e}");
+        assert!(e.contains("looked for hw:CARD=NoSuchCard,DEV=0"), "{e}");
+        let listed = e
+            .split("cpal lists ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{e}"));
+        assert!(
+            listed.starts_with("hw:CARD=") || listed.contains(" other name"),
+            "the names cpal lists: {e}"
+        );
     }
 }

@@ -1,19 +1,24 @@
 //! An output stream with a fixed period; cpal reports an underrun as an error of kind
 //! `Xrun` on its worker thread and recovers by itself: we count it, never treat it as
-//! fatal. Cycle times are estimated from the first callback and the frames played,
-//! re-anchored after each xrun.
+//! fatal. Each cycle's deadline is the moment the frames already queued for the card
+//! have played (`window`), from cpal's callback timestamps. With the loopback check, a
+//! capture stream on the cable's other side feeds the cycle's input (`capture`).
 
-use super::device;
+use super::capture::{self, Capture};
+use super::{device, names};
 use crate::audio::stream::cpus_or_all;
 use crate::audio::{Cycle, Notes, Process, Stream, StreamInfo, StreamSpec};
 use crate::rig::limits::MAX_PERIOD;
 use crate::sys::now_ns;
 use cpal::traits::{DeviceTrait, StreamTrait};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 struct AlsaStream {
     stream: Option<cpal::Stream>,
+    capture: Option<Capture>,
+    /// The loopback ring's shortfalls (cycles whose input was silence), for `stop`.
+    short: Option<Arc<AtomicU64>>,
     info: StreamInfo,
     stopping: Arc<AtomicBool>,
     ended: Arc<AtomicBool>,
@@ -24,7 +29,7 @@ impl Stream for AlsaStream {
         &self.info
     }
     fn stop(mut self: Box<Self>) -> Result<(), String> {
-        // Let the callback run `end` on its own thread, then drop the stream.
+        // Let the callback run `end` on its own thread, then drop the streams.
         self.stopping.store(true, Ordering::SeqCst);
         let t0 = now_ns();
         while !self.ended.load(Ordering::SeqCst) && now_ns() - t0 < 1_000_000_000 {
@@ -33,8 +38,42 @@ impl Stream for AlsaStream {
         if let Some(s) = self.stream.take() {
             let _ = s.pause();
         }
+        if let Some(c) = self.capture.take() {
+            let _ = c.stream.pause();
+            // Both are also loopback discontinuities; this says where they came from.
+            let (lost, short) = (
+                c.dropped.load(Ordering::Relaxed),
+                self.short.as_ref().map_or(0, |s| s.load(Ordering::Relaxed)),
+            );
+            if lost > 0 || short > 0 {
+                eprintln!(
+                    "xrunrig: ALSA loopback: {lost} captured frames found the ring full and {short} cycles found less than a period captured (each a gap the checker counts)"
+                );
+            }
+        }
         Ok(())
     }
+}
+
+/// One callback's cycle on CLOCK_MONOTONIC, (start, deadline). cpal gives a callback no
+/// deadline, but its timestamps say how much is still queued for the card when the
+/// callback runs (`OutputCallbackInfo`: playback − callback, ALSA's delay): this
+/// callback's frames must be written before those have played, so the deadline is
+/// `wake + queued`, and the cycle began a period before it (when a period's room opened).
+/// With cpal's buffer of two periods and a callback only once a period is free, `queued`
+/// is at most one period, so work of more than a period from the wake misses. A stream
+/// that is not running (nothing queued: the first fill; or `restarted`, the first
+/// callback after cpal recovered an underrun with `prepare`, where cpal's monotonic
+/// clamp of `playback` can make an empty buffer look non-empty) plays nothing until the
+/// buffer is full again: the cycle gets one period from its wake.
+pub(super) fn window(wake_ns: u64, queued_ns: u64, period_ns: u64, restarted: bool) -> (u64, u64) {
+    let budget = if queued_ns == 0 || restarted {
+        period_ns
+    } else {
+        queued_ns
+    };
+    let deadline = wake_ns + budget;
+    (deadline.saturating_sub(period_ns), deadline)
 }
 
 pub(super) fn open(
@@ -59,21 +98,38 @@ pub(super) fn open(
         buffer_size: cpal::BufferSize::Fixed(spec.period),
     };
     let xruns = Arc::new(AtomicU32::new(0));
+    let capture_xruns = Arc::new(AtomicU32::new(0));
     let stopping = Arc::new(AtomicBool::new(false));
     let ended = Arc::new(AtomicBool::new(false));
     let (rate, frames_nominal) = (spec.rate, spec.period);
     let cpus = cpus_or_all(spec);
     let sched = crate::engine::thread::Sched::fifo(spec.priority, cpus);
+    // The loopback's capture side: named in the rig, else the aloop cable's other end.
+    let capture_name = match &spec.loopback {
+        None => None,
+        Some(lb) => Some(capture_device(
+            spec.device.as_deref(),
+            lb.capture.as_deref(),
+        )?),
+    };
+    let (ring_tx, mut input) = match capture_name {
+        Some(_) => {
+            let (tx, rx) = capture::ring(MAX_PERIOD as usize);
+            (Some(tx), Some(rx))
+        }
+        None => (None, None),
+    };
+    let short = input.as_ref().map(|i| i.short.clone());
     let (xr, st, en) = (xruns.clone(), stopping.clone(), ended.clone());
+    let cxr = capture_xruns.clone();
+    let sched_cb = sched.clone();
     // Preallocated: the callback never allocates. Sized for the largest period cpal
     // may round ours up to; a callback with more frames than this plays silence past it.
     let mut mono = vec![0.0f32; MAX_PERIOD as usize];
-    let silence = vec![0.0f32; MAX_PERIOD as usize];
+    let mut inbuf = vec![0.0f32; MAX_PERIOD as usize];
     let mut index = 0u64;
-    let mut anchor = 0u64;
-    let mut frames_since_anchor = 0u64;
     // The cycle itself, on f32 samples; `build` converts to the card's format.
-    let mut data_cb = move |data: &mut [f32]| {
+    let mut data_cb = move |data: &mut [f32], queued_ns: u64| {
         let wake = now_ns();
         if en.load(Ordering::Relaxed) {
             data.iter_mut().for_each(|x| *x = 0.0);
@@ -87,18 +143,20 @@ pub(super) fn open(
         }
         if index == 0 {
             // cpal's worker is not FIFO by default: raise and place it as the rig asks.
-            let _ = crate::engine::thread::apply_current(&sched);
+            let _ = crate::engine::thread::apply_current(&sched_cb);
             process.rt_init();
         }
-        let xruns_before = xr.swap(0, Ordering::Relaxed);
-        if index == 0 || xruns_before > 0 {
-            anchor = wake;
-            frames_since_anchor = 0;
-        }
+        // Playback underruns restart the stream (`window`); capture overruns do not.
+        let played = xr.swap(0, Ordering::Relaxed);
+        let xruns_before = played + cxr.swap(0, Ordering::Relaxed);
         let frames = (data.len() / channels as usize).min(mono.len());
-        let start = anchor + frames_since_anchor * 1_000_000_000 / rate as u64;
-        frames_since_anchor += frames as u64;
-        let deadline = anchor + frames_since_anchor * 1_000_000_000 / rate as u64;
+        let period_ns = frames as u64 * 1_000_000_000 / rate as u64;
+        let (start, deadline) = window(wake, queued_ns, period_ns, played > 0);
+        let inp = &mut inbuf[..frames];
+        match &mut input {
+            Some(i) => i.take(inp),
+            None => inp.fill(0.0),
+        }
         let out = &mut mono[..frames];
         out.iter_mut().for_each(|x| *x = 0.0);
         let mut c = Cycle {
@@ -108,7 +166,7 @@ pub(super) fn open(
             deadline_ns: deadline,
             wake_ns: wake,
             xruns_before,
-            input: &silence[..frames],
+            input: &inbuf[..frames],
             output: out,
         };
         index += 1;
@@ -132,7 +190,9 @@ pub(super) fn open(
     let stream = match format {
         cpal::SampleFormat::F32 => d.build_output_stream::<f32, _, _>(
             config,
-            move |data: &mut [f32], _: &cpal::OutputCallbackInfo| data_cb(data),
+            move |data: &mut [f32], info: &cpal::OutputCallbackInfo| {
+                data_cb(data, queued_ns(info))
+            },
             err_cb,
             None,
         ),
@@ -147,11 +207,11 @@ pub(super) fn open(
         }
     }
     .map_err(|e| {
-            format!(
-                "ALSA: cannot open a stream at {} Hz, period {frames_nominal}: {e}",
-                spec.rate
-            )
-        })?;
+        format!(
+            "ALSA: cannot open a stream at {} Hz, period {frames_nominal}: {e}",
+            spec.rate
+        )
+    })?;
     // cpal 0.18 says which period ALSA granted (set_period_size_near may round the
     // request); its callbacks then carry exactly that many frames.
     let granted = stream.buffer_size().ok();
@@ -159,6 +219,21 @@ pub(super) fn open(
     stream
         .play()
         .map_err(|e| format!("ALSA: cannot start the stream: {e}"))?;
+    // Capture opens after playback (snd-aloop's capture side takes the playback's
+    // format, rate and period) and starts at once; the ring absorbs which of the two
+    // threads wakes first in a period.
+    let capture = match (capture_name.as_deref(), ring_tx) {
+        (Some(name), Some(tx)) => {
+            let cd = device(&Some(name.to_string()))?;
+            let cconf = cpal::StreamConfig {
+                buffer_size: cpal::BufferSize::Fixed(period),
+                ..config
+            };
+            Some(capture::open(&cd, cconf, format, tx, sched, capture_xruns)?)
+        }
+        _ => None,
+    };
+    let device_name = spec.device.as_deref().unwrap_or("default");
     Ok(Box::new(AlsaStream {
         stream: Some(stream),
         info: StreamInfo {
@@ -166,28 +241,72 @@ pub(super) fn open(
             rate,
             period,
             note: format!(
-                "ALSA device '{}' through cpal 0.18.2, {channels} channels of {format}, period {} (asked {frames_nominal}); cycle times estimated from frames played; xruns are cpal's error callbacks, with no time of their own",
-                spec.device.as_deref().unwrap_or("default"),
+                "ALSA device '{device_name}' through cpal 0.18.2, {channels} channels of {format}, period {} (asked {frames_nominal}), buffer of 2 periods asked (cpal's, whatever --nperiods says; the size granted is not reported); deadline = callback + frames still queued (cpal's playback − callback); xruns are cpal's error callbacks, with no time of their own{}",
                 granted.map_or("not reported".to_string(), |g| g.to_string()),
+                capture_name.as_deref().map_or(String::new(), |c| format!(
+                    "; loopback: captured on '{c}' into a ring the playback callback reads, primed at 2 periods"
+                )),
             ),
             clock_offset_ns: 0,
             server: Some(results::livefx::AudioServer {
                 kind: "alsa".into(),
                 version: None,
-                library: Some(spec.device.clone().unwrap_or_else(|| "default".into())),
+                library: Some(device_name.to_string()),
                 period: granted,
                 rate: Some(rate),
                 xruns: Some(
                     "cpal's error callback (ErrorKind::Xrun: EPIPE from ALSA, recovered by \
-                     cpal with prepare): counted and tied to the next cycle; cpal gives no \
-                     time of its own for an xrun"
+                     cpal with prepare; with --loopback also the capture side's overruns): \
+                     counted and tied to the next cycle; cpal gives no time of its own for \
+                     an xrun"
                         .into(),
                 ),
+                deadline: Some(DEADLINE.into()),
+                unreported: Some(UNREPORTED.into()),
+                capture: capture_name.clone(),
             }),
         },
+        capture,
+        short,
         stopping,
         ended,
     }))
+}
+
+/// How an ALSA cycle's deadline is found, for run.json.
+const DEADLINE: &str = "callback wake + the frames cpal says are still queued \
+    (OutputCallbackInfo playback − callback, ALSA's delay); the cycle starts one period \
+    before; a stream not running (nothing queued at the first fill, or the first callback \
+    after an underrun's recovery) gets one period from the wake";
+
+/// What cpal 0.18.2 does not report, for run.json.
+const UNREPORTED: &str = "the buffer size and period count granted (cpal asks 2 periods \
+    whatever --nperiods says and reports only the period), the time of an xrun (an error \
+    of kind Xrun, after the fact), the subdevice opened, the hardware timestamps' clock \
+    (MONOTONIC_RAW, relative to the stream's creation: only their difference is used)";
+
+/// What cpal's timestamps say is still queued for the card, in ns.
+fn queued_ns(info: &cpal::OutputCallbackInfo) -> u64 {
+    let t = info.timestamp();
+    t.playback.duration_since(t.callback).as_nanos() as u64
+}
+
+/// The loopback's capture device: `named` (the rig's `[livefx.loopback] capture`, an
+/// ALSA name on this backend), else the snd-aloop cable's other side of `playback`.
+fn capture_device(playback: Option<&str>, named: Option<&str>) -> Result<String, String> {
+    if let Some(n) = named {
+        return Ok(n.to_string());
+    }
+    let p = playback.unwrap_or("default");
+    names::aloop_capture(p, names::proc_card_id)
+        .map(|h| h.id())
+        .ok_or_else(|| {
+            format!(
+                "ALSA loopback: '{p}' is not an snd-aloop card's device, so the capture side is \
+                 not known: play on hw:Loopback,0 (its sound comes back on hw:Loopback,1), or \
+                 name the capture device in the rig's [livefx] loopback = {{ capture = \"hw:...\" }}"
+            )
+        })
 }
 
 /// An output stream in an integer sample format `T`: `cycle` fills a preallocated f32
@@ -196,7 +315,7 @@ pub(super) fn open(
 fn build<T>(
     d: &cpal::Device,
     config: cpal::StreamConfig,
-    mut cycle: impl FnMut(&mut [f32]) + Send + 'static,
+    mut cycle: impl FnMut(&mut [f32], u64) + Send + 'static,
     err_cb: impl FnMut(cpal::Error) + Send + 'static,
     scratch: usize,
 ) -> Result<cpal::Stream, cpal::Error>
@@ -206,9 +325,9 @@ where
     let mut buf = vec![0.0f32; scratch];
     d.build_output_stream::<T, _, _>(
         config,
-        move |data: &mut [T], _: &cpal::OutputCallbackInfo| {
+        move |data: &mut [T], info: &cpal::OutputCallbackInfo| {
             let n = data.len().min(buf.len());
-            cycle(&mut buf[..n]);
+            cycle(&mut buf[..n], queued_ns(info));
             for (o, s) in data.iter_mut().zip(&buf[..n]) {
                 *o = T::from_sample(*s);
             }
@@ -253,5 +372,51 @@ mod tests {
         let mut data = vec![1.0f32; 7];
         interleave(&[0.25, 0.75], &mut data, 3);
         assert_eq!(data, [0.25, 0.25, 0.25, 0.75, 0.75, 0.75, 0.0]);
+    }
+
+    /// 512 frames at 48 kHz.
+    const P: u64 = 10_666_666;
+
+    /// A callback that wakes with frames still queued must be done before they have
+    /// played; the cycle began a period earlier. Not running (nothing queued): one period
+    /// from the wake.
+    #[test]
+    fn the_deadline_is_when_the_queue_runs_dry() {
+        let wake = 1_000_000_000;
+        assert_eq!(
+            window(wake, 9_000_000, P, false),
+            (wake + 9_000_000 - P, wake + 9_000_000)
+        );
+        assert_eq!(window(5_000, 0, P, false), (5_000, 5_000 + P));
+        // Right after an underrun's recovery, whatever cpal's clamped timestamps say:
+        // measured in the guest, 0.6 ms "queued" in an empty, stopped buffer.
+        assert_eq!(window(5_000, 630_000, P, true), (5_000, 5_000 + P));
+    }
+
+    /// The injected overrun burns 1.5 periods from the wake: whatever is queued (at most a
+    /// period with cpal's two-period buffer, nothing while not running) it ends past the
+    /// deadline. The estimate before (deadlines from frames played since the first
+    /// callback) put them up to two periods after the wake: the first two callbacks fill
+    /// the buffer back to back, so a 1.5-period burn often passed as no miss.
+    #[test]
+    fn a_burn_of_one_and_a_half_periods_always_misses() {
+        let wake = 3_000_000_000;
+        for (q, restarted) in (0..=P)
+            .step_by((P / 97) as usize)
+            .chain([P])
+            .flat_map(|q| [(q, false), (q, true)])
+        {
+            let (start, deadline) = window(wake, q, P, restarted);
+            assert_eq!(deadline - start, P, "a cycle is one period");
+            let end = wake + (P as f64 * 1.5) as u64;
+            assert!(
+                end > deadline,
+                "queued {q} ns: the burn ends before the deadline"
+            );
+        }
+        // A device granting a longer buffer could queue more than 1.5 periods: then the
+        // same burn is no overrun, and the deadline says so.
+        let (_, d) = window(wake, 2 * P, P, false);
+        assert!(d > wake + P * 3 / 2);
     }
 }

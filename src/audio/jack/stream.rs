@@ -323,6 +323,7 @@ pub(super) fn open(
         period: Some(period),
         rate: Some(rate),
         xruns: Some(xruns.into()),
+        ..Default::default()
     };
     back.was = None;
     Ok(Box::new(JackStream {
