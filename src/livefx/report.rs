@@ -48,7 +48,8 @@ pub struct Group {
     pub counts: Counters,
     pub dropped: u64,
     pub discontinuities: Option<u64>,
-    /// Discontinuities with no xrun or miss just before them: clicks nothing reported.
+    /// Discontinuities with no xrun, miss or skipped cycle just before them: clicks nothing
+    /// reported.
     pub unexplained: Option<u64>,
     pub roundtrip: Option<u32>,
     pub callback: Histogram<u64>,
@@ -320,7 +321,7 @@ pub fn render(groups: &[Group]) -> String {
             && u > 0
         {
             out.push_str(&format!(
-                "{} / {}: {u} discontinuities with no xrun or deadline miss before them: clicks nothing reported\n",
+                "{} / {}: {u} discontinuities with no xrun, deadline miss or skipped cycle before them: clicks nothing reported\n",
                 g.setting, g.variant
             ));
         }

@@ -42,7 +42,7 @@ pub struct Outcome {
     pub xruns: u64,
     pub discontinuities: Option<u64>,
     pub roundtrip: Option<u32>,
-    /// Loopback discontinuities with no xrun or miss just before them.
+    /// Loopback discontinuities with no xrun, miss or skipped cycle just before them.
     pub unexplained: Option<u64>,
     pub duration_ns: u64,
     pub server_gone: bool,
@@ -391,19 +391,22 @@ fn tie_notes(
     notes_v.len() as u64 + notes.xruns_unrecorded.swap(0, Ordering::SeqCst)
 }
 
-/// Loopback discontinuities with no xrun or miss just before them, read back from the
-/// cycles file (None when it cannot be read).
+/// Loopback discontinuities with no xrun, miss or skipped cycle just before them, read
+/// back from the cycles file (None when it cannot be read).
 fn unexplained_in(cycles_path: &Path, period: u32, roundtrip_plus1: u32) -> Option<u64> {
     // The window covers the round trip: a dropout arrives that many frames late.
     let period = period.max(1) as usize;
     let window = 4 + roundtrip_plus1 as usize / period;
     match std::fs::read(cycles_path) {
         Ok(b) => {
-            let flags: Vec<u32> = b
+            let cycles: Vec<(u64, u32)> = b
                 .chunks_exact(RECORD_BYTES)
-                .map(|c| writer::decode(c).flags)
+                .map(|c| {
+                    let r = writer::decode(c);
+                    (r.start_ns, r.flags)
+                })
                 .collect();
-            Some(super::xrun::unexplained_discontinuities(&flags, window))
+            Some(super::xrun::unexplained_discontinuities(&cycles, window))
         }
         Err(_) => None,
     }
