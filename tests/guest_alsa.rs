@@ -174,10 +174,17 @@ fn check_card(out: &Path, device: &str, period: u64, every: u64) -> Vec<u32> {
     );
     assert_eq!(row["misses_not_injected"].as_u64(), Some(other_misses));
     // 1.5 periods of work with two periods buffered runs the card dry: cpal reports
-    // each as an xrun (after the fact, tied to the cycle before its report).
+    // each as an xrun (after the fact, tied to the cycle before its report). So an
+    // injection on one of the last two cycles may run dry after the stream stopped
+    // (measured in CI: 475 cycles, the 19th injection on the last one, 18 xruns).
+    let settled = cyc
+        .iter()
+        .enumerate()
+        .filter(|&(i, &(f, _))| f & F_INJECTED != 0 && i as u64 + 2 < n)
+        .count() as u64;
     assert!(
-        row["xruns"].as_u64().unwrap() >= injected && xrun_flags > 0,
-        "{device}: {row}"
+        row["xruns"].as_u64().unwrap() >= settled && xrun_flags > 0,
+        "{device}: {settled} injections 2 cycles or more before the end: {row}"
     );
     eprintln!(
         "{device}: {n} cycles, {injected} injected, all misses on their own cycle; \
