@@ -1,7 +1,8 @@
 //! `--until-decided` in a Debian 6.12 guest (the guest's own xrunrig decides): the
-//! PI-boost A/B with its no-PI control across RT_PUSH_IPI. The PI pair is decided
-//! (NO_RT_PUSH_IPI worse) before the maximum of 8 trials; the control, stuck under
-//! both settings, can never be decided and stops once no outcome could change that.
+//! PI-boost A/B with its no-PI control across RT_PUSH_IPI. The PI pair stops at the
+//! first look the rule decides, replayed here over the recorded trials (6 clean rounds
+//! when no NO_RT_PUSH_IPI trial escapes); the control, stuck under both settings, can
+//! never be decided and stops once no outcome could change that.
 //! And a run whose guest faults (the emulator's int3, made on purpose) resumes only the
 //! undecided variant in a fresh boot, and the merge replays the rule to the same
 //! decisions.
@@ -74,22 +75,106 @@ fn pair(sum: &Value, v: &str) -> Value {
         .clone()
 }
 
-/// The shape both tests want: the PI pair decided against NO_RT_PUSH_IPI before the
-/// maximum, the control not decided.
-fn check_decisions(sum: &Value, t: &str) -> (u64, u64) {
+/// Fisher's exact test, two-sided, for `a` of `n` against `b` of `n` within bound:
+/// written here again, apart from the analysis crate's, so the test checks the rule.
+fn fisher(a: u64, b: u64, n: u64) -> f64 {
+    let ln_choose = |n: u64, k: u64| -> f64 {
+        (1..=k)
+            .map(|i| ((n - k + i) as f64).ln() - (i as f64).ln())
+            .sum()
+    };
+    let k = a + b;
+    let prob = |x: u64| (ln_choose(n, x) + ln_choose(n, k - x) - ln_choose(2 * n, k)).exp();
+    let seen = prob(a);
+    (k.saturating_sub(n)..=k.min(n))
+        .map(prob)
+        .filter(|&q| q <= seen * (1.0 + 1e-9))
+        .sum::<f64>()
+        .min(1.0)
+}
+
+#[test]
+fn fisher_matches_hand_computed_values() {
+    // 6/6 against 0/6: the two extreme tables, 2 / C(12,6).
+    assert!((fisher(6, 0, 6) - 2.0 / 924.0).abs() < 1e-12);
+    // 8/8 against 1/8: 2 * 8 / C(16,9).
+    assert!((fisher(8, 1, 8) - 16.0 / 11440.0).abs() < 1e-12);
+    assert!((fisher(3, 3, 6) - 1.0).abs() < 1e-12);
+}
+
+/// Each setting's trials of a variant, in order: within the bound (wait < 100 ms)?
+fn outcomes(dir: &Path, variant: &str, setting: &str) -> Vec<bool> {
+    let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+    let mut v: Vec<(u64, bool)> = samples
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["variant"] == variant && r["setting"] == setting)
+        .map(|r| {
+            let wait = r["metrics"]["wait"][0].as_f64().expect("a wait");
+            (r["trial"].as_u64().unwrap(), wait < 100.0)
+        })
+        .collect();
+    v.sort_unstable_by_key(|t| t.0);
+    v.into_iter().map(|t| t.1).collect()
+}
+
+/// The rule, replayed over the recorded trials: the PI pair stops at the first look whose
+/// p is at most the per-look level, decided; with no such look it is not decided. Which
+/// look that is depends on the kernel: under TCG a NO_RT_PUSH_IPI/pi trial now and then
+/// escapes within the bound (35 ms in CI on QEMU 10, after 6 of 6 decided runs here), and
+/// then 6 clean rounds are not enough. The control, stuck under both settings, is never
+/// decided.
+fn check_decisions(dir: &Path, sum: &Value, t: &str) -> (u64, u64) {
     let d = &sum["until_decided"];
     assert_eq!(d["test"], "fisher_exact_two_sided", "{sum}");
     assert_eq!(
-        (d["alpha"].as_f64(), d["max_trials"].as_u64()),
-        (Some(0.01), Some(8))
+        (
+            d["alpha"].as_f64(),
+            d["max_trials"].as_u64(),
+            d["bound"].as_str()
+        ),
+        (Some(0.01), Some(8), Some("< 100 ms"))
     );
+    let per_look = d["per_look"].as_f64().unwrap();
+    let looks: Vec<u64> = d["looks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_u64().unwrap())
+        .collect();
     let pi = pair(sum, "pi");
-    assert_eq!(pi["decision"], "decided", "{pi}\n{t}");
-    assert_eq!(pi["worse"], "NO_RT_PUSH_IPI", "{pi}");
     let n_pi = pi["trials"].as_u64().unwrap();
-    assert!(n_pi < 8, "the PI pair took the maximum: {pi}");
-    assert!(
-        pi["p"].as_f64().unwrap() <= d["per_look"].as_f64().unwrap(),
+    let (rt, no) = (
+        outcomes(dir, "pi", "RT_PUSH_IPI"),
+        outcomes(dir, "pi", "NO_RT_PUSH_IPI"),
+    );
+    let within = |v: &[bool], n: u64| v[..n as usize].iter().filter(|&&w| w).count() as u64;
+    let first = looks
+        .iter()
+        .copied()
+        .filter(|&l| l as usize <= rt.len().min(no.len()))
+        .find(|&l| fisher(within(&rt, l), within(&no, l), l) <= per_look);
+    eprintln!("PI pair: RT_PUSH_IPI {rt:?}, NO_RT_PUSH_IPI {no:?}: first deciding look {first:?}");
+    match first {
+        Some(l) => {
+            assert_eq!(
+                (n_pi, pi["decision"].as_str()),
+                (l, Some("decided")),
+                "{pi}\n{t}"
+            );
+            let worse = if within(&rt, l) > within(&no, l) {
+                "NO_RT_PUSH_IPI"
+            } else {
+                "RT_PUSH_IPI"
+            };
+            assert_eq!(pi["worse"], worse, "{pi}");
+            assert!(t.contains(&format!("decided: {worse} worse")), "{t}");
+        }
+        None => assert_ne!(pi["decision"], "decided", "{pi}\n{t}"),
+    }
+    assert_eq!(
+        (pi["first_within"].as_u64(), pi["second_within"].as_u64()),
+        (Some(within(&rt, n_pi)), Some(within(&no, n_pi))),
         "{pi}"
     );
     let c = pair(sum, "no-pi");
@@ -102,7 +187,7 @@ fn check_decisions(sum: &Value, t: &str) -> (u64, u64) {
 }
 
 #[test]
-fn pi_boost_ab_until_decided_on_6_12_stops_the_decided_pair_early() {
+fn pi_boost_ab_until_decided_on_6_12_stops_where_the_rule_says() {
     support::guest::prerequisites();
     let _one = ONE_GUEST_AT_A_TIME
         .lock()
@@ -111,7 +196,7 @@ fn pi_boost_ab_until_decided_on_6_12_stops_the_decided_pair_early() {
     let (o, t) = run(&out, None);
     assert_eq!(o.status.code(), Some(0), "{t}");
     let sum = json(&out.join("summary.json"));
-    let (n_pi, n_c) = check_decisions(&sum, &t);
+    let (n_pi, n_c) = check_decisions(&out, &sum, &t);
     // The rows hold the trials run: no trial after a pair stopped.
     for r in sum["rows"].as_array().unwrap() {
         let want = if r["variant"] == "pi" { n_pi } else { n_c };
@@ -120,7 +205,6 @@ fn pi_boost_ab_until_decided_on_6_12_stops_the_decided_pair_early() {
     assert!(n_pi + n_c < 16, "{sum}");
     // The guest's printed table came home with the rule under it.
     assert!(t.contains("until decided: after each round"), "{t}");
-    assert!(t.contains("decided: NO_RT_PUSH_IPI worse"), "{t}");
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -146,7 +230,7 @@ fn an_until_decided_guest_run_resumed_after_a_fault_keeps_its_decisions() {
         "{run}"
     );
     let sum = json(&out.join("summary.json"));
-    let (n_pi, n_c) = check_decisions(&sum, &t);
+    let (_, n_c) = check_decisions(&out, &sum, &t);
     // The merge replayed the rule over both boots' trials. The fresh boot ran the
     // variants still open after the first in full (the guest decides only from a whole
     // run's trials): the PI pair all 8 rounds, decided inside them; the control, stopped
@@ -159,7 +243,6 @@ fn an_until_decided_guest_run_resumed_after_a_fault_keeps_its_decisions() {
             .count() as u64
     };
     assert_eq!(count("pi"), 16, "{samples}");
-    assert!(n_pi < 8, "{sum}");
     let control = count("no-pi");
     assert!(control == 2 * n_c || control == 16, "{control}: {sum}");
     let _ = std::fs::remove_dir_all(&out);
