@@ -116,6 +116,23 @@ fn until_decided_stops_a_decided_pair_and_an_undecidable_one_early() {
         2 * (n + apart["trials"].as_u64().unwrap()),
         "samples.jsonl"
     );
+    // The trial count shown starts at the maximum (2 settings × 2 variants × 8) and
+    // shrinks as pairs stop: on the last line (the round that decided the shared pair)
+    // the total is what ran plus that pair's rounds left then.
+    let counts: Vec<(u64, u64)> = t
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix('['))
+        .filter_map(|l| l.split_once(']'))
+        .filter_map(|(c, _)| c.trim().split_once('/'))
+        .filter_map(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
+        .collect();
+    assert_eq!(counts.first().map(|c| c.1), Some(32), "{t}");
+    assert!(counts.windows(2).all(|w| w[1].1 <= w[0].1), "{counts:?}");
+    assert_eq!(
+        counts.last(),
+        Some(&(lines, lines + 2 * (8 - n))),
+        "trial lines' [done/total]: {counts:?}"
+    );
     // The printed table states the rule and each pair's verdict.
     assert!(
         t.contains("until decided: after each round, Fisher's exact test"),

@@ -112,6 +112,13 @@ impl Progress {
         }
     }
 
+    /// The number of steps changed (--until-decided stopped a variant early).
+    pub fn set_length(&self, n: u64) {
+        if let Some(b) = &self.bar {
+            b.set_length(n);
+        }
+    }
+
     /// What is going on now, after the ETA (bar only).
     pub fn set_message(&self, m: &str) {
         if let Some(b) = &self.bar {

@@ -63,7 +63,7 @@ pub fn sweep(
     let mut session = KnobSession::begin(&io, &knobs::state_dir(), &p.knobs)?;
     let mut samples = std::fs::File::create(p.dir.join(results::SAMPLES_JSONL))
         .map_err(|e| format!("cannot create {}: {e}", results::SAMPLES_JSONL))?;
-    let total = p.trials as usize * p.settings.len() * p.variants.len();
+    let mut total = p.trials as usize * p.settings.len() * p.variants.len();
     // After set_affinity: the bar's ticker thread is born on the control CPU too.
     // No prefix: the rig's name is on the line above; the run's estimate gives the ETA
     // until the first trial's pace does.
@@ -151,6 +151,10 @@ pub fn sweep(
                 }
             }
             open.retain(|&v| st.open.contains(&p.rig.variants[v].name));
+            // The count shows what will run: the trials done and the open variants'
+            // remaining rounds, not the maximum.
+            total = done + (p.trials - t - 1) as usize * p.settings.len() * open.len();
+            bar.set_length(total as u64);
         }
     }
     drop(bar);
