@@ -643,17 +643,7 @@ mod tests {
         let (s0, s1) = (&p.order.settings[0], &p.order.settings[1]);
         let mut lines = String::new();
         let mut add = |s: &str, v: &str, t: u32, w: f64| {
-            let r = crate::output::summary::TrialRecord {
-                setting: s.into(),
-                variant: v.into(),
-                trial: t,
-                status: results::trials::TrialStatus::Ok,
-                detail: None,
-                duration_ms: 0.0,
-                metrics: [("wait".to_string(), vec![w])].into_iter().collect(),
-                marks: Default::default(),
-                evidence: vec![],
-            };
+            let r = crate::sweep::decide::tests::rec(s, v, t, Some(w));
             lines.push_str(&serde_json::to_string(&r).unwrap());
             lines.push('\n');
         };

@@ -242,7 +242,7 @@ pub fn render_pair(p: &DecidedPair) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::collections::BTreeMap;
     use std::path::Path;
@@ -271,7 +271,9 @@ name = "y"
         .unwrap()
     }
 
-    fn rec(s: &str, v: &str, t: u32, wait: Option<f64>) -> TrialRecord {
+    /// One finished trial with its wait (None: not measured); the guest's resume tests
+    /// build their records with it too.
+    pub(crate) fn rec(s: &str, v: &str, t: u32, wait: Option<f64>) -> TrialRecord {
         TrialRecord {
             setting: s.into(),
             variant: v.into(),
