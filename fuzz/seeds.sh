@@ -7,7 +7,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 s="$here/seeds"
 rm -rf "$s"
-mkdir -p "$s"/{rig,livefx,profile,journal,results,channel,untar}
+mkdir -p "$s"/{rig,livefx,profile,journal,trace_journal,results,channel,untar}
 cp "$root"/rigs/*.toml "$s/rig/"
 cp "$root"/profiles/*.toml "$s/profile/"
 # The [livefx] target's input is the body of the table: the livefx rigs from it on.
@@ -16,6 +16,9 @@ for f in "$root"/rigs/livefx*.toml; do
 done
 cat >"$s/journal/journal.json" <<'J'
 {"version":1,"pid":4242,"started":"2026-11-30T18:00:00Z","command":"xrunrig run rigs/pi-inversion.toml --profile profiles/rr-timeslice.toml","entries":[{"knob":{"kind":"sysctl","name":"kernel.sched_rr_timeslice_ms","path":"/proc/sys/kernel/sched_rr_timeslice_ms"},"original":"100"}]}
+J
+cat >"$s/trace_journal/trace-journal.json" <<'J'
+{"version":2,"pid":4242,"started":"2026-12-01T18:00:00Z","boot_id":"b","root":"/sys/kernel/tracing","mounted_by_us":true,"instance":"/sys/kernel/tracing/instances/xrunrig-4242"}
 J
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT

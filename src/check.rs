@@ -1,12 +1,18 @@
 //! `xrunrig check` (validate without running) and `xrunrig restore`.
 
 use crate::cli::CheckArgs;
+use crate::knobs::knob::{KNOWN_FEATURES, RealIo, close_names, known_in};
+use crate::knobs::profile::{Change, Profile};
 use crate::knobs::{self};
-use crate::rig::{Rig, instruments, livefx};
+use crate::rig::{instruments, livefx};
 use crate::sys::format_cpu_set;
 
 pub fn main(a: &CheckArgs) -> i32 {
-    match check(a, &crate::sys::online_cpus()) {
+    let online: Vec<usize> = match a.cpus {
+        Some(n) => (0..n as usize).collect(),
+        None => crate::sys::online_cpus(),
+    };
+    match check(a, &online) {
         Ok(lines) => {
             for l in lines {
                 println!("{l}");
@@ -15,20 +21,25 @@ pub fn main(a: &CheckArgs) -> i32 {
         }
         Err(e) => {
             eprintln!("{e}");
-            2
+            crate::exit::EXIT_REFUSED
         }
     }
 }
 
-/// What `xrunrig check` prints for a good rig (and profile), line by line, judged
-/// against the `online` CPUs; Err: every problem found, each with its position.
+/// What `xrunrig check` prints for a rig (and profile) that `run` would take, line by
+/// line, judged against the `online` CPUs (this machine's, or a guest's with `--cpus`);
+/// Err: everything `run` would refuse, each with its position or reason. Sched features
+/// that cannot be read here say "cannot verify on this kernel", never "ok".
 pub fn check(a: &CheckArgs, online: &[usize]) -> Result<Vec<String>, String> {
     let rig = crate::rig::load(&a.rig).map_err(|e| e.to_string())?;
-    if let Some(p) = &a.profile {
-        knobs::profile::load(p)?;
-    }
+    let profile = match &a.profile {
+        Some(p) => Some(knobs::profile::load(p)?),
+        None => None,
+    };
+    let guest = a.cpus.is_some();
     let path = a.rig.display();
     let mut out = Vec::new();
+    let mut problems: Vec<String> = Vec::new();
     if let Some(c) = &rig.livefx {
         out.push(format!(
             "{path}: [livefx] ok — {} worker(s), period {}, {} Hz, backend {}, CPUs {}",
@@ -50,13 +61,136 @@ pub fn check(a: &CheckArgs, online: &[usize]) -> Result<Vec<String>, String> {
         rig.metrics.len(),
         format_cpu_set(&rig.cpus_used())
     ));
+    let where_ = if guest {
+        format!("in a guest with {} vCPU(s) (--cpus)", online.len())
+    } else {
+        "on this machine".to_string()
+    };
+    // The CPUs, as `run` checks them (prepare's check_machine, livefx's missing_cpus).
     if let Err(e) = rig.check_machine(online) {
-        out.push(format!("note: {e}"));
+        problems.push(format!("{where_}: {e}"));
     }
-    if let Some(n) = livefx_machine_note(&rig, online) {
-        out.push(format!("note: {n}"));
+    if let Some(c) = &rig.livefx
+        && let Err(e) = crate::livefx::missing_cpus(&rig.name, c, online)
+    {
+        problems.push(format!("{where_}: {e}"));
     }
-    Ok(out)
+    if let Some(p) = &profile {
+        let (lines, bad) = feature_names(p, guest);
+        out.extend(lines);
+        problems.extend(bad);
+        // Here: the knobs must be writable, as `run`'s preflight wants them.
+        if !guest && p.changes_anything() {
+            let io = RealIo;
+            if let Err(e) = knobs::preflight(&io, p, crate::sys::is_root()) {
+                problems.push(format!(
+                    "on this machine the profile's settings cannot be applied: {e}\n\
+                     (to check it for a guest kernel instead: xrunrig check {} --profile {} --cpus 4)",
+                    a.rig.display(),
+                    p.path.as_ref().map_or("PROFILE".into(), |x| x.display().to_string())
+                ));
+            }
+        }
+    }
+    // Here: each setting's audio parameters resolve and a backend named answers.
+    if !guest && let Some(c) = &rig.livefx {
+        let settings = match &profile {
+            Some(p) => p.settings.clone(),
+            None => Profile::as_is().settings,
+        };
+        let mut cache = Vec::new();
+        let mut params = Vec::new();
+        for s in &settings {
+            match crate::livefx::resolve(c, &Default::default(), s.audio.as_ref(), &mut cache) {
+                Ok(x) => params.push(x),
+                Err(e) => problems.push(format!("setting '{}': {e}", s.name)),
+            }
+        }
+        if params.len() == settings.len()
+            && let Err(e) = crate::livefx::probe_backends(&settings, &params)
+        {
+            problems.push(e);
+        }
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(format!(
+            "{}\n`xrunrig run` would refuse this {where_}; nothing was run.",
+            problems.join("\n")
+        ))
+    }
+}
+
+/// The profile's sched feature names: present or not on this kernel when its features
+/// can be read; else (and always for a guest) only whether the kernels xrunrig knows
+/// have them, said as "cannot verify on this kernel". (lines, problems)
+fn feature_names(p: &Profile, guest: bool) -> (Vec<String>, Vec<String>) {
+    let mut names: Vec<&str> = Vec::new();
+    for s in &p.settings {
+        for c in &s.changes {
+            if let Change::Feature(n, _) = c
+                && !names.contains(&n.as_str())
+            {
+                names.push(n);
+            }
+        }
+    }
+    let (mut lines, mut problems) = (Vec::new(), Vec::new());
+    if names.is_empty() {
+        return (lines, problems);
+    }
+    let here = if guest {
+        Err("a guest kernel's features are read in the guest".to_string())
+    } else {
+        knobs::features_here(&RealIo)
+    };
+    let known_all = || KNOWN_FEATURES.iter().flat_map(|(_, n)| n.iter().copied());
+    let mean = |close: Vec<&str>| {
+        if close.is_empty() {
+            String::new()
+        } else {
+            format!("; did you mean {}?", close.join(" or "))
+        }
+    };
+    for n in names {
+        match &here {
+            Ok(have) if have.iter().any(|(h, _)| h == n) => lines.push(format!(
+                "profile '{}': sched feature {n}: this kernel has it",
+                p.name
+            )),
+            Ok(have) => problems.push(format!(
+                "profile '{}': sched feature {n} is not known to this kernel{}",
+                p.name,
+                mean(close_names(n, have.iter().map(|(h, _)| h.as_str())))
+            )),
+            Err(why) => {
+                let known = known_in(n);
+                if known.is_empty() {
+                    problems.push(format!(
+                        "profile '{}': sched feature {n} is not a sched feature of the kernels \
+                         xrunrig knows (Debian {}) and cannot be verified on this kernel \
+                         ({why}){}",
+                        p.name,
+                        KNOWN_FEATURES
+                            .iter()
+                            .map(|k| k.0)
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        mean(close_names(n, known_all()))
+                    ));
+                } else {
+                    lines.push(format!(
+                        "profile '{}': sched feature {n}: cannot verify on this kernel ({why}); \
+                         Debian's {} kernel(s) have it",
+                        p.name,
+                        known.join(" and ")
+                    ));
+                }
+            }
+        }
+    }
+    (lines, problems)
 }
 
 /// An empty list: not pinned, any online CPU.
@@ -85,29 +219,6 @@ fn livefx_threads(c: &livefx::Config) -> Vec<String> {
         ));
     }
     out
-}
-
-/// The livefx CPUs this machine lacks: `run` refuses such a rig (`livefx::run_main`).
-fn livefx_machine_note(rig: &Rig, online: &[usize]) -> Option<String> {
-    let c = rig.livefx.as_ref()?;
-    let need = c.cpus_used();
-    let missing: Vec<usize> = need
-        .iter()
-        .copied()
-        .filter(|x| !online.contains(x))
-        .collect();
-    if missing.is_empty() {
-        return None;
-    }
-    let want = need.iter().max().map_or(1, |m| m + 1).max(4);
-    Some(format!(
-        "[livefx] pins threads to CPUs {} but this machine has only {} online (missing {}).\n\
-         Run it in a guest kernel with enough CPUs, e.g.\n  xrunrig run {} --kernel debian:6.12 --cpus {want}",
-        format_cpu_set(&need),
-        format_cpu_set(online),
-        format_cpu_set(&missing),
-        rig.path.display()
-    ))
 }
 
 /// What an `[instruments]` table turns on, in one line.
@@ -156,6 +267,7 @@ mod tests {
         CheckArgs {
             rig: rig.to_path_buf(),
             profile: None,
+            cpus: None,
         }
     }
 
@@ -182,16 +294,61 @@ mod tests {
     #[test]
     fn lists_the_livefx_workers_cpus() {
         let rig = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("rigs/livefx-push-ipi.toml");
-        let out = check(&args(&rig), &[0, 1]).unwrap().join("\n");
+        let mut a = args(&rig);
+        a.cpus = Some(4);
+        let out = check(&a, &[0, 1, 2, 3]).unwrap().join("\n");
         for want in [
             "  callback: FIFO 70, CPUs {0}",
             "  worker live.0: FIFO 60, CPUs {0}",
             "  worker live.1: FIFO 60, CPUs {2}",
             "  worker render: FIFO 10, CPUs {1,3}, not waited for",
             "[instruments] ok — sched trace of 4 event(s)",
-            "note: [livefx] pins threads to CPUs {0-3} but this machine has only {0,1} online (missing {2,3})",
         ] {
             assert!(out.contains(want), "{want:?} not in:\n{out}");
         }
+    }
+
+    /// What `run` refuses on a 2-CPU machine, `check` refuses (it used to pass it with
+    /// a note, exit 0).
+    #[test]
+    fn refuses_livefx_cpus_the_machine_lacks() {
+        let rig = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("rigs/livefx-push-ipi.toml");
+        let e = check(&args(&rig), &[0, 1]).unwrap_err();
+        assert!(
+            e.contains("pins livefx threads to CPUs {2,3} but this machine has only {0,1} online"),
+            "{e}"
+        );
+        assert!(
+            e.contains("`xrunrig run` would refuse this on this machine"),
+            "{e}"
+        );
+    }
+
+    /// A feature name no known kernel has is refused even where features cannot be
+    /// read; a known one says it cannot be verified here, never "ok".
+    #[test]
+    fn feature_names_are_checked_or_said_unverifiable() {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let d = crate::testkit::private_dir("check-features");
+        let text = std::fs::read_to_string(root.join("profiles/rt-push-ipi.toml")).unwrap();
+        let bad = d.join("typo.toml");
+        std::fs::write(&bad, text.replace("RT_PUSH_IPI", "RT_PUSH_IPII")).unwrap();
+        let mut a = args(&root.join("rigs/livefx-push-ipi.toml"));
+        a.cpus = Some(4);
+        a.profile = Some(bad);
+        let e = check(&a, &[0, 1, 2, 3]).unwrap_err();
+        assert!(
+            e.contains(
+                "sched feature RT_PUSH_IPII is not a sched feature of the kernels xrunrig knows"
+            ) && e.contains("did you mean RT_PUSH_IPI?"),
+            "{e}"
+        );
+        a.profile = Some(root.join("profiles/rt-push-ipi.toml"));
+        let out = check(&a, &[0, 1, 2, 3]).unwrap().join("\n");
+        assert!(
+            out.contains("sched feature RT_PUSH_IPI: cannot verify on this kernel"),
+            "{out}"
+        );
+        assert!(!out.contains("RT_PUSH_IPI: ok"), "{out}");
     }
 }

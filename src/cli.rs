@@ -3,9 +3,13 @@
 use crate::audio::BackendChoice;
 pub use crate::options::GuestJack;
 use crate::options::{
-    AccelChoice, AudioOptions, GuestOptions, RunOptions, parse_cli_duration, valid_memory,
+    AccelChoice, AudioOptions, GuestOptions, KernelChoice, RunOptions, parse_cli_duration,
+    valid_memory,
 };
-use clap::{Args, Parser, Subcommand};
+use crate::rig::limits::{
+    GUEST_MAX_CPUS, MAX_PERIOD, MAX_RATE, MAX_RUN_NS, MAX_TRIAL_NS, MAX_TRIALS,
+};
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -29,13 +33,18 @@ pub struct Cli {
 pub enum Cmd {
     /// Run a rig, optionally swept across a profile's settings.
     Run(Box<RunArgs>),
-    /// Parse and validate a rig (and profile) without running anything.
+    /// Parse and validate a rig (and profile) without running anything; exit 2 on what
+    /// `xrunrig run` would refuse (on this machine, or in a guest with --cpus N).
     Check(CheckArgs),
     /// Restore kernel settings (and a JACK server's period) left changed by a run that
     /// was killed.
     Restore(RestoreArgs),
     /// Check this machine's real-time setup; changes nothing.
     Doctor(DoctorArgs),
+    /// Watch your own JACK or PipeWire session and say why each xrun happened: a passive
+    /// client counts xruns, a flight recorder (tracefs) keeps the scheduler's story
+    /// around each one. Changes nothing; root for the explanations.
+    Watch(WatchArgs),
     /// Write report.txt, report.md, report.html and plots into a results directory.
     Report(ReportArgs),
     /// Compare results directories (kernels or settings) with statistics.
@@ -50,6 +59,44 @@ pub enum Cmd {
     Man(ManArgs),
 }
 
+/// The command line's definition: the derive's, with each command's exit codes after
+/// its help (`exit::help`). `--help`, the completions and the man pages come from it.
+pub fn command() -> clap::Command {
+    let mut c = Cli::command().after_help(crate::exit::help(""));
+    let names: Vec<String> = c
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    for n in names {
+        let h = crate::exit::help(&n);
+        c = c.mut_subcommand(&n, |s| s.after_help(h));
+    }
+    c
+}
+
+impl Cli {
+    /// Parses the process's arguments (`command()`), exiting with clap's message and
+    /// code 2 on bad input.
+    pub fn parse_args() -> Cli {
+        Cli::try_parse_args(std::env::args_os()).unwrap_or_else(|e| e.exit())
+    }
+
+    /// Parses `args` as the program does: each `--patch` bound to the `--kernel` before
+    /// it (`RunArgs::bind_patches`).
+    pub fn try_parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let m = command().try_get_matches_from(args)?;
+        let mut cli = Cli::from_arg_matches(&m)?;
+        if let (Cmd::Run(a), Some(("run", rm))) = (&mut cli.cmd, m.subcommand()) {
+            a.bind_patches(rm);
+        }
+        Ok(cli)
+    }
+}
+
 impl Cmd {
     /// Whether the subcommand was asked for its summary document on stdout (`--json`).
     pub fn json(&self) -> bool {
@@ -57,6 +104,7 @@ impl Cmd {
             Cmd::Run(a) => a.json,
             Cmd::Doctor(a) => a.json,
             Cmd::Compare(a) => a.json,
+            Cmd::Watch(a) => a.json,
             _ => false,
         }
     }
@@ -120,8 +168,9 @@ pub struct RunArgs {
     /// Profile of settings to sweep (profiles/*.toml). Without it, nothing is changed.
     #[arg(long)]
     pub profile: Option<PathBuf>,
-    /// Trials per setting and variant (default: the rig's).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Trials per setting and variant (default: the rig's; 1 to 10000). Compare needs 3
+    /// or more a side to give a verdict.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_TRIALS)))]
     pub trials: Option<u32>,
     /// Results directory (default: results/<rig>-<UTC time>).
     #[arg(long)]
@@ -136,8 +185,9 @@ pub struct RunArgs {
     /// record that in run.json.
     #[arg(long)]
     pub settings_as_is: bool,
-    /// Hard bound on the whole run: seconds, or a number and a unit ("600", "10 min", "1 h").
-    #[arg(long, value_name = "DURATION", value_parser = parse_cli_duration)]
+    /// Hard bound on the whole run: seconds, or a number and a unit ("600", "10m",
+    /// "1 h"; m is minutes, ms milliseconds).
+    #[arg(long, value_name = "DURATION", value_parser = max_time_arg, allow_hyphen_values = true)]
     pub max_time: Option<u64>,
     /// Stop giving a variant trials once its two settings differ (Fisher's exact test on
     /// the trials within the rig's bound, p ≤ 0.01 overall across the looks) or can no
@@ -153,7 +203,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub kernel: Vec<String>,
     /// Guest vCPUs (1 to 64; default: what the rig pins, at least 4).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=GUEST_MAX_CPUS as i64))]
     pub cpus: Option<u32>,
     /// Guest memory, e.g. 1G or 512M.
     #[arg(long, value_parser = memory_arg)]
@@ -161,11 +211,16 @@ pub struct RunArgs {
     /// Modules directory for a bare kernel image.
     #[arg(long)]
     pub modules: Option<PathBuf>,
-    /// A patch for the last --kernel src:/debian-src: kernel (repeatable, applied in
-    /// order): `--kernel debian-src:6.12 --kernel debian-src:6.12 --patch fix.patch`
-    /// runs it without, then with the patch.
+    /// A patch for the --kernel src:/debian-src: written just before it (repeatable,
+    /// applied in order): `--kernel debian-src:6.12 --kernel debian-src:6.12 --patch
+    /// fix.patch` runs it without, then with the patch. A --patch before any --kernel,
+    /// or after a kernel not built from source, is refused.
     #[arg(long, value_name = "FILE")]
     pub patch: Vec<PathBuf>,
+    /// For each --patch, the index of the --kernel written before it (None: before any):
+    /// filled by `bind_patches` from the order on the command line.
+    #[arg(skip)]
+    pub patch_kernel: Vec<Option<usize>>,
     /// Guest acceleration.
     #[arg(long, value_enum, default_value_t = AccelChoice::Auto)]
     pub accel: AccelChoice,
@@ -179,14 +234,15 @@ pub struct RunArgs {
     /// Audio device (ALSA name such as hw:1) or JACK server name.
     #[arg(long)]
     pub device: Option<String>,
-    /// Audio period in frames.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Audio period in frames (1 to 16384).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_PERIOD)))]
     pub period: Option<u32>,
-    /// Sample rate in Hz.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Sample rate in Hz (1 to 768000).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_RATE)))]
     pub rate: Option<u32>,
-    /// How long each audio trial runs: seconds, or a number and a unit ("10", "500 ms").
-    #[arg(long, value_name = "DURATION", value_parser = positive_duration)]
+    /// How long each audio trial runs: seconds, or a number and a unit ("10", "500 ms",
+    /// "10m"; m is minutes, ms milliseconds; at most 24 h).
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration, allow_hyphen_values = true)]
     pub duration: Option<u64>,
     /// Inject an overrun every Nth cycle (audio rigs), to check the counters.
     #[arg(long)]
@@ -201,15 +257,37 @@ pub struct RunArgs {
     /// alsa (the snd-aloop card, a real ALSA driver) or dummy (a timer, no card).
     #[arg(long, value_enum, default_value_t = GuestJack::Alsa)]
     pub guest_jack: GuestJack,
+    /// With --kernel and --backend jack: run `xrunrig watch` beside the rig in the
+    /// guest's JACK session; its explanation of each xrun lands in the results' watch/
+    /// folder, beside the rig's own (a check of one against the other).
+    #[arg(long)]
+    pub guest_watch: bool,
     /// Print summary.json's document to stdout when the run ends (combined.json's for
     /// several kernels); tables and messages go to stderr.
     #[arg(long)]
     pub json: bool,
 }
 
+/// A trial's length: more than 0, at most `MAX_TRIAL_NS`.
 fn positive_duration(s: &str) -> Result<u64, String> {
     match parse_cli_duration(s)? {
-        0 => Err("must be more than 0".into()),
+        0 => Err("must be positive (more than 0)".into()),
+        ns if ns > MAX_TRIAL_NS => Err(format!(
+            "'{s}': a trial may last at most {} h",
+            MAX_TRIAL_NS / 3_600_000_000_000
+        )),
+        ns => Ok(ns),
+    }
+}
+
+/// The whole run's bound: more than 0, at most `MAX_RUN_NS`.
+fn max_time_arg(s: &str) -> Result<u64, String> {
+    match parse_cli_duration(s)? {
+        0 => Err("must be positive (more than 0)".into()),
+        ns if ns > MAX_RUN_NS => Err(format!(
+            "'{s}': a run may last at most {} days",
+            MAX_RUN_NS / 86_400_000_000_000
+        )),
         ns => Ok(ns),
     }
 }
@@ -232,19 +310,53 @@ fn inject_factor_arg(s: &str) -> Result<f64, String> {
 }
 
 impl RunArgs {
+    /// Binds each --patch to the --kernel written just before it, from the positions
+    /// clap saw them at (`m`: the matches these arguments were read from).
+    pub fn bind_patches(&mut self, m: &ArgMatches) {
+        let kernels: Vec<usize> = m
+            .indices_of("kernel")
+            .map(|i| i.collect())
+            .unwrap_or_default();
+        let patches: Vec<usize> = m
+            .indices_of("patch")
+            .map(|i| i.collect())
+            .unwrap_or_default();
+        self.patch_kernel = patches
+            .iter()
+            .map(|p| kernels.iter().rposition(|k| k < p))
+            .collect();
+    }
+
     /// The edge: from here on the run sees typed options only.
     pub fn into_options(self) -> RunOptions {
+        let mut kernels: Vec<KernelChoice> = self
+            .kernel
+            .iter()
+            .map(|k| KernelChoice {
+                spec: k.clone(),
+                patches: vec![],
+            })
+            .collect();
+        let mut stray_patches = Vec::new();
+        for (i, p) in self.patch.iter().enumerate() {
+            // Unbound (parsed without `bind_patches`): before any kernel, refused.
+            match self.patch_kernel.get(i).copied().flatten() {
+                Some(k) if k < kernels.len() => kernels[k].patches.push(p.clone()),
+                _ => stray_patches.push(p.clone()),
+            }
+        }
         RunOptions {
             // --patch alone still goes to the guest path, which refuses it with a reason.
             guest: (!self.kernel.is_empty() || !self.patch.is_empty()).then_some(GuestOptions {
-                kernels: self.kernel,
+                kernels,
+                stray_patches,
                 cpus: self.cpus,
                 memory: self.memory,
                 modules: self.modules,
-                patches: self.patch,
                 accel: self.accel,
                 append: self.append,
                 jack: self.guest_jack,
+                watch: self.guest_watch,
             }),
             rig: self.rig,
             profile: self.profile,
@@ -274,6 +386,11 @@ pub struct CheckArgs {
     pub rig: PathBuf,
     #[arg(long)]
     pub profile: Option<PathBuf>,
+    /// Check for a guest kernel with this many vCPUs (as `run --kernel ... --cpus N`)
+    /// instead of this machine: CPUs against 0..N, sched feature names against the
+    /// kernels xrunrig knows; no backend probed.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub cpus: Option<u32>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -288,6 +405,68 @@ pub struct DoctorArgs {
     /// Machine-readable output: the findings as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WatchArgs {
+    /// The JACK server to watch (as `jack_lsp -s NAME`); default `$JACK_DEFAULT_SERVER`,
+    /// else the default server. PipeWire's JACK is watched when its libjack is the one
+    /// loaded (`pw-jack xrunrig watch`).
+    #[arg(long, value_name = "NAME")]
+    pub server: Option<String>,
+    /// How long to watch (`90`, `10m`, `1 h`...); default until Ctrl-C.
+    #[arg(long, value_parser = parse_cli_duration, allow_hyphen_values = true)]
+    pub duration: Option<u64>,
+    /// The results directory (default `watch-<UTC time>` here).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Trace kept before each xrun report.
+    #[arg(long, default_value = "500 ms", value_parser = parse_window)]
+    pub before: u64,
+    /// Trace kept after each xrun report (the report comes a cycle or two after the
+    /// late cycle).
+    #[arg(long, default_value = "100 ms", value_parser = parse_window)]
+    pub after: u64,
+    /// Cycles of room between the process callback and the reader.
+    #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u32).range(64..=1_048_576))]
+    pub ring: u32,
+    /// Trace windows kept on disk at most; every xrun is still counted and explained.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    pub keep: u32,
+    /// The flight recorder's ring per CPU, KiB (a larger ring reaches further back).
+    #[arg(long, default_value_t = 2048, value_parser = clap::value_parser!(u32).range(64..=262_144))]
+    pub buffer_kb: u32,
+    /// Stop tracing to read each window even where the kernel has a snapshot buffer.
+    #[arg(long)]
+    pub no_snapshot: bool,
+    /// Print summary.json's document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A trace window: a duration of at most 60 s.
+fn parse_window(s: &str) -> Result<u64, String> {
+    let ns = parse_cli_duration(s)?;
+    if ns > 60_000_000_000 {
+        return Err("at most 60 s".into());
+    }
+    Ok(ns)
+}
+
+impl WatchArgs {
+    pub fn into_options(self) -> crate::options::WatchOptions {
+        crate::options::WatchOptions {
+            server: self.server,
+            duration_ns: self.duration,
+            out: self.out,
+            before_ns: self.before,
+            after_ns: self.after,
+            ring: self.ring as usize,
+            keep: self.keep,
+            buffer_kb: self.buffer_kb,
+            no_snapshot: self.no_snapshot,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]

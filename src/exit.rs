@@ -1,7 +1,130 @@
-//! Exit codes of `xrunrig run`, the same whether the run is on this machine or in a
-//! guest: 0 done, 2 refused before starting (bad input, machine cannot run it), 3 failed
-//! during the run, 130 interrupted.
+//! Exit codes, the same whether a run is on this machine or in a guest, and what each
+//! command means by them: `--help` (`cli::command()`), the man pages (`shell`) and
+//! README say these words. 0 done, 1 a finding (compare: a regression; doctor: a FAIL
+//! that applies), 2 refused before anything ran or changed, 3 failed during the run,
+//! 130 interrupted.
 
+pub const EXIT_FOUND: i32 = 1;
 pub const EXIT_REFUSED: i32 = 2;
 pub const EXIT_FAILED: i32 = 3;
 pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// A command's exit codes in words (`""`: the program as a whole).
+pub fn codes(cmd: &str) -> Vec<(i32, &'static str)> {
+    let refused = (
+        EXIT_REFUSED,
+        "refused before anything ran or changed: bad input, or this machine cannot run it \
+         (the message says why and what to do)",
+    );
+    match cmd {
+        "run" => vec![
+            (
+                0,
+                "every trial ran (dropouts do not change it: the verdict says them)",
+            ),
+            refused,
+            (
+                EXIT_FAILED,
+                "the run failed while running (a trial failed, a server went away, the \
+                 watchdog's bound); the results cover what finished",
+            ),
+            (
+                EXIT_INTERRUPTED,
+                "interrupted (Ctrl-C, SIGTERM); every setting restored",
+            ),
+        ],
+        "compare" => vec![
+            (
+                0,
+                "no metric regressed beyond the threshold (or no verdict: too few trials)",
+            ),
+            (EXIT_FOUND, "a metric regressed beyond the threshold"),
+            (
+                EXIT_REFUSED,
+                "refused: a directory unreadable, runs of different rigs, settings or \
+                 variants, or a run compared with itself",
+            ),
+        ],
+        "doctor" => vec![
+            (
+                0,
+                "no FAIL applies (with --rig: every check that rig needs passes)",
+            ),
+            (
+                EXIT_FOUND,
+                "a FAIL applies (with --rig: a check that rig needs fails)",
+            ),
+            (EXIT_REFUSED, "the --rig or --profile file does not read"),
+        ],
+        "check" => vec![
+            (0, "`xrunrig run` would take the rig (and profile)"),
+            (
+                EXIT_REFUSED,
+                "`xrunrig run` would refuse it; every reason is printed",
+            ),
+        ],
+        "restore" => vec![
+            (
+                0,
+                "nothing to restore, or everything restored (or discarded)",
+            ),
+            (EXIT_FOUND, "an entry could not be restored (see --discard)"),
+            (EXIT_REFUSED, "another run holds the lock"),
+        ],
+        "report" | "export" => vec![
+            (0, "written"),
+            (
+                EXIT_REFUSED,
+                "the directory is not a complete results directory",
+            ),
+        ],
+        "watch" => vec![
+            (
+                0,
+                "watched to the end (--duration or Ctrl-C); the xruns are in the verdict",
+            ),
+            (
+                EXIT_REFUSED,
+                "could not watch: no server answered, or tracing could not be set up",
+            ),
+        ],
+        "completions" | "man" => vec![(0, "written"), (1, "cannot write")],
+        _ => vec![
+            (
+                0,
+                "done (run: every trial ran; compare: no regression; doctor: no FAIL applies)",
+            ),
+            (
+                EXIT_FOUND,
+                "a finding: compare found a regression, doctor a FAIL that applies",
+            ),
+            refused,
+            (EXIT_FAILED, "run: failed while running"),
+            (EXIT_INTERRUPTED, "run: interrupted (Ctrl-C)"),
+        ],
+    }
+}
+
+/// "Exit status:" and one line per code, for `--help`.
+pub fn help(cmd: &str) -> String {
+    let mut s = String::from("Exit status:\n");
+    for (c, w) in codes(cmd) {
+        s += &format!("  {c:<4} {w}\n");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_command_names_its_codes() {
+        for c in ["", "run", "compare", "doctor", "check", "restore", "report"] {
+            let h = super::help(c);
+            assert!(
+                h.starts_with("Exit status:") && h.contains("  0 "),
+                "{c}: {h}"
+            );
+        }
+        assert!(super::help("run").contains("  130  interrupted"));
+    }
+}

@@ -26,3 +26,4 @@ pub mod sys;
 #[doc(hidden)]
 pub mod testkit;
 pub mod trials;
+pub mod watch;

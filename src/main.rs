@@ -1,15 +1,15 @@
-use clap::Parser;
 use xrunrig::cli::{Cli, Cmd, ExportCmd};
 use xrunrig::output::console;
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::parse_args();
     console::set(cli.cmd.json(), cli.quiet);
     let code = match cli.cmd {
         Cmd::Run(a) => xrunrig::run::main(&a.into_options()),
         Cmd::Check(a) => xrunrig::check::main(&a),
         Cmd::Restore(a) => xrunrig::check::restore_main(a.discard),
         Cmd::Doctor(a) => xrunrig::doctor::main(&a),
+        Cmd::Watch(a) => xrunrig::watch::main(&a.into_options()),
         Cmd::Report(a) => match analysis::report_main(&a.dir, a.redact) {
             Ok(c) => c,
             Err(e) => {

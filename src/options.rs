@@ -5,6 +5,27 @@
 use crate::audio::BackendChoice;
 use std::path::PathBuf;
 
+/// `xrunrig watch`, decided.
+#[derive(Debug, Clone)]
+pub struct WatchOptions {
+    /// The JACK server's name (None: `$JACK_DEFAULT_SERVER`, else the default one).
+    pub server: Option<String>,
+    /// None: until Ctrl-C.
+    pub duration_ns: Option<u64>,
+    pub out: Option<PathBuf>,
+    /// The trace window kept around each xrun report.
+    pub before_ns: u64,
+    pub after_ns: u64,
+    /// Cycles of room in the ring between the process callback and the reader.
+    pub ring: usize,
+    /// Trace windows kept on disk at most (every xrun is still counted and explained).
+    pub keep: u32,
+    /// The flight recorder's ring per CPU (KiB).
+    pub buffer_kb: u32,
+    /// Read windows by stopping tracing even where the kernel has a snapshot buffer.
+    pub no_snapshot: bool,
+}
+
 /// `xrunrig run`, decided.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -59,26 +80,43 @@ pub enum GuestJack {
     Dummy,
 }
 
+/// One `--kernel` and the `--patch`es written right after it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelChoice {
+    /// A path, .deb, package name, debian:X, src:PATH or debian-src:X.
+    pub spec: String,
+    /// Applied in order to this kernel (which must be built from source).
+    pub patches: Vec<PathBuf>,
+}
+
 /// `--kernel` and the guest machine.
 #[derive(Debug, Clone)]
 pub struct GuestOptions {
-    /// At least one: paths, .debs, package names or debian:X.
-    pub kernels: Vec<String>,
+    /// At least one (none only when a --patch came alone, which is refused).
+    pub kernels: Vec<KernelChoice>,
+    /// `--patch`es written before any `--kernel`: refused, with the rule named.
+    pub stray_patches: Vec<PathBuf>,
     pub cpus: Option<u32>,
     /// QEMU's -m, checked: e.g. 1G, 512M.
     pub memory: Option<String>,
     pub modules: Option<PathBuf>,
-    /// `--patch`: applied in order to the last kernel built from source.
-    pub patches: Vec<PathBuf>,
     pub accel: AccelChoice,
     pub append: Option<String>,
     pub jack: GuestJack,
+    /// `xrunrig watch` beside the rig in the guest's JACK session.
+    pub watch: bool,
 }
 
 /// A duration given on the command line: a bare number is seconds (as cyclictest's
-/// `-D 10`); otherwise a number and a unit (ns, us, ms, s, min, h).
+/// `-D 10`); otherwise a number and a unit (ns, us, ms, s, m or min, h, d: `m` is
+/// minutes as in cyclictest's `-D 10m`, `ms` stays milliseconds). Negative: refused.
 pub fn parse_cli_duration(s: &str) -> Result<u64, String> {
     let t = s.trim();
+    if t.starts_with('-') {
+        return Err(format!(
+            "'{s}': must be positive (a duration such as 10, 500 ms or 10m)"
+        ));
+    }
     if let Ok(secs) = t.parse::<f64>() {
         return crate::rig::units::parse_duration(&format!("{secs} s"));
     }
@@ -108,6 +146,13 @@ mod tests {
         assert_eq!(parse_cli_duration("250 ms"), Ok(250_000_000));
         assert_eq!(parse_cli_duration(&duration_arg(1_234_567)), Ok(1_234_567));
         assert!(parse_cli_duration("ten").is_err());
+        // cyclictest's -D 10m: minutes; ms stays milliseconds.
+        assert_eq!(parse_cli_duration("10m"), Ok(600_000_000_000));
+        assert_eq!(parse_cli_duration("10 m"), Ok(600_000_000_000));
+        assert_eq!(parse_cli_duration("10ms"), Ok(10_000_000));
+        assert_eq!(parse_cli_duration("1d"), Ok(86_400_000_000_000));
+        let e = parse_cli_duration("-5").unwrap_err();
+        assert!(e.contains("must be positive"), "{e}");
         assert!(parse_cli_duration("10 parsecs").is_err());
     }
 

@@ -10,6 +10,11 @@
 //! - with `XRUNRIG_REQUIRE_ALL=1` (set by `.ci/test`) the skip is a failure: it panics
 //!   naming what is missing, so CI on a machine without root, jackd or qemu goes red.
 //!
+//! The emulator's faults a test met and retried (QEMU aborting, a stalled TCG guest, a
+//! stale int3: `guest::crash`) are logged the same way, in the retries log beside the
+//! skip log (`$XRUNRIG_RETRY_LOG`, else `target/<profile>/xrunrig-retries.log`), which
+//! `.ci/test` prints with its count: [`emulator_retry`].
+//!
 //! It lives in the library (not in `tests/support/`) because the unit tests cannot see
 //! `tests/` and the integration tests cannot see `#[cfg(test)]` code: this is the only
 //! place both reach, so there is one copy. Hidden from the docs; nothing else uses it.
@@ -37,14 +42,47 @@ pub fn skip_log() -> Option<PathBuf> {
     Some(exe.parent()?.parent()?.join("xrunrig-skips.log"))
 }
 
+/// Where emulator retries are appended.
+pub const RETRY_LOG: &str = "XRUNRIG_RETRY_LOG";
+
+/// `$XRUNRIG_RETRY_LOG`, else beside the test binary: target/<profile>/xrunrig-retries.log.
+pub fn retry_log() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(RETRY_LOG) {
+        return Some(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.parent()?.join("xrunrig-retries.log"))
+}
+
+/// The name libtest gave the calling test's thread ("?" on "main").
+fn test_name() -> String {
+    let t = std::thread::current();
+    t.name().filter(|n| *n != "main").unwrap_or("?").to_string()
+}
+
+/// Says that the calling test met an emulator fault and retried it: `RETRY <test>:
+/// <what>` straight to file descriptor 2 (past libtest's capture) and appended to `log`
+/// (the retries log, [`retry_log`]; a test of the mechanism gives its own).
+pub fn emulator_retry(log: Option<&std::path::Path>, what: &str) {
+    let line = format!("RETRY {}: {}\n", test_name(), what.replace('\n', " "));
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    if let Some(p) = log
+        && let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+    {
+        let _ = f.write_all(line.as_bytes());
+    }
+}
+
 /// Records that the calling test did not run because `missing` is missing; panics under
 /// `XRUNRIG_REQUIRE_ALL=1`. The caller returns afterwards.
 #[track_caller]
 pub fn skip(missing: &str) {
     let at = Location::caller();
     // libtest names the test's thread after the test (unless it runs on "main").
-    let t = std::thread::current();
-    let name = t.name().filter(|n| *n != "main").unwrap_or("?");
+    let name = test_name();
     let line = format!(
         "SKIP {name} ({}:{}): missing {missing}\n",
         at.file(),
@@ -150,6 +188,26 @@ mod tests {
         assert!(
             text.lines()
                 .all(|l| l.starts_with("SKIP ") && l.ends_with("missing a unicorn")),
+            "{text}"
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn an_emulator_retry_is_one_line_in_the_retries_log() {
+        let d = private_dir("testkit-retry");
+        let log = d.join("retries.log");
+        emulator_retry(
+            Some(&log),
+            "emulator fault: qemu-system-x86_64: x.c:1: f: Assertion 'a' failed.\n(resumed)",
+        );
+        emulator_retry(Some(&log), "second");
+        let text = std::fs::read_to_string(&log).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines[0].starts_with("RETRY testkit::tests::an_emulator_retry_is_one_line_in_the_retries_log: emulator fault: qemu-system-x86_64")
+                && lines[0].ends_with("failed. (resumed)"),
             "{text}"
         );
         let _ = std::fs::remove_dir_all(&d);

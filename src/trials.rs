@@ -10,12 +10,22 @@ use crate::sweep::{Prepared, RunExtra, finish_with, sweep};
 use std::sync::atomic::AtomicBool;
 
 /// Runs a prepared thread rig; the exit code says how it went.
-pub fn run_main(p: Prepared) -> i32 {
-    let rig = &p.rig;
+pub fn run_main(mut p: Prepared) -> i32 {
     let estimate = match estimate_ns(&p) {
         Ok(e) => e,
         Err(e) => return refuse_run(&p, &e),
     };
+    let mut inst = Instruments::from_rig(&p.rig, &p.dir);
+    if let Err(e) = inst.before_run() {
+        return refuse_run(&p, &e);
+    }
+    // Every check passed: now the results directory.
+    if let Err(e) = p.create_dir() {
+        return refuse_run(&p, &e);
+    }
+    inst.set_dir(&p.dir);
+    let p = p;
+    let rig = &p.rig;
     crate::note!(
         "xrunrig: {} — {} trial(s) × {} setting(s) × {} variant(s), results in {}",
         rig.name,
@@ -26,11 +36,6 @@ pub fn run_main(p: Prepared) -> i32 {
     );
     if let Some(n) = &p.settings_note {
         crate::note!("xrunrig: {n}");
-    }
-    let mut inst = Instruments::from_rig(rig, &p.dir);
-    if let Err(e) = inst.before_run() {
-        eprintln!("xrunrig: {e}");
-        return EXIT_REFUSED;
     }
     let mut one = |s: &Setting, v: usize, t: u32, stop: &AtomicBool| {
         let var = &rig.variants[v];
@@ -112,10 +117,10 @@ pub fn estimate_ns(p: &Prepared) -> Result<u64, String> {
 }
 
 /// Refuses a run before anything is changed: says why, and removes its results
-/// directory if nothing was written there yet.
+/// directory if it was created and nothing was written there yet.
 pub fn refuse_run(p: &Prepared, why: &str) -> i32 {
     eprintln!("xrunrig: {why}. Nothing was changed.");
-    let _ = std::fs::remove_dir(&p.dir);
+    p.discard_dir();
     EXIT_REFUSED
 }
 

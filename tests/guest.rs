@@ -74,15 +74,18 @@ fn run_in_guest(args: &[&str], out: &Path) -> (Output, String) {
     run_in_guest_locked(args, out)
 }
 
-/// `run_in_guest` for a caller that holds `one_guest()`.
+/// `run_in_guest` for a caller that holds `one_guest()`. An emulator fault is retried
+/// once (`support::guest::attempt`).
 fn run_in_guest_locked(args: &[&str], out: &Path) -> (Output, String) {
-    let o = xrunrig()
-        .arg("run")
-        .args(args)
-        .arg("--out")
-        .arg(out)
-        .output()
-        .unwrap();
+    let o = support::guest::attempt(out, 0, || {
+        xrunrig()
+            .arg("run")
+            .args(args)
+            .arg("--out")
+            .arg(out)
+            .output()
+            .unwrap()
+    });
     let text = show(&o);
     eprintln!("{text}");
     assert_eq!(o.status.code(), Some(0), "{text}");
@@ -380,27 +383,32 @@ fn corrupt_kernel_fails_cleanly_and_leaves_nothing_running() {
     }
     for (i, k) in kernels.iter().enumerate() {
         let out = base.join(format!("out{i}"));
-        let t0 = Instant::now();
-        let child = xrunrig()
-            .args([
-                "run",
-                "rigs/pi-boost-affinity.toml",
-                "--trials",
-                "1",
-                "--variant",
-                "pi",
-                "--kernel",
-            ])
-            .arg(k)
-            .arg("--out")
-            .arg(&out)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        let o = child.wait_with_output().unwrap();
-        let took = t0.elapsed();
+        let mut pid = 0;
+        let mut took = Duration::ZERO;
+        let o = support::guest::attempt(&out, 0, || {
+            let t0 = Instant::now();
+            let child = xrunrig()
+                .args([
+                    "run",
+                    "rigs/pi-boost-affinity.toml",
+                    "--trials",
+                    "1",
+                    "--variant",
+                    "pi",
+                    "--kernel",
+                ])
+                .arg(k)
+                .arg("--out")
+                .arg(&out)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            pid = child.id();
+            let o = child.wait_with_output().unwrap();
+            took = t0.elapsed();
+            o
+        });
         let text = show(&o);
         eprintln!("{}: {text}", k.display());
         assert_eq!(o.status.code(), Some(3), "{text}");
@@ -438,27 +446,30 @@ fn kernel_crash_before_init_is_booted_once_more_then_fails() {
     }
     let _one = one_guest();
     let out = tmp("crash-before-init");
-    let child = xrunrig()
-        .args([
-            "run",
-            "rigs/pi-boost-affinity.toml",
-            "--trials",
-            "1",
-            "--variant",
-            "pi",
-            "--kernel",
-            "debian:6.12",
-            "--append",
-            "rdinit=/no-such-init",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let o = child.wait_with_output().unwrap();
+    let mut pid = 0;
+    let o = support::guest::attempt(&out, 0, || {
+        let child = xrunrig()
+            .args([
+                "run",
+                "rigs/pi-boost-affinity.toml",
+                "--trials",
+                "1",
+                "--variant",
+                "pi",
+                "--kernel",
+                "debian:6.12",
+                "--append",
+                "rdinit=/no-such-init",
+                "--out",
+            ])
+            .arg(&out)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        pid = child.id();
+        child.wait_with_output().unwrap()
+    });
     let text = show(&o);
     assert_eq!(o.status.code(), Some(3), "{text}");
     let err = String::from_utf8_lossy(&o.stderr);
@@ -481,43 +492,49 @@ fn interrupt_kills_the_guest() {
     }
     let _one = one_guest();
     let out = tmp("int");
-    let child = xrunrig()
-        .args([
-            "run",
-            "rigs/pi-boost-affinity.toml",
-            "--profile",
-            "profiles/rt-push-ipi.toml",
-        ])
-        .args([
-            "--kernel",
-            "debian:6.12",
-            "--trials",
-            "8",
-            "--variant",
-            "no-pi",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    // Wait for QEMU to be up, then interrupt.
-    let t0 = Instant::now();
-    while qemus_of(pid).is_empty() && t0.elapsed() < Duration::from_secs(120) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(!qemus_of(pid).is_empty(), "QEMU never started");
-    std::thread::sleep(Duration::from_secs(6));
-    Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status()
-        .unwrap();
-    let t1 = Instant::now();
-    let o = child.wait_with_output().unwrap();
+    let mut pid = 0;
+    let mut stopped_in = Duration::ZERO;
+    let o = support::guest::attempt(&out, 0, || {
+        let child = xrunrig()
+            .args([
+                "run",
+                "rigs/pi-boost-affinity.toml",
+                "--profile",
+                "profiles/rt-push-ipi.toml",
+            ])
+            .args([
+                "--kernel",
+                "debian:6.12",
+                "--trials",
+                "8",
+                "--variant",
+                "no-pi",
+                "--out",
+            ])
+            .arg(&out)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        pid = child.id();
+        // Wait for QEMU to be up, then interrupt.
+        let t0 = Instant::now();
+        while qemus_of(pid).is_empty() && t0.elapsed() < Duration::from_secs(120) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(!qemus_of(pid).is_empty(), "QEMU never started");
+        std::thread::sleep(Duration::from_secs(6));
+        Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .unwrap();
+        let t1 = Instant::now();
+        let o = child.wait_with_output().unwrap();
+        stopped_in = t1.elapsed();
+        o
+    });
     let text = show(&o);
-    assert!(t1.elapsed() < Duration::from_secs(15), "{text}");
+    assert!(stopped_in < Duration::from_secs(15), "{text}");
     assert_eq!(o.status.code(), Some(130), "{text}");
     assert!(qemus_of(pid).is_empty(), "QEMU left running");
     assert!(out.join("guest-console.log").is_file());
@@ -633,17 +650,24 @@ fn sound_modules_and_jackd_in_the_guest() {
         disk: None,
         stderr: dir.join("qemu-stderr.log"),
     };
-    let mut g = qemu::spawn(&l).unwrap();
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    let o = qemu::watch(
-        &mut g,
-        &l.console,
-        Duration::from_secs(90),
-        Duration::from_secs(150),
-        &stop,
-        &mut |l| eprintln!("guest| {l}"),
-    );
-    let console = std::fs::read_to_string(&l.console).unwrap_or_default();
+    // An emulator fault boots once more (support::guest::boot_once_more).
+    let bounds = qemu::Bounds {
+        boot: Duration::from_secs(90),
+        run: Duration::from_secs(150),
+        quiet: Duration::from_secs(90),
+    };
+    let (o, console) = support::guest::boot_once_more(|| {
+        let mut g = qemu::spawn(&l).unwrap();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let o = qemu::watch(&mut g, &l.console, bounds, &stop, &mut |l| {
+            eprintln!("guest| {l}")
+        });
+        drop(g);
+        let console = std::fs::read_to_string(&l.console).unwrap_or_default();
+        let err = std::fs::read_to_string(&l.stderr).unwrap_or_default();
+        let fault = xrunrig::guest::crash::judge(&o, &console, &err, bounds.quiet);
+        ((o, console), fault)
+    });
     assert_eq!(o.end, qemu::End::Shipped, "{console}");
     assert!(!console.contains("xrunrig-guest: insmod"), "{console}");
     let a = channel::parse(&std::fs::read(&l.channel).unwrap()).unwrap();
@@ -677,16 +701,18 @@ fn livefx_loopback_on_snd_aloop_in_a_guest() {
     let _one = one_guest();
     let out = tmp("aloop");
     let t0 = Instant::now();
-    let o = xrunrig()
-        .args(["run", "rigs/livefx-loopback.toml"])
-        .args(["--profile", "profiles/rt-push-ipi.toml"])
-        .args(["--kernel", "debian:6.12", "--cpus", "4"])
-        .args(["--backend", "jack", "--period", "512", "--duration", "5 s"])
-        .args(["--trials", "1"])
-        .args(["--loopback", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
+    let o = support::guest::attempt(&out, 0, || {
+        xrunrig()
+            .args(["run", "rigs/livefx-loopback.toml"])
+            .args(["--profile", "profiles/rt-push-ipi.toml"])
+            .args(["--kernel", "debian:6.12", "--cpus", "4"])
+            .args(["--backend", "jack", "--period", "512", "--duration", "5 s"])
+            .args(["--trials", "1"])
+            .args(["--loopback", "--out"])
+            .arg(&out)
+            .output()
+            .unwrap()
+    });
     let text = show(&o);
     eprintln!("{text}\ntook {:?}", t0.elapsed());
     assert_eq!(o.status.code(), Some(0), "{text}");
@@ -910,27 +936,30 @@ fn sigkill_takes_qemu_along() {
     }
     let _one = one_guest();
     let out = tmp("kill");
-    let mut child = xrunrig()
-        .args([
-            "run",
-            "rigs/pi-boost-affinity.toml",
-            "--kernel",
-            "debian:6.12",
-        ])
-        .args(["--trials", "8", "--variant", "no-pi", "--out"])
-        .arg(&out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let t0 = Instant::now();
-    while qemus_of(pid).is_empty() && t0.elapsed() < Duration::from_secs(120) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(!qemus_of(pid).is_empty(), "QEMU never started");
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let mut pid = 0;
+    support::guest::attempt(&out, 0, || {
+        let mut child = xrunrig()
+            .args([
+                "run",
+                "rigs/pi-boost-affinity.toml",
+                "--kernel",
+                "debian:6.12",
+            ])
+            .args(["--trials", "8", "--variant", "no-pi", "--out"])
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        pid = child.id();
+        let t0 = Instant::now();
+        while qemus_of(pid).is_empty() && t0.elapsed() < Duration::from_secs(120) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(!qemus_of(pid).is_empty(), "QEMU never started");
+        child.kill().unwrap();
+        child.wait_with_output().unwrap()
+    });
     let t1 = Instant::now();
     while !qemus_of(pid).is_empty() && t1.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(50));
@@ -939,5 +968,162 @@ fn sigkill_takes_qemu_along() {
         qemus_of(pid).is_empty(),
         "QEMU outlived its SIGKILLed parent"
     );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// `xrunrig watch` in the guest's JACK session beside rigs/livefx-push-ipi.toml
+/// (NO_RT_PUSH_IPI, PI locks): two independent accounts of the same cycles. The rig
+/// knows its own threads and names why a worker missed (`why` in events.jsonl, from
+/// its own trace); watch knows nothing of the rig and explains JACK's xruns from the
+/// kernel's trace alone. Where the rig says a miss happened because the 'bus' holder
+/// was boosted but queued behind 'irq-hog', and JACK called that cycle an xrun, watch
+/// must tell the same story: a PI chain, the holder 'fx-render', the culprit 'irq-hog'.
+/// Both hear JACK's xruns: inside the rig's trial each side's has one of the other's
+/// within four periods.
+#[test]
+fn watch_in_the_guest_tells_the_rigs_pi_chain_misses_from_the_trace_alone() {
+    if !guest_tests_enabled() {
+        return;
+    }
+    assert_jackd();
+    let out = tmp("watch");
+    let (_, text) = run_in_guest(
+        &[
+            "rigs/livefx-push-ipi.toml",
+            "--profile",
+            "profiles/rt-push-ipi.toml",
+            "--kernel",
+            "debian:6.12",
+            "--backend",
+            "jack",
+            "--guest-watch",
+            "--setting",
+            "NO_RT_PUSH_IPI",
+            "--variant",
+            "pi",
+            "--trials",
+            "1",
+            "--duration",
+            "20 s",
+        ],
+        &out,
+    );
+    let lines = |p: &Path| -> Vec<Value> {
+        std::fs::read_to_string(p)
+            .unwrap_or_else(|e| panic!("{}: {e}\n{text}", p.display()))
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let sum = json(&out.join("summary.json"));
+    let row = &sum["rows"][0];
+    let wsum = json(&out.join("watch/summary.json"));
+    assert_eq!(wsum["kind"], "watch", "{wsum}");
+    // The guest's 6.12 has snapshot swap: the recorder was never blind.
+    assert_eq!(wsum["recorder"]["mode"], "snapshot", "{wsum}");
+    assert_eq!(wsum["recorder"]["blind_ns"], 0, "{wsum}");
+    let rig = lines(&out.join("events.jsonl"));
+    let watch = lines(&out.join("watch/events.jsonl"));
+    assert_eq!(wsum["xruns"].as_u64(), Some(watch.len() as u64), "{wsum}");
+
+    // The same xruns, seen twice. Both hear JACK's xrun notification: watch stamps the
+    // notification, the rig the start of the cycle after it. The counts need not be
+    // equal (the rig counts from its first cycle to its last; two notifications can
+    // fall in one of its cycles), so each side's xruns inside the rig's trial, half a
+    // second from its ends, must have one of the other side's within four periods (the
+    // rig's next cycle can start late: it was an xrun).
+    let period_s = row["period"].as_f64().unwrap() / row["rate"].as_f64().unwrap();
+    let mono = |e: &Value| e["mono_s"].as_f64().unwrap();
+    let rig_x: Vec<f64> = rig
+        .iter()
+        .filter(|e| e["kind"] == "xrun")
+        .map(mono)
+        .collect();
+    let watch_x: Vec<f64> = watch
+        .iter()
+        .map(|e| e["mono_ns"].as_f64().unwrap() / 1e9)
+        .collect();
+    if let Some(t0) = rig
+        .iter()
+        .find(|e| e["kind"] == "xrun")
+        .map(|e| mono(e) - e["t_s"].as_f64().unwrap())
+    {
+        let end = t0 + row["duration_s"].as_f64().unwrap();
+        let inside = |t: &&f64| **t >= t0 + 0.5 && **t <= end - 0.5;
+        let near = |t: f64, other: &[f64]| other.iter().any(|o| (o - t).abs() < 4.0 * period_s);
+        let rig_alone: Vec<&f64> = rig_x
+            .iter()
+            .filter(inside)
+            .filter(|t| !near(**t, &watch_x))
+            .collect();
+        let watch_alone: Vec<&f64> = watch_x
+            .iter()
+            .filter(inside)
+            .filter(|t| !near(**t, &rig_x))
+            .collect();
+        assert!(
+            rig_alone.is_empty() && watch_alone.is_empty(),
+            "xruns one side saw and the other did not: rig {rig_alone:?}, watch {watch_alone:?} \
+             (rig {} in all, watch {})",
+            rig_x.len(),
+            watch_x.len()
+        );
+    } else {
+        assert_eq!(row["xruns"].as_u64(), Some(0), "{row}");
+    }
+    let period_ns = 1e9 * period_s;
+
+    // A rig miss's mono_s is its deadline, the cycle's start + one period; watch
+    // stamps each xrun with its late cycle's start (JACK's frame time).
+    let hog = |why: &str| {
+        why.contains("holder 'render' boosted to FIFO 60 but queued on CPU")
+            && why.contains("behind 'irq-hog'")
+    };
+    let mut told = 0;
+    let mut candidates = 0;
+    for m in rig.iter().filter(|e| e["kind"] == "deadline_miss") {
+        let why = m["why"].as_str().unwrap_or("");
+        let start = m["mono_s"].as_f64().unwrap() * 1e9 - period_ns;
+        // The rig's own client's xrun of that cycle (watch's passive client, or the
+        // server, may have been late in the same cycle for reasons of their own).
+        let Some(x) = watch.iter().find(|x| {
+            x["client"] == "xrunrig" && (x["cycle_start_ns"].as_f64().unwrap() - start).abs() < 1e6
+        }) else {
+            continue;
+        };
+        let culprit = x["culprit"]["comm"].as_str().unwrap_or("");
+        if hog(why) {
+            candidates += 1;
+            assert_eq!(x["cause"], "pi-chain", "rig: {why}\nwatch: {x}");
+            assert_eq!(x["holder"]["comm"], "fx-render", "rig: {why}\nwatch: {x}");
+            assert_eq!(culprit, "irq-hog", "rig: {why}\nwatch: {x}");
+            // The callback waits for its workers in turn; both may have waited on
+            // the lock, so the one it was waiting for need not be the rig's miss's.
+            let waited = x["waited_for"]["comm"].as_str().unwrap_or("");
+            assert!(waited.starts_with("fx-live."), "rig: {why}\nwatch: {x}");
+            told += 1;
+        }
+        // The other way round: watch blames the hog only where the rig's miss was
+        // a wait on the lock 'render' held.
+        if culprit == "irq-hog" {
+            assert_eq!(m["holder"], "render", "rig: {m}\nwatch: {x}");
+        }
+    }
+    eprintln!(
+        "watch: {} xruns ({} explained), by cause {}; {told} of the rig's \
+         'queued behind irq-hog' misses fell on an xrun and watch told each the same way",
+        wsum["xruns"], wsum["explained"], wsum["by_cause"]
+    );
+    assert!(
+        candidates > 0,
+        "no rig miss 'queued behind irq-hog' fell on an xrun watch saw: nothing to \
+         compare (rig: {row}; watch: {wsum})"
+    );
+    // Watch explains its xruns: at most one in five without a story.
+    let (x, e) = (
+        wsum["xruns"].as_u64().unwrap(),
+        wsum["explained"].as_u64().unwrap(),
+    );
+    assert!(5 * e >= 4 * x, "watch explained {e} of {x} xruns: {wsum}");
     let _ = std::fs::remove_dir_all(&out);
 }

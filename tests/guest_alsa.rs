@@ -15,6 +15,8 @@
 //! loopback run takes period 768 (1024 would put the round trip past the 4096 frames
 //! the loopback ramp can measure: 128 frames measured, i.e. 4224 wrapped).
 
+mod support;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -79,20 +81,23 @@ fn run_alsa(tag: &str, device: &str, period: u32, extra: &[&str]) -> PathBuf {
     let rig = state.join("alsa-guest.toml");
     std::fs::write(&rig, RIG).unwrap();
     let t0 = Instant::now();
-    let o = Command::new(env!("CARGO_BIN_EXE_xrunrig"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("XRUNRIG_STATE_DIR", &state)
-        .arg("run")
-        .arg(&rig)
-        .args(["--kernel", "debian:6.12", "--cpus", "4"])
-        .args(["--backend", "alsa", "--device", device])
-        .args(["--period", &period.to_string()])
-        .args(["--duration", "5 s", "--trials", "1"])
-        .args(extra)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
+    // An emulator fault is retried once (support::guest::attempt).
+    let o = support::guest::attempt(&out, 0, || {
+        Command::new(env!("CARGO_BIN_EXE_xrunrig"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("XRUNRIG_STATE_DIR", &state)
+            .arg("run")
+            .arg(&rig)
+            .args(["--kernel", "debian:6.12", "--cpus", "4"])
+            .args(["--backend", "alsa", "--device", device])
+            .args(["--period", &period.to_string()])
+            .args(["--duration", "5 s", "--trials", "1"])
+            .args(extra)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap()
+    });
     let text = format!(
         "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
         o.status.code(),

@@ -29,7 +29,16 @@ fn tmp(name: &str) -> PathBuf {
     d
 }
 
+/// The run, with the test's injected fault (one emulator fault of its own); another
+/// emulator fault is retried once (support::guest::attempt).
 fn run(out: &Path, inject: Option<&str>) -> (Output, String) {
+    let o = support::guest::attempt(out, usize::from(inject.is_some()), || run_once(out, inject));
+    let t = show(&o);
+    eprintln!("{t}");
+    (o, t)
+}
+
+fn run_once(out: &Path, inject: Option<&str>) -> Output {
     let state = xrunrig::testkit::private_dir(&format!(
         "guest-decided-state-{}",
         out.file_name().unwrap().to_string_lossy()
@@ -38,31 +47,27 @@ fn run(out: &Path, inject: Option<&str>) -> (Output, String) {
     if let Some(i) = inject {
         c.env("XRUNRIG_GUEST_TEST_INJECT", i);
     }
-    let o = c
-        .args([
-            "run",
-            "rigs/pi-boost-affinity.toml",
-            "--profile",
-            "profiles/rt-push-ipi.toml",
-            "--kernel",
-            "debian:6.12",
-            "--cpus",
-            "4",
-            "--variant",
-            "pi",
-            "--variant",
-            "no-pi",
-            "--trials",
-            "8",
-            "--until-decided",
-            "--out",
-        ])
-        .arg(out)
-        .output()
-        .unwrap();
-    let t = show(&o);
-    eprintln!("{t}");
-    (o, t)
+    c.args([
+        "run",
+        "rigs/pi-boost-affinity.toml",
+        "--profile",
+        "profiles/rt-push-ipi.toml",
+        "--kernel",
+        "debian:6.12",
+        "--cpus",
+        "4",
+        "--variant",
+        "pi",
+        "--variant",
+        "no-pi",
+        "--trials",
+        "8",
+        "--until-decided",
+        "--out",
+    ])
+    .arg(out)
+    .output()
+    .unwrap()
 }
 
 fn pair(sum: &Value, v: &str) -> Value {

@@ -268,7 +268,8 @@ fn tracing_state_is_restored_after_a_run_and_after_sigkill() {
         tracing_state().contains(&inst_name),
         "SIGKILL left the instance (as it must)"
     );
-    assert!(state.join("trace-journal.json").exists(), "and the journal");
+    let journal = state.join(format!("trace-journal-{}.json", child.id()));
+    assert!(journal.exists(), "and the journal");
 
     // ...and the next run restores them first, then leaves everything as before.
     let o = run_rig(&rig, &dir.join("r3"), &state);
@@ -279,7 +280,7 @@ fn tracing_state_is_restored_after_a_run_and_after_sigkill() {
         "{err}"
     );
     assert_eq!(tracing_state(), before, "after a killed run and a restart");
-    assert!(!state.join("trace-journal.json").exists());
+    assert!(!journal.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

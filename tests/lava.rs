@@ -6,7 +6,15 @@
 //!   run on the clock backend), and every test case LAVA recorded is compared with the
 //!   summary.json of the results directory the job attached to its log;
 //! - `job_test_definition_and_device_pass_lava_common`: the rendered job, the test
-//!   definition and the device configuration pass lava-common's own schemas.
+//!   definition and the device configuration pass lava-common's own schemas, and the
+//!   job's timeouts fit the run (its own bound plus the reporting, not 20 minutes) and
+//!   its boot has LAVA's failure_retry;
+//! - `a_jobs_end_is_judged_…`: which ends of a job are retried (the emulator's fault,
+//!   LAVA's infrastructure) and which never are (a kernel crash, a timeout).
+//!
+//! The job is run under tests/support/lava.rs `run_retrying`: one fault not the
+//! project's is retried (LAVA's boot retry, or the job run a second time) and said;
+//! a second fails the test. tests/lava_faults.rs injects those faults.
 //!
 //! What this machine needed (measured): LAVA builds the overlay disk it attaches to a
 //! QEMU device with libguestfs, whose supermin looks for a kernel in /boot and finds
@@ -20,82 +28,24 @@
 //! Missing LAVA packages fail these tests (as any missing prerequisite under
 //! XRUNRIG_REQUIRE_ALL=1): they are Debian packages that `.ci/setup` installs.
 
-use std::path::{Path, PathBuf};
+mod support;
+
 use std::process::Command;
+use support::lava::{self, End, PY, Why};
 use xrunrig::testkit;
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Debian's python (lava-common and lava-dispatcher are Debian packages for it).
-const PY: &str = "/usr/bin/python3";
-
-fn have_lava_common() -> bool {
-    Command::new(PY)
-        .args(["-c", "import lava_common.schemas, jinja2, yaml"])
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// Renders lava/xrunrig-job.yaml.jinja2 with `values` (JSON) into `out`.
-fn render_job(values: &serde_json::Value, out: &Path) {
-    const RENDER: &str = r#"
-import sys, json, jinja2
-env = jinja2.Environment(loader=jinja2.FileSystemLoader(sys.argv[1]), trim_blocks=True,
-                         undefined=jinja2.StrictUndefined)
-text = env.get_template("xrunrig-job.yaml.jinja2").render(**json.loads(sys.argv[2]))
-open(sys.argv[3], "w").write(text)
-"#;
-    let o = Command::new(PY)
-        .args(["-c", RENDER])
-        .arg(repo().join("lava"))
-        .arg(values.to_string())
-        .arg(out)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "rendering the job template: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
-/// Every variable the template reads, as a lab would give them.
-fn job_values(kernel: &str, ramdisk: &str, run_args: &str) -> serde_json::Value {
-    serde_json::json!({
-        "device_type": "qemu",
-        "kernel_url": format!("file://{kernel}"),
-        "kernel_name": "debian:6.12",
-        "kernel_args": "nowatchdog",
-        "ramdisk_url": format!("file://{ramdisk}"),
-        "ramdisk_compression": "",
-        "os": "oe",
-        "prompt": "/ #",
-        "repo_url": repo().display().to_string(),
-        "repo_branch": "",
-        "rig": "rigs/livefx.toml",
-        "profile": "",
-        "trials": 1,
-        "run_args": run_args,
-        "xrunrig_url": "",
-        "upload_url": "",
-        "job_timeout_minutes": 20,
-    })
-}
 
 #[test]
 fn job_test_definition_and_device_pass_lava_common() {
     if !testkit::have(
-        have_lava_common(),
+        lava::have_lava_common(),
         "lava-common (Debian package; .ci/setup installs lava-dispatcher)",
     ) {
         return;
     }
     let d = testkit::private_dir("lava-schemas");
     let job = d.join("job.yaml");
-    render_job(
-        &job_values("/boot/vmlinuz", "/tmp/ramdisk.cpio.gz", "--backend clock"),
+    lava::render_job(
+        &lava::job_values("/boot/vmlinuz", "/tmp/ramdisk.cpio.gz", "--backend clock"),
         &job,
     );
     const CHECK: &str = r#"
@@ -112,8 +62,8 @@ print("job, test definition and device valid")
     let o = Command::new(PY)
         .args(["-c", CHECK])
         .arg(&job)
-        .arg(repo().join("lava/xrunrig-test.yaml"))
-        .arg(repo().join("lava/devices/qemu-xrunrig.yaml"))
+        .arg(lava::repo().join("lava/xrunrig-test.yaml"))
+        .arg(lava::repo().join("lava/devices/qemu-xrunrig.yaml"))
         .output()
         .unwrap();
     let said =
@@ -131,103 +81,126 @@ print("job, test definition and device valid")
     let o = Command::new(PY)
         .args(["-c", CHECK])
         .arg(&bad)
-        .arg(repo().join("lava/xrunrig-test.yaml"))
-        .arg(repo().join("lava/devices/qemu-xrunrig.yaml"))
+        .arg(lava::repo().join("lava/xrunrig-test.yaml"))
+        .arg(lava::repo().join("lava/devices/qemu-xrunrig.yaml"))
         .output()
         .unwrap();
     assert!(!o.status.success(), "a job deploying to nowhere passed");
+    // Timeouts that fit the run (its own bound, given to it as --max-time, plus the
+    // reporting), and LAVA's retry of a failed boot.
+    let j: serde_json::Value = serde_json::from_str(&lava::run(
+        Command::new(PY)
+            .args([
+                "-c",
+                "import sys, json, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
+            ])
+            .arg(&job),
+        "reading the rendered job",
+    ))
+    .unwrap();
+    let (max, test) = (lava::max_time_seconds(), lava::test_seconds());
+    // 1 s trial + 5 s stream + 0.3 s gap, × 2 + 60 s.
+    assert_eq!(max, 73, "{j}");
+    assert_eq!(j["actions"][2]["test"]["timeout"]["seconds"], test, "{j}");
+    assert_eq!(j["actions"][1]["boot"]["failure_retry"], 2, "{j}");
+    assert_eq!(j["actions"][1]["boot"]["timeout"]["minutes"], 3, "{j}");
+    assert_eq!(
+        j["timeouts"]["job"]["seconds"],
+        5 * 60 + 2 * 3 * 60 + test + 2 * 60,
+        "{j}"
+    );
+    let params = &j["actions"][2]["test"]["definitions"][0]["parameters"];
+    assert_eq!(
+        params["RUN_ARGS"],
+        format!("--backend clock --max-time {max}"),
+        "{j}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// The guest tests' Debian 6.12 package, as .ci/fetch-kernel caches it.
-fn kernel_deb() -> Option<PathBuf> {
-    let cache = std::env::var_os("XRUNRIG_CACHE_DIR")
-        .map(|c| PathBuf::from(c).join("kernels"))
-        .unwrap_or_else(|| PathBuf::from("/var/cache/xrunrig/kernels"));
-    let mut debs: Vec<PathBuf> = std::fs::read_dir(&cache)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("linux-image-6.12.") && n.ends_with(".deb"))
-        })
+/// The judging of a job's end, on logs as lava-run writes them (lines from this
+/// machine's runs, shortened): which failures are retried, which never are.
+#[test]
+fn a_jobs_end_is_judged_retryable_only_for_the_emulator_or_lavas_infrastructure() {
+    let target = |m: &str| {
+        format!(
+            "{{\"dt\": \"t\", \"lvl\": \"target\", \"msg\": {}}}\n",
+            serde_json::to_string(m).unwrap()
+        )
+    };
+    let job = |result: &str, kind: &str, msg: &str| {
+        format!(
+            "{{\"dt\": \"t\", \"lvl\": \"results\", \"msg\": {{\"case\": \"job\", \"definition\": \"lava\", \"error_msg\": \"{msg}\", \"error_type\": \"{kind}\", \"result\": \"{result}\"}}}}\n"
+        )
+    };
+    let info = |m: &str| format!("{{\"dt\": \"t\", \"lvl\": \"info\", \"msg\": \"{m}\"}}\n");
+    let error = |m: &str| format!("{{\"dt\": \"t\", \"lvl\": \"error\", \"msg\": \"{m}\"}}\n");
+    // As this machine's lava-run logged QEMU's abort while booting: the boot action's
+    // sub-action retried first (the same failure), then the boot action itself.
+    let retry = [
+        info("start: 2 boot-image-retry (timeout 00:03:00) [common]"),
+        error("auto-login-action failed: 1 of 2 attempts. 'Connection closed'"),
+        error("auto-login-action failed: 2 of 2 attempts. 'Connection closed'"),
+        error("boot-image-retry failed: 1 of 2 attempts. 'Connection closed'"),
+    ]
+    .concat();
+    let boot = target("[    0.000000] Linux version 6.12.117+deb12-amd64");
+    let abort = target(xrunrig::guest::crash::QEMU_ABORT_SAMPLE);
+    let stall: String = xrunrig::guest::crash::RCU_STALL_SAMPLE
+        .lines()
+        .map(target)
         .collect();
-    debs.sort();
-    debs.pop()
-}
-
-fn run(cmd: &mut Command, what: &str) -> String {
-    let o = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-    let text =
-        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{what} failed:\n{text}");
-    text
-}
-
-/// The results tarball the job put into its log, between the markers, base64.
-fn attached_results(log: &str, into: &Path) -> PathBuf {
-    let mut b64 = String::new();
-    let mut inside = false;
-    for l in log.lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(l) else {
-            continue;
-        };
-        if v["lvl"] != "target" {
-            continue;
-        }
-        let msg = v["msg"].as_str().unwrap_or("").trim();
-        if msg.starts_with("XRUNRIG-RESULTS-BEGIN") {
-            inside = true;
-        } else if msg.starts_with("XRUNRIG-RESULTS-END") {
-            inside = false;
-        } else if inside {
-            b64.push_str(msg);
-        }
-    }
-    assert!(!b64.is_empty(), "no results attached in the job log");
-    let tgz = into.join("results.tar.gz");
-    let b64f = into.join("results.b64");
-    std::fs::write(&b64f, b64).unwrap();
-    run(
-        Command::new("sh").arg("-c").arg(format!(
-            "base64 -d {} > {} && tar -C {} -xzf {}",
-            b64f.display(),
-            tgz.display(),
-            into.display(),
-            tgz.display()
-        )),
-        "unpacking the attached results",
+    let pass = job("pass", "", "");
+    // QEMU aborted while booting, LAVA booted once more, the job passed.
+    let j = lava::judge(&format!("{boot}{abort}{retry}{boot}{pass}"));
+    assert_eq!(j.end, End::Passed);
+    assert_eq!(
+        j.boot_retries
+            .iter()
+            .map(|w| w.line.as_str())
+            .collect::<Vec<_>>(),
+        [xrunrig::guest::crash::QEMU_ABORT_SAMPLE]
     );
-    into.join("xrunrig-lava-results")
-}
-
-/// The test cases of the xrunrig definition, from lava-run's log: name -> (result,
-/// measurement, units).
-fn lava_cases(log: &str) -> Vec<(String, String, Option<f64>, Option<String>)> {
-    let mut out = Vec::new();
-    for l in log.lines() {
-        // lava-run's log lines are YAML flow mappings; the one thing in them that is not
-        // JSON is the non-specific tag on a case's line numbers (`"endtc": ! "634"`).
-        let l = l.replace(": ! \"", ": \"");
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(&l) else {
-            continue;
-        };
-        if v["lvl"] != "results" || v["msg"]["definition"] != "0_xrunrig" {
-            continue;
-        }
-        let m = &v["msg"];
-        out.push((
-            m["case"].as_str().unwrap_or("").to_string(),
-            m["result"].as_str().unwrap_or("").to_string(),
-            m["measurement"]
-                .as_f64()
-                .or_else(|| m["measurement"].as_str().and_then(|s| s.parse().ok())),
-            m["units"].as_str().map(String::from),
-        ));
-    }
-    out
+    // The guest's timers stopped in the test action: its timeout, the stall on the
+    // console: the emulator's.
+    let timeout = job("fail", "Job", "lava-test-shell timed out after 133 seconds");
+    let j = lava::judge(&format!("{boot}{stall}{timeout}"));
+    assert!(
+        matches!(&j.end, End::Retryable(Why { line, .. }) if line.starts_with("rcu: INFO: rcu_preempt detected stalls")),
+        "{j:?}"
+    );
+    // The same timeout with nothing of the emulator's: never retried.
+    let j = lava::judge(&format!("{boot}{timeout}"));
+    assert!(
+        matches!(&j.end, End::Failed(e) if e.contains("timed out")),
+        "{j:?}"
+    );
+    // LAVA's infrastructure (the connection closed) with a quiet console: retried.
+    let closed = job("fail", "Infrastructure", "Connection closed");
+    let j = lava::judge(&format!("{boot}{closed}"));
+    assert!(matches!(&j.end, End::Retryable(_)), "{j:?}");
+    // The kernel's panic closes the connection too (panic=-1, -no-reboot): never retried.
+    let panic = target("[   12.000000] Kernel panic - not syncing: sysrq triggered crash");
+    let j = lava::judge(&format!("{boot}{panic}{closed}"));
+    assert!(
+        matches!(&j.end, End::Failed(e) if e.contains("never retried")),
+        "{j:?}"
+    );
+    // Nor a boot LAVA retried after a kernel crash.
+    let j = lava::judge(&format!("{boot}{panic}{retry}{boot}{pass}"));
+    assert!(
+        matches!(&j.end, End::Failed(e) if e.contains("kernel crash")),
+        "{j:?}"
+    );
+    // A wrong number is a failed test case, and the job still passes: the test's own
+    // assertions judge it. A job without a result is a failure.
+    assert!(matches!(lava::judge(&boot).end, End::Failed(_)));
+    // lava-run's YAML escapes and tags read.
+    let v =
+        lava::line(r#"{"dt": "t", "lvl": "target", "msg": "1 \xD7 1 \e[0m", "endtc": ! "637"}"#)
+            .unwrap();
+    assert_eq!(v["msg"], "1 \u{d7} 1 \u{1b}[0m");
+    assert_eq!(v["endtc"], "637");
 }
 
 #[test]
@@ -241,89 +214,27 @@ fn lava_run_boots_the_guest_kernel_and_reports_every_row() {
     ) {
         return;
     }
-    let Some(deb) = kernel_deb() else {
+    let Some(deb) = lava::kernel_deb() else {
         testkit::skip("the Debian 6.12 kernel package (.ci/fetch-kernel)");
         return;
     };
     let d = testkit::private_dir("lava-run");
-    // The kernel image and its whole module tree, decompressed: libguestfs boots them
-    // to build LAVA's overlay disk, as this machine has no kernel in /boot (see above).
-    let k = d.join("k");
-    run(
-        Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&k),
-        "unpacking the kernel package",
-    );
-    let rel = std::fs::read_dir(k.join("lib/modules"))
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap()
-        .file_name()
-        .to_string_lossy()
-        .into_owned();
-    let modules = k.join("lib/modules").join(&rel);
-    run(
-        Command::new("sh").arg("-c").arg(format!(
-            "find {} -name '*.ko.xz' | xargs -r -n 500 xz -d && depmod -b {} {rel}",
-            modules.display(),
-            k.display()
-        )),
-        "decompressing the modules for libguestfs",
-    );
-    let vmlinuz = k.join(format!("boot/vmlinuz-{rel}"));
-    let ramdisk = d.join("ramdisk.cpio.gz");
-    run(
-        Command::new("sh")
-            .arg(repo().join("lava/qemu-ramdisk.sh"))
-            .arg(env!("CARGO_BIN_EXE_xrunrig"))
-            .arg(&k)
-            .arg(&ramdisk),
-        "building the ramdisk",
-    );
-    let job = d.join("job.yaml");
-    render_job(
-        &job_values(
-            &vmlinuz.display().to_string(),
-            &ramdisk.display().to_string(),
-            "--backend clock --duration 1s --variant pi",
-        ),
-        &job,
-    );
-    let out = d.join("out");
-    std::fs::create_dir_all(&out).unwrap();
-    let t0 = std::time::Instant::now();
-    let o = Command::new("lava-run")
-        .args(["--job-id", "1", "--output-dir"])
-        .arg(&out)
-        .arg("--device")
-        .arg(repo().join("lava/devices/qemu-xrunrig.yaml"))
-        .arg(&job)
-        .env("SUPERMIN_KERNEL", &vmlinuz)
-        .env("SUPERMIN_MODULES", &modules)
-        .env("LIBGUESTFS_BACKEND_SETTINGS", "force_tcg")
-        .output()
-        .unwrap();
-    // lava-run logs to stderr, one YAML flow mapping a line.
-    let log = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
-    eprintln!(
-        "lava-run: exit {:?} in {:.0} s",
-        o.status.code(),
-        t0.elapsed().as_secs_f64()
-    );
-    std::fs::write(d.join("lava-run.log"), &log).unwrap();
-    let lines: Vec<&str> = log.lines().collect();
-    let tail = lines[lines.len().saturating_sub(40)..].join("\n");
-    assert!(
-        o.status.success()
-            && log.contains("\"case\": \"job\", \"definition\": \"lava\", \"result\": \"pass\""),
-        "lava-run failed (whole log: {}):\n{tail}",
-        d.join("lava-run.log").display(),
-    );
-    let cases = lava_cases(&log);
-    let res = attached_results(&log, &d);
+    let k = lava::kernel(&deb);
+    let ramdisk = lava::ramdisk(&k, &d);
+    let job = lava::job(&k, &ramdisk, &d);
+    let device = lava::device(None, &d);
+    // A fault of the emulator (or of LAVA's infrastructure) is retried once; a
+    // second, a kernel crash, a timeout or a failed case fails the test.
+    let (done, retries) = lava::run_retrying(testkit::retry_log().as_deref(), |n| {
+        lava::lava_run(&job, &device, &k, &d, n)
+    });
+    eprintln!("retries: {retries:?}");
+    let log = done.log;
+    let cases = lava::lava_cases(&log);
+    let res = lava::attached_results(&log, &d);
     // What the rows say, through xrunrig's own mapping of the attached directory, and
     // the summary's row count, read through the results types.
-    let want = run(
+    let want = lava::run(
         Command::new(env!("CARGO_BIN_EXE_xrunrig"))
             .args(["export", "lava"])
             .arg(&res),

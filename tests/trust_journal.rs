@@ -364,6 +364,31 @@ fn a_state_dir_others_can_write_is_refused_for_root() {
     assert!(!d.join("r").exists());
 }
 
+/// Issue 25, item 3: a root-owned 0700 state directory inside a group-writable parent
+/// is refused too (the group could rename it away and put its own journal in its
+/// place); the same under a 0755 parent is taken.
+#[test]
+fn a_state_dir_under_a_parent_others_can_write_is_refused_for_root() {
+    assert_root(ROOT);
+    let _g = serial();
+    let d = tmp("parent");
+    let parent = d.join("parent");
+    let state = parent.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o775)).unwrap();
+    let o = xrunrig(&["restore"], &state, &d);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("is refused for root") && err.contains("parent: its mode is 775"),
+        "{err}"
+    );
+    std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = xrunrig(&["restore"], &state, &d);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
 /// The analysis side refuses a directory still marked INCOMPLETE.
 #[test]
 fn report_refuses_an_incomplete_directory() {
@@ -387,4 +412,97 @@ fn report_refuses_an_incomplete_directory() {
         "{}",
         text(&rep)
     );
+}
+
+/// Copies a committed results fixture into `to`.
+fn fixture(name: &str, to: &Path) {
+    let from = support::run::repo()
+        .join("analysis/tests/fixtures")
+        .join(name);
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(&from).unwrap().flatten() {
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// Issue 25, item 2: a results directory received from someone else whose report.txt
+/// links to a file outside and whose export/ links to a directory outside: root's
+/// `xrunrig report` refuses, naming the link, and neither target changes; `compare`
+/// into a directory whose compare.txt is a link the same.
+#[test]
+fn report_and_compare_never_write_through_a_link() {
+    let d = tmp("links");
+    let outside = d.join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    // Stand-ins for /etc/shadow and /etc.
+    let victim = outside.join("shadow");
+    std::fs::write(&victim, "root:secret\n").unwrap();
+    let victim_dir = outside.join("etc");
+    std::fs::create_dir(&victim_dir).unwrap();
+    std::fs::write(victim_dir.join("trials.csv"), "keep\n").unwrap();
+    let r = d.join("r");
+    fixture("pi-boost-synthetic", &r);
+    let linked = |what: &str| {
+        let e = std::fs::read_dir(&victim_dir).unwrap().count();
+        assert_eq!(e, 1, "{what}: a file was written into the linked directory");
+        assert_eq!(
+            std::fs::read_to_string(victim_dir.join("trials.csv")).unwrap(),
+            "keep\n",
+            "{what}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "root:secret\n",
+            "{what}"
+        );
+    };
+    std::os::unix::fs::symlink(&victim_dir, r.join("export")).unwrap();
+    let o = xrunrig(&["report", "r"], &d, &d);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("r/export") && err.contains("symbolic link"),
+        "{err}"
+    );
+    linked("export/");
+    std::fs::remove_file(r.join("export")).unwrap();
+    std::os::unix::fs::symlink(&victim, r.join("report.txt")).unwrap();
+    let o = xrunrig(&["report", "r"], &d, &d);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("r/report.txt") && err.contains("symbolic link"),
+        "{err}"
+    );
+    linked("report.txt");
+    // Without the link the same directory reports.
+    std::fs::remove_file(r.join("report.txt")).unwrap();
+    let o = xrunrig(&["report", "r"], &d, &d);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        std::fs::symlink_metadata(r.join("report.txt"))
+            .unwrap()
+            .is_file()
+    );
+    // compare (of a copy started a day later: a directory with itself, or a copy, is
+    // refused before anything is written) into --out whose compare.txt is a link.
+    fixture("pi-boost-synthetic", &d.join("r2"));
+    let rj = d.join("r2/run.json");
+    let later = std::fs::read_to_string(&rj)
+        .unwrap()
+        .replace("2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z");
+    std::fs::write(&rj, later).unwrap();
+    let out = d.join("cmp");
+    std::fs::create_dir(&out).unwrap();
+    std::os::unix::fs::symlink(&victim, out.join("compare.txt")).unwrap();
+    let o = xrunrig(&["compare", "r", "r2", "--out", "cmp"], &d, &d);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("symbolic link"),
+        "{}",
+        text(&o)
+    );
+    linked("compare.txt");
 }

@@ -10,6 +10,37 @@ use crate::out::Ctx;
 use results::file_part as safe;
 use std::io::BufRead;
 
+/// export/xruns.csv (a watch directory): one row per xrun, its time on the report's
+/// timeline (`t_s`), the late thread (and the thread of its process it waited for), the
+/// cause and culprit, and the figures in ms.
+pub const XRUNS_CSV_HEAD: [&str; 25] = [
+    "index",
+    "wall",
+    "t_s",
+    "source",
+    "client",
+    "cause",
+    "late",
+    "late_tid",
+    "waited_for",
+    "waited_for_tid",
+    "culprit",
+    "culprit_tid",
+    "culprit_pid",
+    "culprit_process",
+    "interrupt",
+    "holder",
+    "boost",
+    "culprit_ms",
+    "running_ms",
+    "runnable_ms",
+    "asleep_ms",
+    "interrupt_ms",
+    "frame",
+    "window",
+    "why",
+];
+
 /// export/events.csv: the original columns first, then the newer writers' (empty when
 /// the events do not carry them): clocks, the lock a missing worker waited for, the
 /// cause, and the hog burst (a miss's burst, or a burst's own index; a burst's holder
@@ -238,9 +269,8 @@ pub fn livefx(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<(), String
     // events.csv, streamed.
     let ev = res.dir.join(results::EVENTS_JSONL);
     if ev.is_file() {
-        let out_path = ctx.dir.join("export/events.csv");
-        let f = std::fs::File::create(&out_path)
-            .map_err(|e| format!("cannot write {}: {e}", out_path.display()))?;
+        let f = ctx.out.create("export/events.csv")?;
+        let out_path = f.path().to_path_buf();
         // csv::Writer buffers itself.
         let mut w = csv::Writer::from_writer(f);
         let io = |e: csv::Error| format!("cannot write {}: {e}", out_path.display());
@@ -280,16 +310,16 @@ pub fn livefx(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<(), String
             ])
             .map_err(io)?;
         }
-        w.flush()
-            .map_err(|e| format!("cannot write {}: {e}", out_path.display()))?;
+        w.into_inner()
+            .map_err(|e| format!("cannot write {}: {e}", out_path.display()))?
+            .commit()?;
         ctx.files.push("export/events.csv".into());
     }
     // Raw cycles as CSV only while that stays small; the .bin format is documented.
     let total: u64 = d.cycle_stats.values().map(|c| c.counts.cycles).sum();
     if total > 0 && total <= CYCLES_CSV_LIMIT {
-        let out_path = ctx.dir.join("export/cycles.csv");
-        let f = std::fs::File::create(&out_path)
-            .map_err(|e| format!("cannot write {}: {e}", out_path.display()))?;
+        let f = ctx.out.create("export/cycles.csv")?;
+        let out_path = f.path().to_path_buf();
         let mut w = csv::Writer::from_writer(f);
         let mut err: Option<csv::Error> = None;
         w.write_record([
@@ -334,8 +364,9 @@ pub fn livefx(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<(), String
         if let Some(e) = err {
             return Err(format!("cannot write {}: {e}", out_path.display()));
         }
-        w.flush()
-            .map_err(|e| format!("cannot write {}: {e}", out_path.display()))?;
+        w.into_inner()
+            .map_err(|e| format!("cannot write {}: {e}", out_path.display()))?
+            .commit()?;
         ctx.files.push("export/cycles.csv".into());
     }
     for ((s, v), l) in &d.latency {
@@ -350,6 +381,81 @@ pub fn livefx(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<(), String
             &txt,
         )?;
     }
+    Ok(())
+}
+
+/// export/xruns.csv for a watch directory, streamed from events.jsonl.
+pub fn watch(res: &Results, ctx: &mut Ctx) -> Result<(), String> {
+    let crate::load::Kind::Watch(d) = &res.kind else {
+        return Ok(());
+    };
+    let ev = res.dir.join(results::EVENTS_JSONL);
+    let f = ctx.out.create("export/xruns.csv")?;
+    let out_path = f.path().to_path_buf();
+    let mut w = csv::Writer::from_writer(f);
+    let io = |e: csv::Error| format!("cannot write {}: {e}", out_path.display());
+    w.write_record(XRUNS_CSV_HEAD).map_err(io)?;
+    if ev.is_file() {
+        let red = ctx.red.clone();
+        let text = |s: Option<&str>| s.map_or(String::new(), |s| red.apply(s));
+        let ms = |ns: u64| (ns as f64 / 1e6).to_string();
+        let mut i = 0usize;
+        let mut err = None;
+        crate::load::watch::each_xrun(&ev, |e| {
+            // The same lines in the same order as the loader's times.
+            let t = d
+                .times
+                .get(i)
+                .map_or(String::new(), |t| format!("{:.6}", t.0));
+            i += 1;
+            let r = w.write_record([
+                e.index.to_string(),
+                e.wall.clone(),
+                t,
+                e.source.clone(),
+                text(e.client.as_deref()),
+                e.cause.label().to_string(),
+                text(e.late.as_ref().map(|t| t.comm.as_str())),
+                e.late.as_ref().map_or(String::new(), |t| t.tid.to_string()),
+                text(e.waited_for.as_ref().map(|t| t.comm.as_str())),
+                e.waited_for
+                    .as_ref()
+                    .map_or(String::new(), |t| t.tid.to_string()),
+                text(e.culprit.as_ref().map(|t| t.comm.as_str())),
+                e.culprit
+                    .as_ref()
+                    .map_or(String::new(), |t| t.tid.to_string()),
+                e.culprit
+                    .as_ref()
+                    .and_then(|t| t.pid)
+                    .map_or(String::new(), |p| p.to_string()),
+                text(e.culprit.as_ref().and_then(|t| t.process.as_deref())),
+                text(e.interrupt.as_deref()),
+                text(e.holder.as_ref().map(|t| t.named()).as_deref()),
+                e.boost.clone().unwrap_or_default(),
+                e.culprit_ns.map_or(String::new(), ms),
+                ms(e.running_ns),
+                ms(e.runnable_ns),
+                ms(e.asleep_ns),
+                ms(e.interrupt_ns),
+                e.frame.map_or(String::new(), |f| f.to_string()),
+                e.window.clone().unwrap_or_default(),
+                red.apply(&e.why),
+            ]);
+            if let Err(x) = r
+                && err.is_none()
+            {
+                err = Some(x);
+            }
+        })?;
+        if let Some(x) = err {
+            return Err(io(x));
+        }
+    }
+    w.into_inner()
+        .map_err(|e| format!("cannot write {}: {e}", out_path.display()))?
+        .commit()?;
+    ctx.files.push("export/xruns.csv".into());
     Ok(())
 }
 

@@ -194,6 +194,14 @@ pub fn export(dirs: &[PathBuf], opts: &Options) -> Result<Io, String> {
     };
     for dir in dirs {
         let res = load::load(dir)?;
+        if matches!(res.kind, Kind::Watch(_)) {
+            return Err(format!(
+                "{} is an `xrunrig watch` directory: the export takes rig runs (trials, \
+                 livefx); read a watch with `xrunrig report {}`",
+                dir.display(),
+                dir.display()
+            ));
+        }
         let (checkout, build) = kernel(&res, opts);
         if !io.checkouts.iter().any(|c| c.id == checkout.id) {
             io.checkouts.push(checkout);
@@ -440,6 +448,7 @@ fn verdict(res: &Results) -> String {
     let (bullets, conclusion) = match &res.kind {
         Kind::Trials(t) => report::trials::verdict(t),
         Kind::Livefx(d) => report::livefx::verdict(&report::livefx::cases(d)),
+        Kind::Watch(w) => report::watch::verdict(w),
     };
     let mut s = conclusion;
     for b in bullets {
@@ -624,6 +633,8 @@ fn tests(res: &Results, build_id: &str, opts: &Options) -> Result<Vec<Test>, Str
                 }
             }
         }
+        // `export` refuses a watch directory before it gets here.
+        Kind::Watch(_) => {}
     }
     Ok(out)
 }

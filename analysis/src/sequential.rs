@@ -282,9 +282,10 @@ mod tests {
     #[test]
     fn curtailment_search_agrees_with_brute_force() {
         // Every table after every round of a max-8 rule: `reachable` says yes exactly
-        // when some continuation rejects at a later look.
+        // when some continuation rejects at a later look (after the last, none can, even
+        // for a table that rejects at it).
         let p = plan(0.01, 8);
-        for n in 1..8 {
+        for n in 1..=8 {
             for a in 0..=n {
                 for b in 0..=n {
                     let mut brute = false;

@@ -1,6 +1,8 @@
 //! Small-sample statistics for latencies: medians and spreads, the Mann–Whitney U test
-//! (exact without ties, normal approximation with tie correction otherwise), and an
-//! exact conditional test for two event rates (xruns per hour).
+//! (exact without ties, normal approximation with tie correction otherwise), an exact
+//! conditional test for two event rates (xruns per hour), and the per-trial tests the
+//! verdicts use: Welch's t on per-trial values, a rate test over per-trial counts that
+//! allows over-dispersion, and Holm's correction for testing several metrics at once.
 
 use crate::dist::Dist;
 
@@ -253,6 +255,244 @@ pub fn rate_p(k1: u64, t1: f64, k2: u64, t2: f64) -> f64 {
     s.min(1.0)
 }
 
+/// Regularized incomplete beta function I_x(a, b) (Numerical Recipes' continued
+/// fraction, relative error ~1e-12 here).
+fn inc_beta(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let ln_front = ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln();
+    // The continued fraction converges fast for x < (a + 1) / (a + b + 2).
+    if x < (a + 1.0) / (a + b + 2.0) {
+        ln_front.exp() * beta_cf(a, b, x) / a
+    } else {
+        1.0 - ln_front.exp() * beta_cf(b, a, 1.0 - x) / b
+    }
+}
+
+fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
+    let mut c = 1.0;
+    let mut d = 1.0 - qab * x / qap;
+    if d.abs() < TINY {
+        d = TINY;
+    }
+    d = 1.0 / d;
+    let mut h = d;
+    for m in 1..300 {
+        let m = m as f64;
+        let m2 = 2.0 * m;
+        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+        d = 1.0 + aa * d;
+        if d.abs() < TINY {
+            d = TINY;
+        }
+        c = 1.0 + aa / c;
+        if c.abs() < TINY {
+            c = TINY;
+        }
+        d = 1.0 / d;
+        h *= d * c;
+        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+        d = 1.0 + aa * d;
+        if d.abs() < TINY {
+            d = TINY;
+        }
+        c = 1.0 + aa / c;
+        if c.abs() < TINY {
+            c = TINY;
+        }
+        d = 1.0 / d;
+        let del = d * c;
+        h *= del;
+        if (del - 1.0).abs() < 1e-14 {
+            break;
+        }
+    }
+    h
+}
+
+/// Upper tail P(T > t) of Student's t with `df` degrees of freedom (df may be
+/// fractional, as Welch's is).
+pub fn student_t_sf(t: f64, df: f64) -> f64 {
+    if !t.is_finite() {
+        return if t > 0.0 { 0.0 } else { 1.0 };
+    }
+    let tail = 0.5 * inc_beta(df / 2.0, 0.5, df / (df + t * t));
+    if t >= 0.0 { tail } else { 1.0 - tail }
+}
+
+/// Welch's t-test between two samples.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Welch {
+    /// Mean of `b` minus mean of `a`, over the pooled standard error.
+    pub t: f64,
+    /// Welch–Satterthwaite degrees of freedom.
+    pub df: f64,
+    /// Two-sided p-value.
+    pub p: f64,
+}
+
+/// Welch's unequal-variance t-test of `b` against `a`; each side needs two values or
+/// more. `min_var` floors each side's variance (the values' own resolution), so
+/// identical quantized values never give a certainty they do not hold.
+pub fn welch(a: &[f64], b: &[f64], min_var: f64) -> Option<Welch> {
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    if a.len() < 2 || b.len() < 2 || a.iter().chain(b).any(|x| !x.is_finite()) {
+        return None;
+    }
+    let var = |v: &[f64], m: f64| {
+        (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).max(min_var)
+    };
+    let (ma, mb) = (mean(a)?, mean(b)?);
+    let (va, vb) = (var(a, ma), var(b, mb));
+    let (sa, sb) = (va / na, vb / nb);
+    let se2 = sa + sb;
+    if se2 <= 0.0 {
+        let p = if ma == mb { 1.0 } else { 0.0 };
+        return Some(Welch {
+            t: if ma == mb {
+                0.0
+            } else {
+                f64::INFINITY.copysign(mb - ma)
+            },
+            df: na + nb - 2.0,
+            p,
+        });
+    }
+    let t = (mb - ma) / se2.sqrt();
+    let df = se2 * se2 / (sa * sa / (na - 1.0) + sb * sb / (nb - 1.0));
+    Some(Welch {
+        t,
+        df,
+        p: (2.0 * student_t_sf(t.abs(), df)).min(1.0),
+    })
+}
+
+/// Per-trial values known to 1 % (the latency histograms keep two significant digits):
+/// the variance floor of their logarithms for `welch`.
+pub const LOG_RESOLUTION_VAR: f64 = 0.01 * 0.01 / 12.0;
+
+/// Welch's t on the logarithms of positive per-trial values (latencies are skewed and
+/// change by factors); None when a side has fewer than two values or any is not
+/// positive.
+pub fn log_welch(a: &[f64], b: &[f64]) -> Option<Welch> {
+    if a.iter().chain(b).any(|x| *x <= 0.0) {
+        return None;
+    }
+    let la: Vec<f64> = a.iter().map(|x| x.ln()).collect();
+    let lb: Vec<f64> = b.iter().map(|x| x.ln()).collect();
+    welch(&la, &lb, LOG_RESOLUTION_VAR)
+}
+
+/// The geometric mean of positive values (what `log_welch` compares).
+pub fn geo_mean(v: &[f64]) -> Option<f64> {
+    if v.is_empty() || v.iter().any(|x| *x <= 0.0 || !x.is_finite()) {
+        return None;
+    }
+    Some((v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp())
+}
+
+/// Two event rates compared over per-trial counts, allowing over-dispersion.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateTest {
+    /// Two-sided p-value.
+    pub p: f64,
+    /// The between-trial variance of the counts over what a Poisson process gives
+    /// (Pearson's χ² over its degrees of freedom), at least 1.
+    pub dispersion: f64,
+    /// Degrees of freedom of that estimate: trials minus 2.
+    pub df: usize,
+}
+
+/// Events per trial, `(count, exposure)` for each trial of `a` and of `b`, compared as
+/// rates (quasi-Poisson): the dispersion φ is estimated from how much the trials'
+/// counts vary around their side's rate (Pearson's χ² over trials − 2, at least 1),
+/// and the totals, divided by φ (the "effective" counts, whose variance is their mean
+/// again), go through the conditional test of two Poisson counts: given their sum, B's
+/// share is binomial with the share of the exposure. The binomial tails are the
+/// regularized incomplete beta function, so counts divided by φ need not be whole and
+/// the p-value moves smoothly with φ (at φ = 1 it is the exact test's, by doubling the
+/// smaller tail). Trials without exposure are left out; None with fewer than three
+/// trials in all (no degree of freedom for φ).
+pub fn overdispersed_rate(a: &[(u64, f64)], b: &[(u64, f64)]) -> Option<RateTest> {
+    let a: Vec<(u64, f64)> = a.iter().copied().filter(|x| x.1 > 0.0).collect();
+    let b: Vec<(u64, f64)> = b.iter().copied().filter(|x| x.1 > 0.0).collect();
+    if a.is_empty() || b.is_empty() || a.len() + b.len() < 3 {
+        return None;
+    }
+    let df = a.len() + b.len() - 2;
+    let tot = |v: &[(u64, f64)]| {
+        (
+            v.iter().map(|x| x.0).sum::<u64>(),
+            v.iter().map(|x| x.1).sum::<f64>(),
+        )
+    };
+    let ((ka, ta), (kb, tb)) = (tot(&a), tot(&b));
+    let pearson = |v: &[(u64, f64)], k: u64, t: f64| -> f64 {
+        let rate = k as f64 / t;
+        if rate <= 0.0 {
+            return 0.0;
+        }
+        v.iter()
+            .map(|&(c, e)| (c as f64 - rate * e).powi(2) / (rate * e))
+            .sum()
+    };
+    let x2 = pearson(&a, ka, ta) + pearson(&b, kb, tb);
+    let phi = (x2 / df as f64).max(1.0);
+    let (xa, xb) = (ka as f64 / phi, kb as f64 / phi);
+    let n = xa + xb;
+    if n <= 0.0 {
+        return Some(RateTest {
+            p: 1.0,
+            dispersion: phi,
+            df,
+        });
+    }
+    let share = tb / (ta + tb);
+    // P(X ≥ x) and P(X ≤ x) for X ~ Binomial(n, share), n and x real.
+    let upper = |x: f64| {
+        if x <= 0.0 {
+            1.0
+        } else {
+            inc_beta(x, n - x + 1.0, share)
+        }
+    };
+    let lower = |x: f64| {
+        if x + 1.0 > n {
+            1.0
+        } else {
+            1.0 - inc_beta(x + 1.0, n - x, share)
+        }
+    };
+    let p = (2.0 * upper(xb).min(lower(xb))).min(1.0);
+    Some(RateTest {
+        p,
+        dispersion: phi,
+        df,
+    })
+}
+
+/// Holm's step-down adjustment of `p` (any order in, the same order out): each
+/// adjusted p-value can be compared with the level as if it were the only test, and the
+/// chance of any false call among them stays at most that level.
+pub fn holm(p: &[f64]) -> Vec<f64> {
+    let m = p.len();
+    let mut idx: Vec<usize> = (0..m).collect();
+    idx.sort_by(|&i, &j| p[i].total_cmp(&p[j]));
+    let mut out = vec![1.0; m];
+    let mut run = 0.0f64;
+    for (rank, &i) in idx.iter().enumerate() {
+        run = run.max(((m - rank) as f64 * p[i]).min(1.0));
+        out[i] = run;
+    }
+    out
+}
+
 /// 95 % upper bound of a Poisson rate when nothing was seen in `hours` ("rule of three").
 pub fn zero_events_upper_per_hour(hours: f64) -> Option<f64> {
     (hours > 0.0).then(|| -(0.05f64).ln() / hours)
@@ -358,6 +598,204 @@ mod tests {
         // Same counts, twice the exposure on one side: a real difference at these counts.
         assert!(rate_p(100, 1.0, 100, 2.0) < 0.01);
         assert!((zero_events_upper_per_hour(1.0).unwrap() - 2.9957).abs() < 1e-3);
-        assert!(normal_sf(1.959964).abs() - 0.025 < 1e-6);
+        assert!((zero_events_upper_per_hour(2.0).unwrap() - 1.4979).abs() < 1e-3);
+        assert_eq!(zero_events_upper_per_hour(0.0), None);
+        // Was `normal_sf(1.959964).abs() - 0.025 < 1e-6`: true for any value up to 0.025.
+        assert!((normal_sf(1.959964) - 0.025).abs() < 1e-6);
+    }
+
+    /// |got - want| within `tol` of `want` (relative), with the values in the message.
+    #[track_caller]
+    fn near(got: f64, want: f64, tol: f64) {
+        assert!(
+            (got - want).abs() <= tol * want.abs().max(1e-300),
+            "got {got:e}, want {want:e}"
+        );
+    }
+
+    // Reference values below: SciPy 1.17.1 (scipy.stats.norm.sf, scipy.special.gammaln,
+    // scipy.stats.binom.pmf, binomtest(k, n, p).pvalue, mannwhitneyu(a, b,
+    // method="asymptotic", use_continuity=True)), computed for these tests.
+
+    #[test]
+    fn the_normal_tail_matches_reference_values() {
+        near(normal_sf(0.0), 0.5, 1e-7);
+        near(normal_sf(1.0), 0.15865525393145707, 1e-6);
+        near(normal_sf(1.959964), 0.024999999096442398, 1e-6);
+        near(normal_sf(-1.959964), 0.9750000009035577, 1e-6);
+        near(normal_sf(3.0), 0.0013498980316300933, 1e-6);
+    }
+
+    #[test]
+    fn ln_gamma_matches_reference_values() {
+        for (x, want) in [
+            (0.1, 2.252712651734206),
+            (0.3, 1.0957979948180756),
+            (0.5, 0.5723649429247),
+            (3.7, 1.428072326665388),
+            (10.0, 12.801827480081469),
+            (100.5, 361.43554046777757),
+        ] {
+            near(ln_gamma(x), want, 1e-12);
+        }
+        assert!(ln_gamma(1.0).abs() < 1e-12 && ln_gamma(2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn binomial_probabilities_match_reference_values() {
+        near(binom_pmf(10, 3, 0.3), 0.2668279319999998, 1e-10);
+        near(binom_pmf(40, 7, 0.25), 0.08572956051947798, 1e-10);
+        // The certain cases.
+        assert_eq!(binom_pmf(5, 0, 0.0), 1.0);
+        assert_eq!(binom_pmf(5, 2, 0.0), 0.0);
+        assert_eq!(binom_pmf(5, 5, 1.0), 1.0);
+        assert_eq!(binom_pmf(5, 4, 1.0), 0.0);
+    }
+
+    #[test]
+    fn rate_test_matches_the_exact_binomial_and_its_normal_approximation() {
+        // Exact: the outcomes no more likely than the one seen, mirror images included.
+        near(rate_p(3, 1.0, 9, 1.0), 0.14599609375, 1e-9);
+        near(rate_p(5, 1.0, 30, 3.0), 0.17319207766198114, 1e-9);
+        // 20000 events is still exact (the normal approximation gives 0.1593851).
+        near(rate_p(9_900, 1.0, 10_100, 1.0), 0.15938343598473417, 1e-8);
+        // Past 20000, the normal approximation with continuity correction.
+        near(
+            rate_p(12_000, 1.0, 13_000, 1.0),
+            2.645747391113114e-10,
+            1e-6,
+        );
+        near(rate_p(9_700, 1.0, 20_300, 2.0), 0.0002443492109915307, 1e-6);
+        // No exposure on one side: no test.
+        assert_eq!(rate_p(3, 0.0, 5, 1.0), 1.0);
+        assert_eq!(rate_p(3, 1.0, 5, 0.0), 1.0);
+    }
+
+    #[test]
+    fn ties_across_samples_match_the_reference_normal_approximation() {
+        let a = [1.0, 2.0, 2.0, 3.0, 4.0, 4.0, 5.0, 6.0];
+        let b = [3.0, 4.0, 5.0, 5.0, 6.0, 7.0, 7.0, 8.0];
+        let r = mann_whitney(&a, &b).unwrap();
+        assert!(!r.exact);
+        assert_eq!(r.u, 11.0);
+        near(r.p, 0.029841918606115878, 1e-6);
+        // The histogram form (each value its own bucket) gives the same.
+        let (mut ha, mut hb) = (Dist::new(), Dist::new());
+        a.iter().for_each(|&v| ha.record(v as u64));
+        b.iter().for_each(|&v| hb.record(v as u64));
+        let h = mann_whitney_hist(&ha, &hb).unwrap();
+        assert_eq!(h.u, 11.0);
+        near(h.p, r.p, 1e-12);
+        // An empty side: no test.
+        assert!(mann_whitney(&[], &b).is_none() && mann_whitney(&a, &[]).is_none());
+        assert!(mann_whitney_hist(&Dist::new(), &hb).is_none());
+        assert!(mann_whitney_hist(&ha, &Dist::new()).is_none());
+        assert_eq!(min_p(0, 4), 1.0);
+    }
+
+    #[test]
+    fn spread_and_wording_at_their_boundaries() {
+        // Sample variance divides by n - 1: 1, 2, 3 has sd 1, mean 2.
+        assert!((cv_percent(&[1.0, 2.0, 3.0]).unwrap() - 50.0).abs() < 1e-9);
+        assert_eq!(cv_percent(&[-1.0, 1.0]), None, "mean 0: no percentage");
+        assert_eq!(fmt_p(0.0005), "p < 0.001");
+        assert_eq!(fmt_p(0.001), "p = 0.001");
+        assert_eq!(fmt_p(0.005), "p = 0.005");
+        assert_eq!(fmt_p(0.01), "p = 0.01");
+        assert_eq!(fmt_p(0.5), "p = 0.50");
+        assert_eq!(sureness(0.0005), "clear");
+        assert_eq!(sureness(0.001), "very likely real");
+        assert_eq!(sureness(0.005), "very likely real");
+        assert_eq!(sureness(0.01), sureness(0.03));
+        assert!(sureness(0.03).starts_with("likely real"));
+        assert!(sureness(0.05).starts_with("not distinguishable"));
+        assert!(sureness(0.5).starts_with("not distinguishable"));
+    }
+
+    #[test]
+    fn student_t_matches_closed_forms_and_tables() {
+        // df = 1 is Cauchy: P(T > 1) = 1/4; df = 2: 1/2 - t / (2 sqrt(t² + 2)).
+        assert!((student_t_sf(1.0, 1.0) - 0.25).abs() < 1e-10);
+        let t: f64 = 1.7;
+        let want = 0.5 - t / (2.0 * (t * t + 2.0).sqrt());
+        assert!((student_t_sf(t, 2.0) - want).abs() < 1e-10);
+        assert!((student_t_sf(-t, 2.0) - (1.0 - want)).abs() < 1e-10);
+        // R: 2 * pt(-2, 5) = 0.1019395; qt(0.975, 4) = 2.776445.
+        assert!((2.0 * student_t_sf(2.0, 5.0) - 0.1019395).abs() < 1e-6);
+        assert!((2.0 * student_t_sf(2.776445, 4.0) - 0.05).abs() < 1e-6);
+        // Large df: the normal distribution.
+        assert!((student_t_sf(1.959964, 1e6) - 0.025).abs() < 1e-5);
+    }
+
+    #[test]
+    fn welch_matches_r() {
+        // R: t.test(6:10, 1:5): t = 5, df = 8, p-value = 0.001053.
+        let a = [1.0, 2.0, 3.0, 4.0, 5.0];
+        let b = [6.0, 7.0, 8.0, 9.0, 10.0];
+        let w = welch(&a, &b, 0.0).unwrap();
+        assert!(
+            (w.t - 5.0).abs() < 1e-12 && (w.df - 8.0).abs() < 1e-9,
+            "{w:?}"
+        );
+        assert!((w.p - 0.001053).abs() < 1e-6, "{w:?}");
+        // Unequal variances: df by Welch–Satterthwaite, by hand: sa = 2.5/5 = 0.5,
+        // sb = 25/3; df = (0.5 + 25/3)² / (0.25/4 + (25/3)²/2).
+        let c = [0.0, 5.0, 10.0];
+        let w = welch(&a, &c, 0.0).unwrap();
+        let want = (0.5f64 + 25.0 / 3.0).powi(2) / (0.25 / 4.0 + (25.0f64 / 3.0).powi(2) / 2.0);
+        assert!((w.df - want).abs() < 1e-9, "{w:?}");
+        assert!(w.p > 0.5);
+        // One value a side: no variance, no test.
+        assert!(welch(&[1.0], &[2.0, 3.0], 0.0).is_none());
+        // Identical constants: nothing; a floor keeps two constants from certainty.
+        assert_eq!(welch(&[2.0; 3], &[2.0; 3], 0.0).unwrap().p, 1.0);
+        let w = log_welch(&[1000.0; 3], &[1005.0; 3]).unwrap();
+        assert!(w.p > 0.05, "{w:?}");
+        assert!((geo_mean(&[1.0, 100.0]).unwrap() - 10.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn rate_test_allows_over_dispersion() {
+        // At φ = 1 the exact conditional test (doubling the smaller tail): 15 against
+        // 2 in equal exposure, P(X ≥ 15 | 17, 1/2) = (136 + 17 + 1) / 2^17.
+        let a = [(2, 3.0), (0, 3.0), (0, 3.0), (0, 3.0), (0, 3.0)];
+        let b = [(3, 3.0); 5];
+        let r = overdispersed_rate(&a, &b).unwrap();
+        assert!((r.p - 2.0 * 154.0 / 131072.0).abs() < 1e-9, "{r:?}");
+        // Just over φ = 1 (exposures a little unequal): no jump in p.
+        let b2 = [(3, 3.01), (3, 2.99), (3, 3.0), (3, 3.02), (3, 2.98)];
+        let r2 = overdispersed_rate(&a, &b2).unwrap();
+        assert!((r2.p - r.p).abs() < 2e-4, "{r2:?} against {r:?}");
+        // The seed's shape: 30-40 misses per trial against none: clear.
+        let a = [(35, 30.0), (32, 30.0), (38, 30.0)];
+        let b = [(0, 30.0), (0, 30.0), (0, 30.0)];
+        let r = overdispersed_rate(&a, &b).unwrap();
+        assert!(r.p < 1e-6 && r.dispersion == 1.0, "{r:?}");
+        // One bad trial (a stall) on one side: Poisson over the totals calls it
+        // certain, the trials say it could be chance.
+        let a = [(0, 30.0), (0, 30.0), (40, 30.0)];
+        let b = [(0, 30.0), (0, 30.0), (0, 30.0)];
+        assert!(rate_p(40, 90.0, 0, 90.0) < 1e-9);
+        let r = overdispersed_rate(&a, &b).unwrap();
+        assert!(r.p > 0.05 && r.dispersion > 10.0, "{r:?}");
+        // Nothing anywhere: nothing to tell.
+        let r = overdispersed_rate(&b, &b).unwrap();
+        assert_eq!(r.p, 1.0);
+        // Too few trials to estimate the dispersion.
+        assert!(overdispersed_rate(&a[..1], &b[..1]).is_none());
+        // Trials without audio are left out.
+        assert!(overdispersed_rate(&[(3, 0.0), (1, 1.0)], &[(0, 1.0)]).is_none());
+    }
+
+    #[test]
+    fn holm_adjusts_step_down() {
+        // By hand: sorted 0.01, 0.02, 0.04 over 3 tests: 0.03, 0.04, 0.04.
+        let adj = holm(&[0.04, 0.01, 0.02]);
+        let want = [0.04, 0.03, 0.04];
+        for (a, w) in adj.iter().zip(want) {
+            assert!((a - w).abs() < 1e-12, "{adj:?}");
+        }
+        assert_eq!(holm(&[0.5, 0.9]), vec![1.0, 1.0]);
+        assert!(holm(&[]).is_empty());
     }
 }

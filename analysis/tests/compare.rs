@@ -90,14 +90,15 @@ fn regression_fails_and_same_distribution_passes() {
 }
 
 #[test]
-fn livefx_more_dropouts_is_a_regression() {
+fn livefx_more_dropouts_is_a_regression_trial_against_trial() {
     let (a, b, c) = (tmp("lfa"), tmp("lfb"), tmp("lfc"));
-    let mut spec = synth::livefx::Spec::ab(20_000, 1);
+    let mut spec = synth::livefx::Spec::ab(40_000, 4);
     spec.settings[1].stall_every = 0; // both clean
     synth::livefx::generate(&a, &spec).unwrap();
     spec.seed = 2;
     synth::livefx::generate(&b, &spec).unwrap();
     spec.settings[1].stall_every = 200; // NO_RT_PUSH_IPI stalls
+    spec.seed = 3;
     synth::livefx::generate(&c, &spec).unwrap();
     let out = tmp("lfout");
     assert_eq!(
@@ -110,11 +111,195 @@ fn livefx_more_dropouts_is_a_regression() {
     );
     let txt = flat(&std::fs::read_to_string(out.join("compare.txt")).unwrap());
     assert!(
-        txt.contains("NO_RT_PUSH_IPI / default: B: dropouts"),
+        txt.contains("NO_RT_PUSH_IPI / default: B: dropouts per hour"),
         "{txt}"
     );
+    // The method is stated, with the correction by name.
+    assert!(
+        txt.contains("Method: each trial is one observation"),
+        "{txt}"
+    );
+    assert!(txt.contains("Holm"), "{txt}");
     assert!(compare_main(std::slice::from_ref(&a), 10.0, Some(&out), false).is_err());
     for x in [a, b, c, out] {
         std::fs::remove_dir_all(x).unwrap();
     }
+}
+
+/// One trial a side: however different, no verdict (and exit 0), said with what to do.
+/// Before the per-trial rule this was "1 metric(s) regressed": every cycle counted as
+/// a sample.
+#[test]
+fn one_trial_a_side_gives_no_verdict() {
+    let (a, c) = (tmp("one-a"), tmp("one-c"));
+    let mut spec = synth::livefx::Spec::ab(40_000, 1);
+    spec.settings[1].stall_every = 0;
+    synth::livefx::generate(&a, &spec).unwrap();
+    spec.settings[1].stall_every = 200;
+    spec.seed = 3;
+    synth::livefx::generate(&c, &spec).unwrap();
+    let out = tmp("one-out");
+    let code = compare_main(&[a.clone(), c.clone()], 10.0, Some(&out), false).unwrap();
+    let txt = flat(&std::fs::read_to_string(out.join("compare.txt")).unwrap());
+    assert_eq!(code, 0, "{txt}");
+    assert!(
+        txt.contains("Verdict: no verdict: one trial(s) per side") && txt.contains("--trials 5"),
+        "{txt}"
+    );
+    for x in [a, c, out] {
+        std::fs::remove_dir_all(x).unwrap();
+    }
+}
+
+/// Runs that are not of one experiment, and a run against itself, are refused before
+/// anything is written; without --out the files go into a new directory, never into A.
+#[test]
+fn unrelated_and_identical_directories_are_refused() {
+    let (lf, lf2, tr) = (tmp("rf-lf"), tmp("rf-lf2"), tmp("rf-tr"));
+    let spec = synth::livefx::Spec::ab(4_000, 3);
+    synth::livefx::generate(&lf, &spec).unwrap();
+    synth::trials::generate(&tr).unwrap();
+    let out = tmp("rf-out");
+    let refused = |dirs: &[PathBuf], want: &str| {
+        let e = match compare_main(dirs, 10.0, Some(&out), false) {
+            Err(e) => e,
+            Ok(c) => panic!("not refused (exit {c}): {dirs:?}"),
+        };
+        assert!(e.contains(want), "{want:?} not in: {e}");
+        assert!(!out.exists(), "a refusal wrote {}", out.display());
+    };
+    refused(
+        &[lf.clone(), tr.clone()],
+        "A is a livefx run, B a trials run",
+    );
+    refused(&[lf.clone(), lf.clone()], "are the same directory");
+    // The same directory by another path.
+    let other = lf.join("..").join(lf.file_name().unwrap());
+    refused(&[lf.clone(), other], "are the same directory");
+    // A copy of the run.
+    std::fs::create_dir_all(lf2.join(results::CYCLES_DIR)).unwrap();
+    for e in walk(&lf) {
+        let rel = e.strip_prefix(&lf).unwrap();
+        std::fs::copy(&e, lf2.join(rel)).unwrap();
+    }
+    refused(&[lf.clone(), lf2.clone()], "hold the same run");
+    // Other settings: a run of one setting against a run of two.
+    let mut one = spec.clone();
+    one.settings.truncate(1);
+    one.seed = 9;
+    std::fs::remove_dir_all(&lf2).unwrap();
+    synth::livefx::generate(&lf2, &one).unwrap();
+    refused(
+        &[lf.clone(), lf2.clone()],
+        "A has settings RT_PUSH_IPI, NO_RT_PUSH_IPI, B has RT_PUSH_IPI",
+    );
+    // Another period.
+    let mut p = spec.clone();
+    p.period = 256;
+    p.seed = 9;
+    std::fs::remove_dir_all(&lf2).unwrap();
+    synth::livefx::generate(&lf2, &p).unwrap();
+    refused(&[lf.clone(), lf2.clone()], "period 128, 48000 Hz in A and");
+    // --out into A is refused; without --out a new directory beside A.
+    let mut q = spec.clone();
+    q.seed = 11;
+    std::fs::remove_dir_all(&lf2).unwrap();
+    synth::livefx::generate(&lf2, &q).unwrap();
+    let e = compare_main(&[lf.clone(), lf2.clone()], 10.0, Some(&lf), false).unwrap_err();
+    assert!(e.contains("is one of the compared directories"), "{e}");
+    let before: Vec<PathBuf> = walk(&lf);
+    let o = analysis::compare_outcome(&[lf.clone(), lf2.clone()], 10.0, None, false).unwrap();
+    assert_eq!(walk(&lf), before, "compare wrote into A");
+    let made = lf.parent().unwrap().canonicalize().unwrap().join(format!(
+        "compare-{}-vs-{}",
+        lf.file_name().unwrap().to_string_lossy(),
+        lf2.file_name().unwrap().to_string_lossy()
+    ));
+    assert!(made.join("compare.txt").is_file(), "{}", made.display());
+    assert!(
+        o.text.contains(&format!("comparison: {}", made.display())),
+        "{}",
+        o.text
+    );
+    for x in [lf, lf2, tr, made] {
+        std::fs::remove_dir_all(x).unwrap();
+    }
+}
+
+fn recorded(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/compare-recorded")
+        .join(name)
+}
+
+fn json(p: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// Two recorded runs with nothing changed between them: no regression, exit 0, and no
+/// metric called changed at all. The compare before issue 23 called two metrics of
+/// this very pair "improved" (every cycle a sample, 16 tests at 0.05 each).
+#[test]
+fn recorded_aa_pair_gives_no_verdict_of_change_and_exit_0() {
+    let out = tmp("rec-aa");
+    let code = compare_main(
+        &[recorded("aa-a"), recorded("aa-b")],
+        10.0,
+        Some(&out),
+        false,
+    )
+    .unwrap();
+    let j = json(&out.join("compare.json"));
+    assert_eq!(code, 0, "{j}");
+    assert_eq!(j["regressions"], 0, "{j}");
+    assert_eq!(j["improvements"], 0, "{j}");
+    assert_eq!(j["tests"], 8, "{j}");
+    assert_eq!(j["correction"], "holm");
+    std::fs::remove_dir_all(out).unwrap();
+}
+
+/// The recorded A/B (B beside a FIFO 80 hog on one of the rig's CPUs): its dropouts
+/// are a regression, exit 1; the other way round an improvement, exit 0.
+#[test]
+fn recorded_ab_pair_is_a_regression_with_exit_1() {
+    let out = tmp("rec-ab");
+    let code = compare_main(
+        &[recorded("ab-a"), recorded("ab-b")],
+        10.0,
+        Some(&out),
+        false,
+    )
+    .unwrap();
+    let txt = flat(&std::fs::read_to_string(out.join("compare.txt")).unwrap());
+    assert_eq!(code, 1, "{txt}");
+    assert!(
+        txt.contains("B: dropouts per hour") && txt.contains("REGRESSION beyond the 10% threshold"),
+        "{txt}"
+    );
+    let code = compare_main(
+        &[recorded("ab-b"), recorded("ab-a")],
+        10.0,
+        Some(&out),
+        false,
+    )
+    .unwrap();
+    let j = json(&out.join("compare.json"));
+    assert_eq!(code, 0, "{j}");
+    assert!(j["improvements"].as_u64().unwrap() >= 1, "{j}");
+    std::fs::remove_dir_all(out).unwrap();
+}
+
+/// Every file under `d`, sorted.
+fn walk(d: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(d).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
 }

@@ -1,5 +1,6 @@
 //! combined.json: the rows of several kernels' runs of one rig side by side, written in
-//! the parent directory when `xrunrig run` is given more than one `--kernel`.
+//! the parent directory when `xrunrig run` is given more than one `--kernel`: a thread
+//! rig's rows in `rows`, an audio rig's in `livefx_rows`.
 
 use crate::trials::Row;
 use serde::{Deserialize, Serialize};
@@ -11,6 +12,18 @@ pub struct Combined {
     pub rig: String,
     pub kernels: Vec<KernelEntry>,
     pub rows: Vec<KernelRow>,
+    /// Audio rigs: each kernel's summary rows (setting × variant: cycles, xruns,
+    /// misses...). Absent in files written before audio rigs had a combined table.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub livefx_rows: Vec<LivefxKernelRow>,
+}
+
+/// An audio rig's summary row with the kernel it came from.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LivefxKernelRow {
+    pub kernel: String,
+    #[serde(flatten)]
+    pub row: crate::livefx::Row,
 }
 
 /// One kernel's run: where its results are and how it went.

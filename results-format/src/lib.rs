@@ -10,6 +10,7 @@ pub mod livefx;
 pub mod run;
 pub mod trials;
 pub mod units;
+pub mod watch;
 
 use serde::Deserialize;
 
@@ -74,6 +75,17 @@ pub fn cycles_file_key(name: &str) -> Option<(String, String)> {
     let variant = parts.next()?;
     let setting = parts.next()?;
     Some((setting.to_string(), variant.to_string()))
+}
+
+/// The trial a cycles file is named for (`cycles_file`'s last part); None for a name it
+/// does not make.
+pub fn cycles_file_trial(name: &str) -> Option<u32> {
+    cycles_file_key(name)?;
+    name.strip_suffix(CYCLES_EXT)?
+        .rsplit("__")
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Refuses results written in a newer format than this version reads. `file` names the

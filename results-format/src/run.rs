@@ -95,6 +95,9 @@ pub struct RunDoc {
     pub trials: Option<u64>,
     #[serde(default, deserialize_with = "list")]
     pub variants: Vec<VariantInfo>,
+    /// `xrunrig watch`: what was watched (absent for rig runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch: Option<crate::watch::WatchSection>,
     #[serde(default, deserialize_with = "lenient::text")]
     pub xrunrig_version: Option<String>,
 }
@@ -458,7 +461,8 @@ pub struct GuestSection {
     pub console_log: Option<String>,
     #[serde(default, deserialize_with = "lenient::count")]
     pub cpus: Option<u64>,
-    /// The guest kernel crashed mid-run (a kernel finding, not the emulator's fault):
+    /// The guest stopped mid-run and was not resumed: its kernel crashed (a finding), or
+    /// an emulator fault came back after the fresh boots allowed (`cause` says which);
     /// the trials that finished before it are kept, the console is saved.
     #[serde(
         default,
@@ -542,6 +546,22 @@ pub struct GuestStop {
     /// That boot's whole console, relative to the results directory.
     #[serde(default, deserialize_with = "lenient::text")]
     pub console_log: Option<String>,
+    /// Whose fault it was: "emulator" (QEMU's: a stale int3, the guest's timers
+    /// stopped, QEMU's own assertion) or "kernel" (a finding). Absent in older results.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::text"
+    )]
+    pub cause: Option<String>,
+    /// The line that names it: the Oops' or stall report's first line, QEMU's
+    /// assertion, or how long the console was silent. Absent in older results.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::text"
+    )]
+    pub line: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -704,6 +724,8 @@ mod tests {
             reason: Some("emulator".into()),
             console_excerpt: vec!["Oops: int3: 0000 [#1]".into()],
             console_log: Some("guest-console.log".into()),
+            cause: Some("emulator".into()),
+            line: Some("Oops: int3: 0000 [#1]".into()),
         };
         let g = GuestSection {
             resumed: vec![stop.clone()],

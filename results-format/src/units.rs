@@ -22,7 +22,7 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
         .map_err(|_| format!("'{num}' is not a number"))?;
     let scale = duration_scale(unit).ok_or_else(|| {
         format!(
-            "'{s}' has no known time unit: use h, min, s, ms, us (or µs) or ns, e.g. \"100 ms\""
+            "'{s}' has no known time unit: use d, h, min (or m), s, ms, us (or µs) or ns, e.g. \"100 ms\""
         )
     })?;
     let ns = v * scale;
@@ -43,12 +43,14 @@ pub fn unit_scale(unit: &str) -> Option<f64> {
     })
 }
 
-/// Nanoseconds per unit for durations: the metric units plus minutes and hours, which
-/// long runs (`--duration`, `--max-time`) are written in.
+/// Nanoseconds per unit for durations: the metric units plus minutes, hours and days,
+/// which long runs (`--duration`, `--max-time`) are written in. `m` is minutes, as
+/// cyclictest's `-D 10m` and rtla's `-d 10m` write them (`ms` stays milliseconds).
 fn duration_scale(unit: &str) -> Option<f64> {
     match unit {
-        "min" => Some(60e9),
+        "min" | "m" => Some(60e9),
         "h" => Some(3600e9),
+        "d" => Some(86400e9),
         u => unit_scale(u),
     }
 }

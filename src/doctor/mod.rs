@@ -171,7 +171,7 @@ pub fn main(a: &DoctorArgs) -> i32 {
     let needs = rig
         .as_ref()
         .map(|r| needs::evaluate(r, prof.as_ref(), &checks, &src));
-    let code = needs.as_ref().map_or(0, |n| needs::exit_code(n));
+    let code = exit_code(&checks, needs.as_deref());
     if a.json {
         let mut v = to_json(&checks);
         if let (Some(r), Some(n)) = (&rig, &needs) {
@@ -187,6 +187,15 @@ pub fn main(a: &DoctorArgs) -> i32 {
         ));
     }
     code
+}
+
+/// 1 when a FAIL applies to what was asked: with a rig, a check it needs fails;
+/// without one, any check fails. Else 0.
+pub fn exit_code(checks: &[Check], needs: Option<&[needs::Need]>) -> i32 {
+    match needs {
+        Some(n) => needs::exit_code(n),
+        None => i32::from(checks.iter().any(|c| c.status == Status::Fail)),
+    }
 }
 
 /// The doctor's findings as recorded in every run.json: the same checks, read only,

@@ -87,9 +87,15 @@ pub fn evaluate(
     out
 }
 
-/// The CPUs the rig pins to must be online.
+/// The CPUs the rig pins to (its threads' and its `[livefx]` callback's and workers')
+/// must be online.
 fn cpus(rig: &Rig, checks: &[Check]) -> Option<Need> {
-    let need = rig.cpus_used();
+    let mut need = rig.cpus_used();
+    if let Some(c) = &rig.livefx {
+        need.extend(c.cpus_used());
+        need.sort_unstable();
+        need.dedup();
+    }
     if need.is_empty() {
         return None;
     }
@@ -129,13 +135,17 @@ fn cpus(rig: &Rig, checks: &[Check]) -> Option<Need> {
     })
 }
 
-/// RT policies: FIFO up to the highest priority used (a livefx rig's callback is RT
-/// even with no RT thread in its plan).
+/// RT policies: FIFO up to the highest priority used: the RT threads of its plan and a
+/// livefx rig's callback and workers (its `[livefx]` priorities).
 fn sched_fifo(rig: &Rig, threads: &[&ThreadPlan], checks: &[Check]) -> Option<Need> {
+    let livefx = rig.livefx.iter().flat_map(|c| {
+        std::iter::once(c.callback_priority).chain(c.workers.iter().map(|w| w.priority))
+    });
     let p = threads
         .iter()
         .filter(|t| t.policy.is_rt())
         .map(|t| t.priority)
+        .chain(livefx)
         .max()
         .or((rig.kind == Kind::Livefx).then_some(1))?;
     let c = find(checks, "rights.sched_fifo");

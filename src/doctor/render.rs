@@ -1,5 +1,6 @@
-//! Human output: failing and warning checks first with why and fix, then every check
-//! grouped by area, one line each, then what the given rig needs.
+//! Human output: every check once, grouped by area (a FAIL or WARN with its why and
+//! fix under it), then what the given rig needs, then one summary line with the exit
+//! status.
 
 use super::needs::Need;
 use super::{Check, Status};
@@ -9,62 +10,45 @@ use std::fmt::Write;
 const AREAS: &[&str] = &["rights", "kernel", "sched", "cpus", "audio", "tracing"];
 
 fn line(out: &mut String, c: &Check, width: usize) {
-    let _ = write!(
+    let _ = writeln!(
         out,
         "{:<4}  {:<width$}  {}",
         c.status.label(),
         c.name,
         c.found
     );
+    if matches!(c.status, Status::Fail | Status::Warn) {
+        let _ = writeln!(out, "      {:<width$}  why: {}", "", c.why);
+    }
     if c.status != Status::Pass
         && let Some(f) = &c.fix
     {
-        let _ = write!(out, "   -> fix: {f}");
+        let _ = writeln!(out, "      {:<width$}  fix: {f}", "");
     }
-    out.push('\n');
 }
 
 pub fn human(checks: &[Check], rig: Option<(&Rig, &[Need])>, code: i32) -> String {
     let mut out = String::new();
     let width = checks.iter().map(|c| c.name.len()).max().unwrap_or(10);
     let count = |s: Status| checks.iter().filter(|c| c.status == s).count();
-    let _ = writeln!(
-        out,
-        "xrunrig doctor: {} checks: {} fail, {} warn, {} pass, {} n/a",
+    for (i, area) in AREAS.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "{area}");
+        for c in checks.iter().filter(|c| c.area == *area) {
+            line(&mut out, c, width);
+        }
+    }
+    let counts = format!(
+        "{} checks: {} fail, {} warn, {} pass, {} n/a",
         checks.len(),
         count(Status::Fail),
         count(Status::Warn),
         count(Status::Pass),
         count(Status::Na)
     );
-    let mut bad: Vec<&Check> = checks
-        .iter()
-        .filter(|c| matches!(c.status, Status::Fail | Status::Warn))
-        .collect();
-    bad.sort_by_key(|c| c.status);
-    if !bad.is_empty() {
-        out.push_str("\nNeeds attention:\n");
-        for c in bad {
-            let _ = writeln!(
-                out,
-                "{:<4}  {:<width$}  {}",
-                c.status.label(),
-                c.name,
-                c.found
-            );
-            let _ = writeln!(out, "      {:<width$}  why: {}", "", c.why);
-            if let Some(f) = &c.fix {
-                let _ = writeln!(out, "      {:<width$}  fix: {f}", "");
-            }
-        }
-    }
-    for area in AREAS {
-        let _ = writeln!(out, "\n{area}");
-        for c in checks.iter().filter(|c| c.area == *area) {
-            line(&mut out, c, width);
-        }
-    }
-    match rig {
+    let verdict = match rig {
         Some((r, needs)) => {
             let _ = writeln!(out, "\nrig '{}' ({}) needs:", r.name, r.path.display());
             if needs.is_empty() {
@@ -84,21 +68,37 @@ pub fn human(checks: &[Check], rig: Option<(&Rig, &[Need])>, code: i32) -> Strin
                 }
                 out.push('\n');
             }
-            let _ = writeln!(
-                out,
-                "\nexit status {code}: {}",
-                if code == 0 {
-                    "this machine has what the rig needs"
-                } else {
-                    "a check this rig needs fails"
-                }
-            );
+            let unmet: Vec<&str> = needs
+                .iter()
+                .filter(|n| !n.met && !n.advisory)
+                .map(|n| n.what.as_str())
+                .collect();
+            if code == 0 {
+                format!(
+                    "exit status 0: this machine has what rig '{}' needs",
+                    r.name
+                )
+            } else {
+                format!(
+                    "exit status {code}: rig '{}' needs what fails here: {}",
+                    r.name,
+                    unmet.join("; ")
+                )
+            }
         }
         None => {
-            out.push_str(
-                "\nexit status 0 (pass --rig RIG to exit 1 when a check that rig needs fails)\n",
-            );
+            let fails: Vec<&str> = checks
+                .iter()
+                .filter(|c| c.status == Status::Fail)
+                .map(|c| c.name)
+                .collect();
+            if fails.is_empty() {
+                "exit status 0: no check fails".to_string()
+            } else {
+                format!("exit status {code}: FAIL: {}", fails.join(", "))
+            }
         }
-    }
+    };
+    let _ = writeln!(out, "\nxrunrig doctor: {counts}; {verdict}");
     out
 }

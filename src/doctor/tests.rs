@@ -509,33 +509,61 @@ fn rig_needs_decide_the_exit_code() {
     assert!(n.iter().any(|x| x.check == "tracing.tracefs" && x.met));
 }
 
+/// Each finding once (it used to be printed twice: a "Needs attention" digest, then
+/// again in its area), a FAIL with its why and fix under it, and one summary line at
+/// the end that names the failures and the exit status.
 #[test]
-fn human_output_puts_failures_first_with_why_and_fix() {
+fn human_output_prints_each_finding_once_and_one_summary_line() {
     let v = collect(&fixture("host"), QUICK);
-    let out = render::human(&v, None, 0);
-    let attention = out.find("Needs attention:").unwrap();
-    let first_area = out.find("\nrights\n").unwrap();
-    assert!(attention < first_area);
+    let code = exit_code(&v, None);
+    assert_eq!(
+        code, 1,
+        "the host fixture has FAILs: the doctor says so in its exit code"
+    );
+    let out = render::human(&v, None, code);
+    for c in &v {
+        let head = format!("{:<4}  {}", c.status.label(), c.name);
+        let n = out.lines().filter(|l| l.starts_with(&head)).count();
+        assert_eq!(n, 1, "{head:?} printed {n} times:\n{out}");
+    }
     let fail = out.find("FAIL  sched features").unwrap();
-    assert!(
-        fail < first_area,
-        "failures are summarised before the areas"
-    );
-    assert!(
-        out[fail..]
-            .lines()
-            .nth(1)
-            .unwrap()
-            .trim_start()
-            .starts_with("why:")
-    );
+    let mut after = out[fail..].lines().skip(1);
+    assert!(after.next().unwrap().trim_start().starts_with("why:"));
+    assert!(after.next().unwrap().trim_start().starts_with("fix:"));
     assert!(out.contains("n/a   ALSA cards"));
     for area in ["rights", "kernel", "sched", "cpus", "audio", "tracing"] {
-        assert!(out.contains(&format!("\n{area}\n")), "{area}");
+        assert!(out.contains(&format!("{area}\n")), "{area}");
     }
-    // Within the summary, failures come before warnings.
-    let summary = &out[attention..first_area];
-    assert!(summary.rfind("FAIL").unwrap() < summary.find("WARN").unwrap());
+    let summaries: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("xrunrig doctor:"))
+        .collect();
+    assert_eq!(summaries.len(), 1, "{out}");
+    assert!(
+        out.trim_end().ends_with(summaries[0]),
+        "the summary ends it"
+    );
+    assert!(
+        summaries[0].contains("exit status 1: FAIL: ") && summaries[0].contains("sched features"),
+        "{}",
+        summaries[0]
+    );
+}
+
+/// `--rig` reads the rig's priorities: a livefx rig's callback at 70 needs SCHED_FIFO
+/// up to 70 (it used to say 1), and its `[livefx]` CPUs count.
+#[test]
+fn rig_needs_read_the_livefx_priorities_and_cpus() {
+    let host = fixture("host");
+    let v = collect(&host, QUICK);
+    let rig = crate::rig::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("rigs/livefx.toml"))
+        .unwrap();
+    let n = needs::evaluate(&rig, None, &v, &host);
+    assert!(
+        n.iter().any(|x| x.what == "SCHED_FIFO up to priority 70"),
+        "{n:?}"
+    );
+    assert!(n.iter().any(|x| x.what == "CPUs {0,1}"), "{n:?}");
 }
 
 /// The live probes act only on their own threads and leave none behind.

@@ -103,9 +103,10 @@ impl<T> PiMutex<T> {
         };
         // SAFETY: rt is a valid timespec.
         unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut rt) };
-        let abs = rt.tv_sec as u64 * 1_000_000_000
-            + rt.tv_nsec as u64
-            + deadline_ns.saturating_sub(now_mono);
+        // Saturating: a deadline of "never" (u64::MAX) stays far in the future instead of
+        // wrapping into the past (an overflow panic in a debug build).
+        let abs = (rt.tv_sec as u64 * 1_000_000_000 + rt.tv_nsec as u64)
+            .saturating_add(deadline_ns.saturating_sub(now_mono));
         let ts = libc::timespec {
             tv_sec: (abs / 1_000_000_000) as libc::time_t,
             tv_nsec: (abs % 1_000_000_000) as libc::c_long,

@@ -8,6 +8,18 @@ use thread_priority::{
     unix::{set_thread_priority_and_policy, thread_native_id},
 };
 
+/// Called with `true` when a thread enters its RT loop and `false` when it leaves (the
+/// engine's rig threads, livefx's callback and workers): lets a test's counting
+/// allocator watch exactly the RT threads. Unset in normal runs.
+pub static RT_HOOK: std::sync::OnceLock<fn(bool)> = std::sync::OnceLock::new();
+
+#[inline]
+pub fn rt_mark(on: bool) {
+    if let Some(h) = RT_HOOK.get() {
+        h(on);
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Sched {
     pub policy: Policy,

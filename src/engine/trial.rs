@@ -253,6 +253,8 @@ fn thread_main(sh: &Shared, idx: usize, sched: &Sched, ops: &[Op]) -> ThreadEnd 
         finish(sh);
         return ThreadEnd::Failed(e);
     }
+    // From here to the end nothing allocates (tests/livefx_noalloc.rs counts).
+    super::thread::rt_mark(true);
     let end = match sh
         .start
         .wait_until(now_ns() + 30_000_000_000, Some(&sh.abort))
@@ -272,6 +274,7 @@ fn thread_main(sh: &Shared, idx: usize, sched: &Sched, ops: &[Op]) -> ThreadEnd 
         }
     }
     finish(sh);
+    super::thread::rt_mark(false);
     end
 }
 

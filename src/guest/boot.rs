@@ -168,8 +168,11 @@ pub fn boot(c: &Ctx, k: &Kernel, s: &Scratch, w: &Work) -> Result<Booted, String
         let o = qemu::watch(
             &mut g,
             &s.0.join("console.log"),
-            boot_bound,
-            p.run_bound,
+            qemu::Bounds {
+                boot: boot_bound,
+                run: p.run_bound,
+                quiet: p.quiet_bound,
+            },
             c.stop,
             &mut crate::output::progress::relay,
         );

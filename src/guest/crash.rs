@@ -1,6 +1,14 @@
-//! Why a guest stopped, read from its console: the emulator's fault (multi-threaded
-//! TCG running a stale `int3` the kernel's text patching had already replaced), which
-//! a fresh boot gets past, or the kernel's own crash, which is a finding.
+//! Why a guest stopped, read from its console and QEMU's own exit: the emulator's fault,
+//! which a fresh boot gets past, or the kernel's own crash, which is a finding. The
+//! emulator's faults recognised (each seen here under multi-threaded TCG):
+//! - a stale `int3` the kernel's text patching had already replaced (`classify`);
+//! - a guest whose timers stopped: the RCU stall report with "timer wakeup didn't
+//!   happen" (`classify`), or no console output at all for a bound derived from the rig
+//!   (`silence`);
+//! - QEMU aborting on its own assertion (`qemu_abort`).
+//!
+//! The same recognition serves the guest runner (`kernel_run`), the tests that boot
+//! guests and the LAVA test (`tests/support/guest.rs`, `tests/lava.rs`).
 
 /// Whose fault a guest's death was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -9,6 +17,16 @@ pub enum Cause {
     Emulator,
     /// The kernel's: an Oops, BUG or panic to report.
     Kernel,
+}
+
+impl Cause {
+    /// As run.json's `guest.resumed[].cause` and `guest.crash.cause` say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::Emulator => "emulator",
+            Cause::Kernel => "kernel",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +66,36 @@ pub const INT3_OOPS_SAMPLE: &str = "\
 [  457.130011] ---[ end trace 0000000000000000 ]---
 [  457.130602] Kernel panic - not syncing: Attempted to kill the idle task!
 ";
+
+/// An RCU stall report whose grace-period kthread's timer never fired, made from the
+/// formats of 6.12's kernel/rcu/tree_stall.h with the issue's figures (5251 jiffies,
+/// cpu=3): what the console showed when a guest's idle vCPU stopped getting timer
+/// interrupts under multi-threaded TCG and the guest hung until LAVA's 20-minute test
+/// timeout. The tests print it from the guest (and the LAVA test's QEMU stand-in) to
+/// exercise the stall's recognition.
+pub const RCU_STALL_SAMPLE: &str = "\
+[  312.405118] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:
+[  312.405911] rcu: \t3-...!: (0 ticks this GP) idle=4b4c/0/0x0 softirq=2318/2318 fqs=0 (false positive?)
+[  312.406870] rcu: \t(detected by 0, t=5252 jiffies, g=5993, q=1124 ncpus=4)
+[  312.407556] Sending NMI from CPU 0 to CPUs 3:
+[  312.408114] NMI backtrace for cpu 3 skipped: idling at default_idle+0xf/0x20
+[  312.408893] rcu: rcu_preempt kthread timer wakeup didn't happen for 5251 jiffies! g5993 f0x0 RCU_GP_WAIT_FQS(5) ->state=0x402
+[  312.410021] rcu: \tPossible timer handling issue on cpu=3 timer-softirq=1566
+[  312.410780] rcu: rcu_preempt kthread starved for 5252 jiffies! g5993 f0x0 RCU_GP_WAIT_FQS(5) ->state=0x402 ->cpu=3
+[  312.411843] rcu: \tUnless rcu_preempt kthread gets sufficient CPU time, OOM is now expected behavior.
+[  312.412760] rcu: RCU grace-period kthread stack dump:
+";
+
+/// QEMU's own assertion as its stderr said it when it aborted in a guest's PCI probe
+/// (QEMU 10.0.2, the issue's run of tests/lava.rs); the process then died of SIGABRT.
+pub const QEMU_ABORT_SAMPLE: &str = "qemu-system-x86_64: system/physmem.c:2678: iotlb_to_section: Assertion 'section_index < d->map.sections_nb' failed.";
+
+/// The line of an RCU stall report that says the grace-period kthread's timer never
+/// fired: the guest's timers stopped, the emulator's fault. The console watcher stops
+/// a guest on it.
+pub fn timer_stall_line(l: &str) -> bool {
+    l.contains("rcu") && l.contains("timer wakeup didn't happen")
+}
 
 /// A line without its `[   12.345678] ` timestamp.
 fn bare(l: &str) -> &str {
@@ -90,10 +138,42 @@ fn byte_before_ip(code: &str) -> Option<String> {
     (i > 0).then(|| toks[i - 1].to_ascii_lowercase())
 }
 
-/// The first crash report on the console, judged. None: the console shows no crash.
+/// The RCU stall report around the timer-stall line at `t`: from its `rcu: INFO:`
+/// header (when it is within the 20 lines before) through the few lines after.
+fn timer_stall(lines: &[&str], t: usize) -> Fault {
+    let from = (t.saturating_sub(20)..t)
+        .rev()
+        .find(|&i| lines[i].starts_with("rcu: INFO: "))
+        .unwrap_or(t);
+    let to = (t + 4).min(lines.len());
+    let excerpt: Vec<String> = lines[from..to].iter().map(|l| l.to_string()).collect();
+    Fault {
+        cause: Cause::Emulator,
+        line: lines[from].trim().to_string(),
+        reason: format!(
+            "the emulator's fault, not the kernel's: the guest's timers stopped (an RCU \
+             stall whose grace-period kthread's timer never fired: \"{}\"), as an idle vCPU \
+             under multi-threaded TCG stops getting timer interrupts",
+            lines[t].trim()
+        ),
+        excerpt,
+    }
+}
+
+/// The first crash report or timer stall on the console, judged. None: the console
+/// shows neither.
 pub fn classify(console: &str) -> Option<Fault> {
     let lines: Vec<&str> = console.lines().map(bare).collect();
-    let at = lines.iter().position(|l| headline(l))?;
+    let crash = lines.iter().position(|l| headline(l));
+    let stall = lines.iter().position(|l| timer_stall_line(l));
+    // Whichever came first: an Oops after the timers stopped is not the kernel's
+    // finding, and a stall after an Oops is its consequence.
+    if let Some(t) = stall
+        && crash.is_none_or(|c| t < c)
+    {
+        return Some(timer_stall(&lines, t));
+    }
+    let at = crash?;
     let line = lines[at].trim().to_string();
     // Through the end of the report: an Oops' `---[ end trace` and the panic that
     // often follows it; a panic's own trace to `Kernel Offset` or `---[ end Kernel panic`.
@@ -160,6 +240,98 @@ pub fn classify(console: &str) -> Option<Fault> {
         reason,
         excerpt,
     })
+}
+
+/// The console lines after the guest's ready marker: the run's part of it.
+pub fn after_ready(console: &str) -> &str {
+    console
+        .find("XRUNRIG-READY")
+        .map_or(console, |i| &console[i..])
+}
+
+/// Why a boot stopped early, when its console or QEMU's exit shows it: once the guest
+/// was ready any crash report or timer stall (`classify`), before that only the
+/// emulator's (a kernel that crashes before /init is `boot`'s: booted once more, then
+/// a failure); QEMU dying of its own assertion (`qemu_abort`, from its stderr); a ready
+/// guest silent past `quiet` (`silence`). None: nothing of the kind.
+pub fn judge(
+    o: &super::qemu::Outcome,
+    console: &str,
+    stderr: &str,
+    quiet: std::time::Duration,
+) -> Option<Fault> {
+    use super::qemu::End;
+    let seen = if o.ready_s.is_some() {
+        classify(after_ready(console))
+    } else {
+        classify(console).filter(|f| f.cause == Cause::Emulator)
+    };
+    seen.or_else(|| match &o.end {
+        End::Exited(_) => qemu_abort(stderr, o.signal),
+        End::Silent(q) => Some(silence(*q, quiet.as_secs_f64(), after_ready(console))),
+        _ => None,
+    })
+}
+
+/// QEMU's own assertion on its stderr: glibc's `assert()` (`qemu-system-x86_64:
+/// FILE:LINE: FUNC: Assertion `EXPR' failed.`) or GLib's (`ERROR:FILE:LINE:FUNC:
+/// assertion failed: (EXPR)`).
+fn assertion_line(l: &str) -> bool {
+    let l = l.trim();
+    let glibc = l.starts_with("qemu-") && l.contains(": Assertion ") && l.ends_with(" failed.");
+    let glib = l.contains("ERROR:") && l.contains(": assertion failed");
+    glibc || glib
+}
+
+/// QEMU aborting on its own assertion: the message on its stderr, and death by SIGABRT
+/// (`signal`: what QEMU died of, None when not known, as in a LAVA log). None: QEMU
+/// did not abort so.
+pub fn qemu_abort(stderr: &str, signal: Option<i32>) -> Option<Fault> {
+    if signal.is_some_and(|s| s != libc::SIGABRT) {
+        return None;
+    }
+    let line = stderr
+        .lines()
+        .find(|l| assertion_line(l))?
+        .trim()
+        .to_string();
+    Some(Fault {
+        cause: Cause::Emulator,
+        reason: format!(
+            "the emulator's fault, not the kernel's: QEMU aborted on its own assertion{} \
+             (a bug of the emulator, which no guest can cause by design)",
+            if signal.is_some() {
+                " and died of SIGABRT"
+            } else {
+                ""
+            }
+        ),
+        excerpt: vec![line.clone()],
+        line,
+    })
+}
+
+/// A guest that printed nothing for `quiet_s` seconds, past its bound `bound_s` (from
+/// the rig: see `guest::plan`): its timers stopped, or the emulator hung. `console`:
+/// what it printed last.
+pub fn silence(quiet_s: f64, bound_s: f64, console: &str) -> Fault {
+    let lines: Vec<&str> = console
+        .lines()
+        .map(bare)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let last = &lines[lines.len().saturating_sub(5)..];
+    Fault {
+        cause: Cause::Emulator,
+        line: format!("no console output for {quiet_s:.0} s"),
+        reason: format!(
+            "the emulator's fault, not the kernel's: the guest printed nothing for \
+             {quiet_s:.0} s, past the {bound_s:.0} s that one of the rig's trials with its \
+             bounds can take (its timers stopped, or the emulator hung); the last lines \
+             are in the excerpt"
+        ),
+        excerpt: last.iter().map(|l| l.to_string()).collect(),
+    }
 }
 
 #[cfg(test)]
@@ -263,5 +435,145 @@ mod tests {
             classify("[ 1.0] Linux version 6.12\nXRUNRIG-READY 1 1\nXRUNRIG-SHIPPED\n"),
             None
         );
+    }
+
+    #[test]
+    fn a_timer_stall_is_the_emulators_and_an_oops_before_it_the_kernels() {
+        let mut console =
+            "XRUNRIG-READY 3.1 1.0\n[1/4] as-is / pi trial 1/2: wait 90 ms\n".to_string();
+        console.push_str(RCU_STALL_SAMPLE);
+        let f = classify(&console).unwrap();
+        assert_eq!(f.cause, Cause::Emulator, "{f:?}");
+        assert_eq!(
+            f.line,
+            "rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:"
+        );
+        assert!(f.reason.contains("timers stopped"), "{}", f.reason);
+        assert!(
+            f.excerpt
+                .iter()
+                .any(|l| l.contains("Possible timer handling issue on cpu=3")),
+            "{f:?}"
+        );
+        // A stall report without the timer line (a task hogging a CPU) is no fault.
+        let plain: String = RCU_STALL_SAMPLE
+            .lines()
+            .filter(|l| !l.contains("timer wakeup"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(classify(&plain), None);
+        // The first of the two decides.
+        let oops_first = format!(
+            "{}{RCU_STALL_SAMPLE}",
+            "[ 9.0] BUG: kernel NULL pointer dereference, address: 8\n"
+        );
+        assert_eq!(classify(&oops_first).unwrap().cause, Cause::Kernel);
+        let stall_first = format!("{RCU_STALL_SAMPLE}{INT3_OOPS_SAMPLE}");
+        let f = classify(&stall_first.replace("0f 1f <44>", "0f cc <44>")).unwrap();
+        assert_eq!(f.cause, Cause::Emulator, "{f:?}");
+        assert!(timer_stall_line(
+            "[ 1.0] rcu: rcu_sched kthread timer wakeup didn't happen for 9 jiffies!"
+        ));
+        assert!(!timer_stall_line(
+            "rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:"
+        ));
+    }
+
+    #[test]
+    fn qemus_own_assertion_is_the_emulators_only_with_sigabrt() {
+        let err = format!("some warning\n{QEMU_ABORT_SAMPLE}\n");
+        let f = qemu_abort(&err, Some(libc::SIGABRT)).unwrap();
+        assert_eq!(f.cause, Cause::Emulator);
+        assert_eq!(f.line, QEMU_ABORT_SAMPLE);
+        assert!(f.reason.contains("SIGABRT"), "{}", f.reason);
+        // glibc's own quoting, and GLib's g_assert.
+        let glibc = QEMU_ABORT_SAMPLE.replace("'section", "`section");
+        assert!(qemu_abort(&glibc, None).is_some());
+        let glib =
+            "**\nERROR:../hw/pci/pci.c:1234:pci_foo: assertion failed: (dev != NULL)\nBail out!\n";
+        assert!(qemu_abort(glib, Some(libc::SIGABRT)).is_some());
+        // Killed otherwise (by us, SIGKILL), or no assertion: not this fault.
+        assert_eq!(qemu_abort(&err, Some(libc::SIGKILL)), None);
+        assert_eq!(
+            qemu_abort("qemu-system-x86_64: terminating on signal 15\n", None),
+            None
+        );
+        assert_eq!(qemu_abort("", Some(libc::SIGABRT)), None);
+    }
+
+    #[test]
+    fn silence_names_its_length_bound_and_last_lines() {
+        let f = silence(
+            67.4,
+            66.6,
+            "[ 1.0] a\nXRUNRIG-READY 1 1\n[1/4] x trial 1/2: wait 90 ms\n\n",
+        );
+        assert_eq!(f.cause, Cause::Emulator);
+        assert_eq!(f.line, "no console output for 67 s");
+        assert!(f.reason.contains("past the 67 s"), "{}", f.reason);
+        assert_eq!(f.excerpt.last().unwrap(), "[1/4] x trial 1/2: wait 90 ms");
+        assert_eq!(f.excerpt.len(), 3);
+    }
+
+    #[test]
+    fn judge_reads_the_console_qemus_exit_and_silence() {
+        use crate::guest::qemu::{End, Outcome};
+        use std::time::Duration;
+        let o = |end: End, ready: bool, signal: Option<i32>| Outcome {
+            end,
+            ready_s: ready.then_some(20.0),
+            guest_uptime_s: None,
+            wall_s: 30.0,
+            signal,
+        };
+        let q = Duration::from_secs(66);
+        let ready = "[ 1.0] Linux version 6.12\nXRUNRIG-READY 3.1 1.0\n[1/4] t\n";
+        // QEMU's abort: from its stderr, with SIGABRT; before the ready marker too.
+        let f = judge(
+            &o(
+                End::Exited("signal: 6 (SIGABRT)".into()),
+                false,
+                Some(libc::SIGABRT),
+            ),
+            "[ 1.0] Linux version 6.12\n",
+            QEMU_ABORT_SAMPLE,
+            q,
+        )
+        .unwrap();
+        assert_eq!(
+            (f.cause, f.line.as_str()),
+            (Cause::Emulator, QEMU_ABORT_SAMPLE)
+        );
+        // The same message with a plain exit is not the abort.
+        let ex = o(End::Exited("exit status: 1".into()), true, None);
+        assert_eq!(
+            judge(&ex, ready, QEMU_ABORT_SAMPLE, q).map(|f| f.cause),
+            Some(Cause::Emulator)
+        );
+        let ex1 = Outcome {
+            signal: Some(libc::SIGTERM),
+            ..ex
+        };
+        assert_eq!(judge(&ex1, ready, QEMU_ABORT_SAMPLE, q), None);
+        // Silence, bounded by the rig.
+        let f = judge(&o(End::Silent(70.2), true, None), ready, "", q).unwrap();
+        assert_eq!(f.line, "no console output for 70 s");
+        assert!(f.reason.contains("past the 66 s"), "{}", f.reason);
+        // The stall report.
+        let stalled = format!("{ready}{RCU_STALL_SAMPLE}");
+        let f = judge(&o(End::Stalled("x".into()), true, None), &stalled, "", q).unwrap();
+        assert_eq!(f.cause, Cause::Emulator);
+        // Before the ready marker a kernel's crash is boot's business, not a fault here;
+        // after it, it is the kernel's.
+        let bug = "[ 5.0] BUG: kernel NULL pointer dereference, address: 8\n";
+        let crashed = |ready| o(End::Crashed("x".into()), ready, None);
+        assert_eq!(judge(&crashed(false), bug, "", q), None);
+        let after = format!("{ready}{bug}");
+        assert_eq!(
+            judge(&crashed(true), &after, "", q).map(|f| f.cause),
+            Some(Cause::Kernel)
+        );
+        // A run timeout is nobody's fault to retry.
+        assert_eq!(judge(&o(End::RunTimeout, true, None), ready, "", q), None);
     }
 }

@@ -112,10 +112,18 @@ pub enum Inject {
     /// The emulator's stale-breakpoint Oops, printed on the console as the kernel
     /// prints it (`crash::INT3_OOPS_SAMPLE`), then power off.
     Int3 { after: u64 },
+    /// A guest whose timers stopped: the RCU stall report as the kernel prints it
+    /// (`crash::RCU_STALL_SAMPLE`), then nothing more (the run frozen, no power-off).
+    Stall { after: u64 },
+    /// The run frozen and the guest waiting, nothing printed: for a test whose QEMU
+    /// stand-in aborts once a frame is home (tests/support/guest.rs `QemuStandIn`), so
+    /// that it aborts mid-run with a known number of trials home.
+    Hold { after: u64 },
     /// The kill -9 matrix in the guest (tests/guest_kill.rs), before the run itself:
     /// the first part's run is started and SIGKILLed at `KILLS` seeded moments (mid-apply,
     /// mid-trial, mid-restore), each followed by `xrunrig restore`; kill.log (in the
-    /// results) tells sched/features before, at each kill and after each restore.
+    /// results) tells sched/features before, at each kill and after each restore. Each
+    /// kill says so on the console, which would otherwise be silent for all of them.
     Kill { seed: u64 },
 }
 
@@ -152,6 +160,7 @@ fn kill_matrix(first: &[String], seed: u64) -> String {
     ok=CHANGED; [ "$f1" = "$f0" ] && ok=back
     echo "kill $1 '$2' x$3 +$4 s: changed-at-kill $ch; restore rc $r; features $ok" >>/results/kill.log
     [ $ok = back ] || echo "after: $f1" >>/results/kill.log
+    echo "xrunrig-guest: kill $1 done, features $ok"
   }}
 "#,
         cmd = quote(&shell_line(first)),
@@ -211,6 +220,9 @@ pub fn init_script(
         Inject::None => (0, "5", String::new()),
         Inject::Crash { after } => (after, "0.05", "echo c >/proc/sysrq-trigger".into()),
         Inject::Int3 { after } => (after, "0.05", format!("cat {INJECT_CONSOLE}; poweroff -f")),
+        // Quiet for longer than any bound: the host must stop it.
+        Inject::Stall { after } => (after, "0.05", format!("cat {INJECT_CONSOLE}; sleep 100000")),
+        Inject::Hold { after } => (after, "0.05", "sleep 100000".into()),
         Inject::Kill { .. } => (0, "5", String::new()),
     };
     let (stop, crash) = if fault.is_empty() {
@@ -433,13 +445,13 @@ pub fn build(spec: &Spec, out: &Path) -> Result<(u64, Vec<String>), String> {
     for (g, data) in &spec.files {
         w.file(g, 0o644, data).map_err(io)?;
     }
-    if let Inject::Int3 { .. } = spec.inject {
-        w.file(
-            INJECT_CONSOLE,
-            0o644,
-            super::crash::INT3_OOPS_SAMPLE.as_bytes(),
-        )
-        .map_err(io)?;
+    let console = match spec.inject {
+        Inject::Int3 { .. } => Some(super::crash::INT3_OOPS_SAMPLE),
+        Inject::Stall { .. } => Some(super::crash::RCU_STALL_SAMPLE),
+        _ => None,
+    };
+    if let Some(text) = console {
+        w.file(INJECT_CONSOLE, 0o644, text.as_bytes()).map_err(io)?;
     }
     let list: Vec<&str> = spec.modules.iter().map(|m| m.name.as_str()).collect();
     w.file(
@@ -567,9 +579,21 @@ mod tests {
             "kill_one 1 'test-stall apply' 2 ",
             "kill_one 2 'test-stall restore' 1 ",
             "cp /results/kill.log /results/x/p0/kill.log",
+            "echo \"xrunrig-guest: kill $1 done",
         ] {
             assert!(s.contains(needle), "{needle} missing from\n{s}");
         }
         assert!(!s.contains("sysrq"));
+        let s = init_script(&[vec!["a".into()]], &[], Inject::Stall { after: 1 }, &[]);
+        assert!(
+            s.contains(&format!(
+                "if [ $n -ge 1 ]; then cat {INJECT_CONSOLE}; sleep 100000"
+            )),
+            "{s}"
+        );
+        assert!(!s.contains("poweroff -f; sleep"), "{s}");
+        let s = init_script(&[vec!["a".into()]], &[], Inject::Hold { after: 2 }, &[]);
+        assert!(s.contains("if [ $n -ge 2 ]; then sleep 100000"), "{s}");
+        assert!(s.contains("killall -STOP xrunrig"), "{s}");
     }
 }

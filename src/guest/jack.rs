@@ -28,6 +28,8 @@ pub struct Server {
     /// server's priority − 5, so the server gets this + 5.
     pub callback_priority: i32,
     pub driver: GuestJack,
+    /// Run `xrunrig watch` beside the command (`--guest-watch`).
+    pub watch: bool,
 }
 
 impl Server {
@@ -61,12 +63,42 @@ impl Server {
     /// one Loopback card for both playback and capture fails ("cannot be acquired").
     pub fn wrap(&self, command: &[String]) -> Vec<String> {
         let name = shell_line(std::slice::from_ref(&self.name));
+        let (watch_on, watch_off) = match self.watch_dir(command) {
+            Some(dir) => {
+                let w = shell_line(&[
+                    command[0].clone(),
+                    "watch".into(),
+                    "--server".into(),
+                    self.name.clone(),
+                    "--out".into(),
+                    dir.clone(),
+                    "--duration".into(),
+                    WATCH_BOUND_S.to_string(),
+                    // A smaller ring: reading it is what watch costs the emulated CPUs.
+                    "--buffer-kb".into(),
+                    "1024".into(),
+                ]);
+                let d = shell_line(&[dir]);
+                (
+                    // Started, and attached with its recorder running, before the rig.
+                    format!(
+                        "{w} >/tmp/watch.log 2>&1 &
+                         w=$!; i=0
+                         while ! grep -q watching /tmp/watch.log && kill -0 $w 2>/dev/null && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
+"
+                    ),
+                    format!("kill -INT $w 2>/dev/null; wait $w; cp /tmp/watch.log {d}/watch.log 2>/dev/null
+"),
+                )
+            }
+            None => (String::new(), String::new()),
+        };
         let script = format!(
             "{NO_RESERVATION_ENV}=1 {jackd} >/tmp/jackd.log 2>&1 &\n\
              j=$!\n\
              if {wait} >/dev/null 2>&1; then\n\
-             {SERVER_ENV}={name} {cmd}; rc=$?\n\
-             else\n\
+             {watch_on}{SERVER_ENV}={name} {cmd}; rc=$?\n\
+             {watch_off}else\n\
              echo \"xrunrig-guest: jackd did not come up within {WAIT_S} s:\" >&2; cat /tmp/jackd.log >&2; rc=1\n\
              fi\n\
              kill $j 2>/dev/null; wait $j\n\
@@ -77,7 +109,31 @@ impl Server {
         );
         vec!["/bin/sh".into(), "-c".into(), script]
     }
+
+    /// Where watch writes beside a part: `watch` inside the first part's results
+    /// directory (`--out /results/x/p0`), `watch-pN` inside part N's.
+    fn watch_dir(&self, command: &[String]) -> Option<String> {
+        if !self.watch {
+            return None;
+        }
+        let out = command
+            .iter()
+            .position(|a| a == "--out")
+            .and_then(|i| command.get(i + 1))?;
+        let part = std::path::Path::new(out)
+            .file_name()?
+            .to_string_lossy()
+            .into_owned();
+        Some(if part == "p0" {
+            format!("{out}/watch")
+        } else {
+            format!("{out}/watch-{part}")
+        })
+    }
 }
+
+/// watch's own bound in the guest (the host bounds the whole boot anyway).
+const WATCH_BOUND_S: u64 = 6 * 3600;
 
 #[cfg(test)]
 mod tests {
@@ -91,6 +147,7 @@ mod tests {
             nperiods: 2,
             callback_priority: 70,
             driver: GuestJack::Alsa,
+            watch: false,
         }
     }
 
@@ -110,6 +167,34 @@ mod tests {
             d.jackd_args().join(" "),
             "jackd -n xrunrig -R -P 75 -d dummy -P 2 -C 2 -r 48000 -p 128"
         );
+    }
+
+    #[test]
+    fn watch_runs_beside_the_command_and_is_stopped_after_it() {
+        let w = Server {
+            watch: true,
+            ..server()
+        }
+        .wrap(&[
+            "/bin/xrunrig".into(),
+            "run".into(),
+            "--out".into(),
+            "/results/x/p1".into(),
+        ]);
+        let s = &w[2];
+        let at = |n: &str| s.find(n).unwrap_or_else(|| panic!("{n} missing from\n{s}"));
+        let start = at("/bin/xrunrig watch --server xrunrig --out /results/x/p1/watch-p1");
+        let run = at("JACK_DEFAULT_SERVER=xrunrig /bin/xrunrig run");
+        let stop = at("kill -INT $w");
+        assert!(start < run && run < stop, "{s}");
+        assert!(s.contains("grep -q watching /tmp/watch.log"), "{s}");
+        let o = std::process::Command::new("sh")
+            .args(["-n", "-c", s])
+            .status()
+            .unwrap();
+        assert!(o.success());
+        // Without --guest-watch nothing of it.
+        assert!(!server().wrap(&["/bin/xrunrig".into()])[2].contains("watch"));
     }
 
     #[test]

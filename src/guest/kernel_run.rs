@@ -33,6 +33,8 @@ pub struct KernelRun {
     pub code: i32,
     pub accel: Option<Accel>,
     pub rows: Vec<Row>,
+    /// An audio rig's summary rows, as they came home.
+    pub livefx_rows: Vec<results::livefx::Row>,
     pub error: Option<String>,
     pub boot_s: Option<f64>,
     pub wall_s: f64,
@@ -71,6 +73,7 @@ pub fn run_kernel(c: &Ctx, k: Kernel, dir: PathBuf) -> KernelRun {
         code: EXIT_FAILED,
         accel: None,
         rows: vec![],
+        livefx_rows: vec![],
         error: None,
         boot_s: None,
         wall_s: 0.0,
@@ -149,13 +152,6 @@ fn bring_home(s: &Path, dest: &Path) -> Home {
     h
 }
 
-/// The console lines after the guest's ready marker: the run's part of it.
-fn after_ready(console: &str) -> &str {
-    console
-        .find("XRUNRIG-READY")
-        .map_or(console, |i| &console[i..])
-}
-
 fn stop_of(f: &Fault, after: u64, of: u64, log: &str) -> GuestStop {
     GuestStop {
         after_trial: after,
@@ -163,6 +159,8 @@ fn stop_of(f: &Fault, after: u64, of: u64, log: &str) -> GuestStop {
         reason: Some(f.reason.clone()),
         console_excerpt: f.excerpt.clone(),
         console_log: Some(log.into()),
+        cause: Some(f.cause.name().into()),
+        line: Some(f.line.clone()),
     }
 }
 
@@ -213,6 +211,9 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
         } else {
             format!("guest-console-boot{}.log", b + 1)
         };
+        // Read before the scratch directory goes: the console alone, and QEMU's stderr.
+        let raw = std::fs::read_to_string(s.0.join("console.log")).unwrap_or_default();
+        let qemu_err = std::fs::read_to_string(s.0.join("qemu-stderr.log")).unwrap_or_default();
         let console = save_console(&s.0, &run.dir, &log_name);
         let home_dir = stage.0.join(format!("b{b}"));
         let home = bring_home(&s.0, &home_dir);
@@ -227,12 +228,7 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
             eprintln!("xrunrig: the guest died writing a frame; dropped it ({t})");
         }
         channel = home.channel;
-        let text = std::fs::read_to_string(&console).unwrap_or_default();
-        let fault = if outcome.ready_s.is_some() {
-            crash::classify(after_ready(&text))
-        } else {
-            None
-        };
+        let fault = crash::judge(&outcome, &raw, &qemu_err, p.quiet_bound);
         let failed = |what: String| {
             format!(
                 "{what}\n  the guest was stopped; console log: {}\n  last console lines:\n    {}",
@@ -243,6 +239,15 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
         let end = outcome.end.clone();
         last = Some((outcome, accel, accel_note));
         match (&fault, home.rc) {
+            // The final frame came home (the run in the guest ended and its results
+            // are whole): the emulator's trouble after that cost nothing.
+            (Some(f), Some(rc)) if f.cause == Cause::Emulator => {
+                eprintln!(
+                    "xrunrig: after the guest's results came home whole: {}: {}",
+                    f.line, f.reason
+                );
+                finished_rc = Some(rc);
+            }
             (Some(f), _)
                 if f.cause == Cause::Emulator
                     && !p.parts_left(&boots, done).is_empty()
@@ -258,15 +263,23 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
             }
             (Some(f), _) => {
                 let mut g = stop_of(f, done, total, &log_name);
-                if f.cause == Cause::Emulator {
-                    g.reason = Some(format!(
-                        "{} (resumed {} times already; not again)",
-                        f.reason,
-                        resumed.len()
-                    ));
-                }
+                let what = if f.cause == Cause::Emulator {
+                    let why = if c.stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        "interrupted; not resumed".to_string()
+                    } else if resumed.len() >= MAX_RESUMES {
+                        format!("resumed {} times already; not again", resumed.len())
+                    } else {
+                        "every trial had come home; nothing to resume, but the guest's \
+                         final frame (its exit code) did not"
+                            .to_string()
+                    };
+                    g.reason = Some(format!("{} ({why})", f.reason));
+                    "the guest stopped on an emulator fault"
+                } else {
+                    "the guest kernel crashed"
+                };
                 fail = Some(format!(
-                    "the guest kernel crashed after trial {done} of {total}: {}\n  {}.\n  \
+                    "{what} after trial {done} of {total}: {}\n  {}.\n  \
                      The {done} finished trials are kept in {}; console log: {}",
                     f.line,
                     g.reason.clone().unwrap_or_default(),
@@ -291,6 +304,11 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
                         p.run_bound.as_secs()
                     ),
                     End::Crashed(l) => format!("the guest kernel failed: {l}"),
+                    End::Stalled(l) => format!("the guest's timers stopped: {l}"),
+                    End::Silent(q) => format!(
+                        "the guest printed nothing for {q:.0} s (bound {} s)",
+                        p.quiet_bound.as_secs()
+                    ),
                     End::Exited(st) => format!(
                         "QEMU exited ({st}) before the guest {}",
                         if run.boot_s.is_some() {

@@ -92,6 +92,9 @@ pub struct HostPlan {
     /// Bound on one guest's whole run, boot included.
     pub run_bound: Duration,
     pub boot_bound: Duration,
+    /// Bound on a ready guest's silence: past it, its timers stopped (an emulator
+    /// fault, `crash::silence`).
+    pub quiet_bound: Duration,
 }
 
 fn file_name(p: &Path) -> String {
@@ -186,10 +189,17 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
                 nperiods: cfg.nperiods,
                 callback_priority: cfg.callback_priority,
                 driver: g.jack,
+                watch: g.watch,
             })
         }
         _ => None,
     };
+    if g.watch && jack.is_none() {
+        return Err(
+            "--guest-watch watches the guest's JACK session: give --backend jack (or a rig whose              [livefx] backend is jack)"
+                .into(),
+        );
+    }
     // The sweep's order as prepare() decides it: the profile's settings (filtered, in
     // the profile's order; one "as-is" under --settings-as-is), the rig's variants.
     let profile_changes = profile.as_ref().is_some_and(|p| p.changes_anything());
@@ -246,6 +256,11 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
     let inner = crate::rig::limits::watchdog_bound_ns(a.max_time_ns, estimate)?;
     let boot_bound = env_secs("XRUNRIG_GUEST_BOOT_TIMEOUT").unwrap_or(Duration::from_secs(90));
     let run_bound = boot_bound + Duration::from_nanos(inner) + Duration::from_secs(60);
+    // A ready guest prints a line per trial (and /init one per shipped frame): one
+    // trial's own watchdog bound (its estimate × 2 + 60 s) without a byte means its
+    // timers stopped, not that the trial is long.
+    let one_trial = crate::rig::limits::run_estimate_ns(&per_trial, &[1])?;
+    let quiet_bound = Duration::from_nanos(crate::rig::limits::watchdog_bound_ns(None, one_trial)?);
     let mut cmdline = BASE_CMDLINE.to_string();
     if let Some(l) = lpj() {
         cmdline.push_str(&format!(" lpj={l}"));
@@ -281,24 +296,30 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
         cmdline,
         run_bound,
         boot_bound,
+        quiet_bound,
     };
     p.command = p.command_for(&p.whole(), 0);
     Ok(p)
 }
 
-/// XRUNRIG_GUEST_TEST_INJECT=crash:K or int3:K (tests only): the first boot crashes
-/// its kernel, or prints the emulator's int3 Oops and stops, once K trials are home;
+/// XRUNRIG_GUEST_TEST_INJECT=crash:K, int3:K, stall:K or hold:K (tests only): the first
+/// boot crashes its kernel, prints the emulator's int3 Oops and stops, prints the RCU
+/// stall of stopped timers and goes quiet, or just waits, once K trials are home;
 /// kill:SEED runs the kill -9 matrix before the run (`initramfs::Inject::Kill`).
 fn test_inject() -> Result<initramfs::Inject, String> {
     let Ok(v) = std::env::var("XRUNRIG_GUEST_TEST_INJECT") else {
         return Ok(initramfs::Inject::None);
     };
-    let bad = || format!("XRUNRIG_GUEST_TEST_INJECT={v}: give crash:K, int3:K or kill:SEED");
+    let bad = || {
+        format!("XRUNRIG_GUEST_TEST_INJECT={v}: give crash:K, int3:K, stall:K, hold:K or kill:SEED")
+    };
     let (kind, k) = v.split_once(':').ok_or_else(bad)?;
     let after: u64 = k.parse().map_err(|_| bad())?;
     match kind {
         "crash" => Ok(initramfs::Inject::Crash { after }),
         "int3" => Ok(initramfs::Inject::Int3 { after }),
+        "stall" => Ok(initramfs::Inject::Stall { after }),
+        "hold" => Ok(initramfs::Inject::Hold { after }),
         "kill" => Ok(initramfs::Inject::Kill { seed: after }),
         _ => Err(bad()),
     }
@@ -419,6 +440,32 @@ fn result_dirs(a: &RunOptions, rig: &str, kernels: &[Kernel]) -> (Option<PathBuf
     (Some(base), dirs)
 }
 
+/// The rule of `--patch`: it applies to the `--kernel` written just before it, which
+/// must be built from source. Err names the rule and the patch that breaks it.
+pub fn check_patches(g: &GuestOptions) -> Result<(), String> {
+    const RULE: &str = "each --patch applies to the --kernel written just before it, which \
+                        must be built from source (src:PATH or debian-src:6.12), e.g. \
+                        --kernel debian-src:6.12 --kernel debian-src:6.12 --patch fix.patch";
+    if let Some(p) = g.stray_patches.first() {
+        return Err(format!(
+            "--patch {} comes before any --kernel: {RULE}",
+            p.display()
+        ));
+    }
+    for k in &g.kernels {
+        if let Some(p) = k.patches.first()
+            && !build::is_source(&k.spec)
+        {
+            return Err(format!(
+                "--patch {} follows --kernel {}, which is not built from source: {RULE}",
+                p.display(),
+                k.spec
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub fn run_main(a: &RunOptions, g: &GuestOptions) -> i32 {
     let plan = match plan(a, g) {
         Ok(p) => p,
@@ -439,27 +486,17 @@ pub fn run_main(a: &RunOptions, g: &GuestOptions) -> i32 {
         eprintln!("xrunrig: cannot install signal handlers: {e}");
         return EXIT_REFUSED;
     }
-    // --patch applies to the last kernel built from source.
-    let patched = g.kernels.iter().rposition(|k| build::is_source(k));
-    if !g.patches.is_empty() && patched.is_none() {
-        eprintln!(
-            "xrunrig: --patch needs a kernel built from source: give --kernel src:PATH or \
-             --kernel debian-src:6.12 before it (the patches apply to the last such kernel)"
-        );
+    // Each --patch binds to the --kernel written just before it.
+    if let Err(e) = check_patches(g) {
+        eprintln!("xrunrig: {e}");
         return EXIT_REFUSED;
     }
     let mut kernels = vec![];
-    for (i, k) in g.kernels.iter().enumerate() {
-        let resolved = if build::is_source(k) {
-            let none = [];
-            let p = if Some(i) == patched {
-                &g.patches[..]
-            } else {
-                &none[..]
-            };
-            build::resolve(k, p)
+    for k in &g.kernels {
+        let resolved = if build::is_source(&k.spec) {
+            build::resolve(&k.spec, &k.patches)
         } else {
-            kernel::resolve(k, g.modules.as_deref())
+            kernel::resolve(&k.spec, g.modules.as_deref())
         };
         match resolved {
             Ok(x) => kernels.push(x),
@@ -538,13 +575,18 @@ mod tests {
         a: RunArgs,
     }
 
-    /// The command line as a user gives it, through the CLI edge.
+    /// The command line as a user gives it, through the CLI edge (each --patch bound
+    /// to its --kernel, as `Cli::try_parse_args` does).
     fn try_opts(v: &[&str]) -> Result<RunOptions, String> {
+        use clap::{CommandFactory, FromArgMatches};
         let mut all = vec!["x"];
         all.extend(v);
-        W::try_parse_from(all)
-            .map(|w| w.a.into_options())
-            .map_err(|e| e.to_string())
+        let m = W::command()
+            .try_get_matches_from(all)
+            .map_err(|e| e.to_string())?;
+        let mut w = W::from_arg_matches(&m).map_err(|e| e.to_string())?;
+        w.a.bind_patches(&m);
+        Ok(w.a.into_options())
     }
 
     fn plan_of(v: &[&str]) -> Result<HostPlan, String> {
@@ -560,6 +602,79 @@ mod tests {
         )];
         v.extend(extra);
         v
+    }
+
+    /// `--kernel A --patch p1 --kernel B --patch p2` means what it says: p1 for A, p2
+    /// for B (before, both went to B and A ran unpatched). A patch before any kernel,
+    /// or after one not built from source, is refused with the rule named.
+    #[test]
+    fn each_patch_binds_to_the_kernel_before_it() {
+        let g = |v: &[&str]| try_opts(&args(v)).unwrap().guest.unwrap();
+        let two = g(&[
+            "--kernel",
+            "debian-src:6.12",
+            "--patch",
+            "p1.patch",
+            "--kernel",
+            "src:/tmp/linux",
+            "--patch",
+            "p2.patch",
+            "--patch",
+            "p3.patch",
+        ]);
+        let got: Vec<(&str, Vec<&str>)> = two
+            .kernels
+            .iter()
+            .map(|k| {
+                (
+                    k.spec.as_str(),
+                    k.patches.iter().map(|p| p.to_str().unwrap()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("debian-src:6.12", vec!["p1.patch"]),
+                ("src:/tmp/linux", vec!["p2.patch", "p3.patch"])
+            ]
+        );
+        assert!(check_patches(&two).is_ok());
+        // The README's form: the second of two identical kernels is the patched one.
+        let ab = g(&[
+            "--kernel",
+            "debian-src:6.12",
+            "--kernel",
+            "debian-src:6.12",
+            "--patch",
+            "fix.patch",
+        ]);
+        assert!(ab.kernels[0].patches.is_empty());
+        assert_eq!(ab.kernels[1].patches, vec![PathBuf::from("fix.patch")]);
+        // Before any kernel: refused, the rule named.
+        let stray = g(&["--patch", "p1.patch", "--kernel", "debian-src:6.12"]);
+        let e = check_patches(&stray).unwrap_err();
+        assert!(
+            e.contains("--patch p1.patch comes before any --kernel")
+                && e.contains("each --patch applies to the --kernel written just before it"),
+            "{e}"
+        );
+        // After a packaged kernel: refused.
+        let pkg = g(&[
+            "--kernel",
+            "debian-src:6.12",
+            "--kernel",
+            "debian:6.12",
+            "--patch",
+            "p1.patch",
+        ]);
+        let e = check_patches(&pkg).unwrap_err();
+        assert!(
+            e.contains(
+                "--patch p1.patch follows --kernel debian:6.12, which is not built from source"
+            ),
+            "{e}"
+        );
     }
 
     #[test]
@@ -610,6 +725,25 @@ mod tests {
         // 8 trials × 2 settings × 1 variant × 4.2 s, doubled, + 60 s, + boot and shipping.
         assert!(
             p.run_bound > Duration::from_secs(67 + 60) && p.run_bound < Duration::from_secs(600)
+        );
+        // Silence: one trial's bound (4 s + 0.2 s gap), doubled, + 60 s; not the run's.
+        assert_eq!(p.quiet_bound, Duration::from_millis(2 * 4200 + 60_000));
+        // An audio trial's: its length and 20 s to start and stop, doubled, + 60 s.
+        let lf = plan_of(&[
+            concat!(env!("CARGO_MANIFEST_DIR"), "/rigs/livefx.toml"),
+            "--kernel",
+            "debian:6.12",
+            "--duration",
+            "10 s",
+            "--trials",
+            "50",
+        ])
+        .unwrap();
+        assert_eq!(lf.quiet_bound, Duration::from_secs(2 * 30 + 60));
+        assert!(
+            lf.run_bound > Duration::from_secs(50 * 30),
+            "{:?}",
+            lf.run_bound
         );
     }
 

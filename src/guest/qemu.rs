@@ -3,7 +3,7 @@
 //! PR_SET_PDEATHSIG so it dies even if xrunrig is SIGKILLed.
 
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,7 +24,9 @@ impl Accel {
     }
 }
 
-/// The QEMU binary: $XRUNRIG_QEMU or qemu-system-x86_64 on PATH.
+/// The QEMU binary: $XRUNRIG_QEMU or qemu-system-x86_64 on PATH. The tests put a
+/// stand-in there that aborts the way QEMU does, then runs the real one
+/// (tests/support/guest.rs `QemuStandIn`).
 pub fn qemu_binary() -> Result<PathBuf, String> {
     if let Some(q) = std::env::var_os("XRUNRIG_QEMU") {
         let p = PathBuf::from(q);
@@ -221,6 +223,10 @@ pub enum End {
     RunTimeout,
     /// The kernel panicked or halted; the console line.
     Crashed(String),
+    /// The guest's timers stopped (`crash::timer_stall_line`); the console line.
+    Stalled(String),
+    /// The guest printed nothing for this many seconds, past the quiet bound.
+    Silent(f64),
     /// QEMU exited on its own before the guest shipped anything.
     Exited(String),
     Interrupted,
@@ -233,6 +239,8 @@ pub struct Outcome {
     /// The guest's own uptime at the ready marker (its kernel boot and /init).
     pub guest_uptime_s: Option<f64>,
     pub wall_s: f64,
+    /// The signal QEMU died of, when it exited by itself (SIGABRT: its own assertion).
+    pub signal: Option<i32>,
 }
 
 /// "[   12.345678] …": a kernel message, not the guest run's own output.
@@ -255,13 +263,21 @@ fn fatal_line(l: &str) -> bool {
     .any(|p| l.contains(p))
 }
 
-/// Watches the console until the guest ships, dies, or a bound passes; relays the
-/// guest's own output (after the ready marker, not kernel messages) to `relay`.
+/// How long a guest may take: to its ready marker, in all, and without printing
+/// anything once ready (its timers stopped: see `guest::plan`).
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    pub boot: Duration,
+    pub run: Duration,
+    pub quiet: Duration,
+}
+
+/// Watches the console until the guest ships, dies, stalls, or a bound passes; relays
+/// the guest's own output (after the ready marker, not kernel messages) to `relay`.
 pub fn watch(
     g: &mut Guard,
     console: &Path,
-    boot_bound: Duration,
-    run_bound: Duration,
+    bounds: Bounds,
     stop: &AtomicBool,
     relay: &mut dyn FnMut(&str),
 ) -> Outcome {
@@ -273,13 +289,19 @@ pub fn watch(
     let mut guest_uptime: Option<f64> = None;
     let mut shipped = false;
     let mut crashed: Option<String> = None;
+    let mut stalled: Option<String> = None;
     let mut exited: Option<String> = None;
+    let mut signal: Option<i32> = None;
+    let mut heard = Instant::now();
     let end = loop {
         let status = g.try_wait();
         // Read what the console got (also after exit, so nothing is missed).
         if let Some(file) = f.as_mut() {
             let mut buf = Vec::new();
             if file.seek(SeekFrom::Start(pos)).is_ok() && file.read_to_end(&mut buf).is_ok() {
+                if !buf.is_empty() {
+                    heard = Instant::now();
+                }
                 pos += buf.len() as u64;
                 partial.push_str(&String::from_utf8_lossy(&buf));
                 while let Some(i) = partial.find('\n') {
@@ -292,6 +314,8 @@ pub fn watch(
                         shipped = true;
                     } else if fatal_line(line) {
                         crashed.get_or_insert(line.trim().to_string());
+                    } else if super::crash::timer_stall_line(line) {
+                        stalled.get_or_insert(line.trim().to_string());
                     } else if ready.is_some()
                         && !is_kernel_log(line)
                         && !line.starts_with("XRUNRIG-")
@@ -309,6 +333,7 @@ pub fn watch(
         }
         if let Some(s) = status {
             exited = Some(s.to_string());
+            signal = s.signal();
         }
         if shipped {
             // Give the power-off a moment, then stop it ourselves.
@@ -329,6 +354,15 @@ pub fn watch(
             }
             break End::Crashed(c.clone());
         }
+        if let Some(l) = &stalled {
+            // The rest of the stall report, for the classifier; the guest will not get
+            // anywhere (seen here: it hung until LAVA's 20-minute timeout).
+            let t = Instant::now();
+            while g.try_wait().is_none() && t.elapsed() < Duration::from_secs(2) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            break End::Stalled(l.clone());
+        }
         if let Some(e) = &exited {
             break End::Exited(e.clone());
         }
@@ -336,10 +370,13 @@ pub fn watch(
             break End::Interrupted;
         }
         let el = t0.elapsed();
-        if ready.is_none() && el > boot_bound {
+        if ready.is_none() && el > bounds.boot {
             break End::BootTimeout;
         }
-        if el > run_bound {
+        if ready.is_some() && heard.elapsed() > bounds.quiet {
+            break End::Silent(heard.elapsed().as_secs_f64());
+        }
+        if el > bounds.run {
             break End::RunTimeout;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -350,6 +387,7 @@ pub fn watch(
         ready_s: ready,
         guest_uptime_s: guest_uptime,
         wall_s: t0.elapsed().as_secs_f64(),
+        signal,
     }
 }
 
@@ -407,8 +445,11 @@ mod tests {
         let o = watch(
             &mut g,
             &console,
-            Duration::from_millis(300),
-            Duration::from_secs(60),
+            Bounds {
+                boot: Duration::from_millis(300),
+                run: Duration::from_secs(60),
+                quiet: Duration::from_secs(60),
+            },
             &stop,
             &mut |_| {},
         );
@@ -435,5 +476,87 @@ mod tests {
             "process group {pid} still runs: {alive:?}"
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A stand-in "QEMU" (sh writing the console file) watched with `quiet`.
+    fn watch_script(tag: &str, script: &str, quiet: Duration) -> (Outcome, String) {
+        let dir = std::env::temp_dir().join(format!("xrunrig-qemu-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let console = dir.join("console");
+        std::fs::write(&console, b"").unwrap();
+        let child = Command::new("sh")
+            .args(["-c", script, "sh"])
+            .arg(&console)
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut g = Guard { child, done: false };
+        let stop = AtomicBool::new(false);
+        let mut relayed = String::new();
+        let o = watch(
+            &mut g,
+            &console,
+            Bounds {
+                boot: Duration::from_secs(20),
+                run: Duration::from_secs(60),
+                quiet,
+            },
+            &stop,
+            &mut |l| relayed.push_str(&format!("{l}\n")),
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        (o, relayed)
+    }
+
+    #[test]
+    fn a_guest_that_goes_quiet_is_stopped_at_its_quiet_bound() {
+        // Lines every 0.3 s for 1.5 s (none of those gaps is silence), then nothing.
+        let t0 = Instant::now();
+        let (o, relayed) = watch_script(
+            "quiet",
+            "echo 'XRUNRIG-READY 1.0 1.0' >>$1; for i in 1 2 3 4 5; do sleep 0.3; echo \"[$i/9] t\" >>$1; done; sleep 30",
+            Duration::from_millis(1200),
+        );
+        let End::Silent(q) = o.end else {
+            panic!("{:?}", o.end)
+        };
+        assert!((1.2..3.0).contains(&q), "{q}");
+        assert_eq!(relayed.lines().count(), 5, "{relayed}");
+        // Caught within its bound: 1.5 s of output, then 1.2 s of silence.
+        assert!(t0.elapsed() < Duration::from_secs(6), "{:?}", t0.elapsed());
+        // Before the ready marker the boot bound rules, not the quiet one.
+        let (o, _) = watch_script("quiet-boot", "sleep 30", Duration::from_millis(200));
+        assert_eq!(o.end, End::BootTimeout);
+        assert!(o.wall_s > 19.0, "{}", o.wall_s);
+    }
+
+    #[test]
+    fn the_rcu_timer_stall_stops_the_guest_at_once() {
+        let sample = super::super::crash::RCU_STALL_SAMPLE.replace('\'', "'\\''");
+        let t0 = Instant::now();
+        let (o, _) = watch_script(
+            "stall",
+            &format!("echo 'XRUNRIG-READY 1.0 1.0' >>$1; printf '%s' '{sample}' >>$1; sleep 30"),
+            Duration::from_secs(60),
+        );
+        let End::Stalled(l) = &o.end else {
+            panic!("{:?}", o.end)
+        };
+        assert!(
+            l.contains("timer wakeup didn't happen for 5251 jiffies"),
+            "{l}"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(6), "{:?}", t0.elapsed());
+    }
+
+    #[test]
+    fn qemus_abort_is_an_exit_by_sigabrt() {
+        let (o, _) = watch_script(
+            "abort",
+            "echo 'Linux version 6.12' >>$1; ulimit -c 0; kill -ABRT $$",
+            Duration::from_secs(60),
+        );
+        assert!(matches!(o.end, End::Exited(_)), "{:?}", o.end);
+        assert_eq!(o.signal, Some(libc::SIGABRT));
     }
 }

@@ -6,7 +6,7 @@ use super::kernel_run::KernelRun;
 use super::qemu::{Accel, Outcome};
 use crate::output::summary::{Row, Summary};
 use crate::output::{console, table};
-use results::combined::{COMBINED_JSON, Combined, KernelEntry, KernelRow};
+use results::combined::{COMBINED_JSON, Combined, KernelEntry, KernelRow, LivefxKernelRow};
 use results::livefx::Summary as LivefxSummary;
 use std::path::Path;
 
@@ -60,10 +60,15 @@ pub fn print_kernel(run: &mut KernelRun, outcome: &Outcome) {
             run.rows = sm.rows;
             run.decided = sm.until_decided;
         }
-        Brought::Livefx(sm) => out.push_str(&livefx_table(&sm)),
+        Brought::Livefx(sm) => {
+            out.push_str(&livefx_table(&sm));
+            run.livefx_rows = sm.rows;
+        }
         Brought::Nothing => out.push_str("(no summary.json: the guest run wrote no results)\n"),
     }
-    out.push_str(&format!("results: {}\n", run.dir.display()));
+    // The verdict in words, as a run on this machine ends (from the results brought
+    // home, merged).
+    out.push_str(&crate::output::answer(&run.dir));
     console::report(&out);
 }
 
@@ -113,6 +118,64 @@ fn livefx_table(sum: &LivefxSummary) -> String {
     out
 }
 
+/// An audio rig's rows across kernels: one line per kernel × setting × variant with
+/// cycles, xruns, misses (not injected) and dropouts per hour of audio.
+pub fn livefx_combined(rows: &[LivefxKernelRow]) -> String {
+    let head = [
+        "kernel", "setting", "variant", "backend", "cycles", "xruns", "misses", "per hour",
+    ];
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|k| {
+            let r = &k.row;
+            let c = &r.counts;
+            let misses = c
+                .misses_not_injected
+                .unwrap_or(c.deadline_misses.saturating_sub(c.injected));
+            let dropouts = c.xruns.max(misses) + c.discontinuities.unwrap_or(0);
+            vec![
+                k.kernel.clone(),
+                r.setting.clone(),
+                r.variant.clone(),
+                r.backend.clone(),
+                c.cycles.to_string(),
+                c.xruns.to_string(),
+                misses.to_string(),
+                r.audio_s().filter(|s| *s > 0.0).map_or("-".into(), |s| {
+                    format!("{:.1}", dropouts as f64 * 3600.0 / s)
+                }),
+            ]
+        })
+        .collect();
+    let w: Vec<usize> = (0..head.len())
+        .map(|i| {
+            cells
+                .iter()
+                .map(|r| r[i].len())
+                .chain([head[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |r: &[String]| {
+        let mut s = String::new();
+        for (i, c) in r.iter().enumerate() {
+            // Names left, numbers right.
+            if i < 4 {
+                s += &format!("{c:<width$}  ", width = w[i]);
+            } else {
+                s += &format!("{c:>width$}  ", width = w[i]);
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut out = line(&head.map(String::from));
+    for r in &cells {
+        out += &line(r);
+    }
+    out + "misses: deadline misses not caused by an injected overrun; per hour: dropouts (the larger of xruns and misses, plus clicks) per hour of audio\n"
+}
+
 /// The table across kernels (a kernel column before the usual ones) and
 /// combined.json in the parent directory.
 pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
@@ -124,7 +187,15 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
             labels.push(r.kernel.name());
         }
     }
-    let t = table::render(&rows);
+    let livefx_rows: Vec<LivefxKernelRow> = runs
+        .iter()
+        .flat_map(|r| {
+            r.livefx_rows.iter().map(|row| LivefxKernelRow {
+                kernel: r.kernel.name(),
+                row: row.clone(),
+            })
+        })
+        .collect();
     let w = labels
         .iter()
         .map(|l| l.len())
@@ -132,9 +203,19 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
         .unwrap_or(0)
         .max("kernel".len());
     let mut out = String::new();
-    for (i, line) in t.lines().enumerate() {
-        let k = if i == 0 { "kernel" } else { &labels[i - 1] };
-        out.push_str(&format!("{k:<w$}  {line}\n"));
+    // A thread rig's table; an audio rig's; none when no kernel brought rows home.
+    if !rows.is_empty() {
+        let t = table::render(&rows);
+        for (i, line) in t.lines().enumerate() {
+            let k = if i == 0 { "kernel" } else { &labels[i - 1] };
+            out.push_str(&format!("{k:<w$}  {line}\n"));
+        }
+    }
+    if !livefx_rows.is_empty() {
+        out.push_str(&livefx_combined(&livefx_rows));
+    }
+    if rows.is_empty() && livefx_rows.is_empty() {
+        out.push_str("(no kernel brought results home)\n");
     }
     // --until-decided: each kernel's comparisons under the table.
     for r in runs {
@@ -208,6 +289,7 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
                 })
             })
             .collect(),
+        livefx_rows,
     };
     if let Err(e) = crate::output::write_json(&base.join(COMBINED_JSON), &v) {
         eprintln!("xrunrig: {e}");
@@ -244,5 +326,56 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("B / v: clock, 128, 9, 0, 0, - (-), -\n"), "{t}");
+    }
+
+    /// Several kernels of an audio rig: a row per kernel × setting × variant (the table
+    /// used to have a header and no rows, combined.json `rows: []`).
+    #[test]
+    fn livefx_rows_across_kernels_make_one_table() {
+        let sum: LivefxSummary =
+            serde_json::from_value(serde_json::json!({"kind": "livefx", "rows": [
+                {"setting": "NO_RT_PUSH_IPI", "variant": "pi", "backend": "clock", "period": 2048,
+                 "rate": 48000, "cycles": 703, "xruns": 0, "deadline_misses": 35,
+                 "injected": 0, "misses_not_injected": 35},
+                {"setting": "RT_PUSH_IPI", "variant": "pi", "backend": "clock", "period": 2048,
+                 "rate": 48000, "cycles": 703, "xruns": 0, "deadline_misses": 0},
+            ]}))
+            .unwrap();
+        let rows: Vec<LivefxKernelRow> = ["6.12.117-src", "6.12.117-src+0001-fix"]
+            .iter()
+            .flat_map(|k| {
+                sum.rows.iter().map(|r| LivefxKernelRow {
+                    kernel: k.to_string(),
+                    row: r.clone(),
+                })
+            })
+            .collect();
+        let t = livefx_combined(&rows);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(
+            lines[0].starts_with("kernel") && lines[0].contains("per hour"),
+            "{t}"
+        );
+        assert_eq!(lines.len(), 1 + 4 + 1, "{t}");
+        // 35 misses in 703 × 2048 / 48000 s = 29.995 s: 4200.7 per hour.
+        assert!(
+            lines[1].starts_with("6.12.117-src ")
+                && lines[1].contains(" 35 ")
+                && lines[1].ends_with("4200.7"),
+            "{t}"
+        );
+        assert!(
+            lines[4].starts_with("6.12.117-src+0001-fix") && lines[4].ends_with("0.0"),
+            "{t}"
+        );
+        let c = Combined {
+            rig: "livefx-push-ipi".into(),
+            livefx_rows: rows,
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(v["livefx_rows"].as_array().unwrap().len(), 4);
+        assert_eq!(v["livefx_rows"][0]["kernel"], "6.12.117-src");
+        assert_eq!(v["livefx_rows"][0]["deadline_misses"], 35);
     }
 }

@@ -9,7 +9,9 @@ pub mod evidence;
 pub mod intervals;
 pub mod ipi;
 pub mod parse;
+pub mod story;
 pub mod trace;
+pub mod trace_journal;
 pub mod tracefs;
 
 use config::{Config, IPI_EVENTS, Of};
@@ -89,6 +91,12 @@ impl Instruments {
         }
     }
 
+    /// Where the per-trial files go: the results directory, once it exists (instruments
+    /// are checked, `before_run`, before it is created).
+    pub fn set_dir(&mut self, dir: &Path) {
+        self.dir = dir.to_path_buf();
+    }
+
     fn needs_trace(&self) -> bool {
         self.cfg.needs_trace()
     }
@@ -150,10 +158,8 @@ impl Instruments {
         if self.needs_trace() {
             let kb = self.cfg.trace.as_ref().map_or(8192, |t| t.buffer_kb);
             self.session = Some(tracefs::Session::begin(kb)?);
-        } else if let Ok(lines) = tracefs::recover() {
-            for l in lines {
-                eprintln!("xrunrig: a previous run left tracing state behind; restored: {l}");
-            }
+        } else {
+            tracefs::warn_recovered(tracefs::recover());
         }
         Ok(())
     }

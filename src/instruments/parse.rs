@@ -22,6 +22,11 @@ impl Record {
     pub fn in_hardirq(&self) -> bool {
         matches!(self.flags.as_bytes().get(2), Some(b'h' | b'H'))
     }
+    /// The event fired in interrupt context, hard or soft (`h`, `H`, `s` in the third
+    /// column): its current task did not do it, an interrupt on its CPU did.
+    pub fn in_interrupt(&self) -> bool {
+        matches!(self.flags.as_bytes().get(2), Some(b'h' | b'H' | b's'))
+    }
     /// Migrate-disable depth from the fifth column ('.' = 0); None if absent.
     pub fn migrate_disable(&self) -> Option<u32> {
         match self.flags.as_bytes().get(4)? {
@@ -46,6 +51,28 @@ pub enum Ev {
         pid: i32,
         prio: i32,
         target_cpu: u32,
+    },
+    /// `sched_waking`: fires in the waker's context (the record's pid is the waker).
+    Waking {
+        pid: i32,
+        prio: i32,
+        target_cpu: u32,
+    },
+    /// `irq_handler_entry` / `irq_handler_exit` (a hard interrupt's handler on this CPU).
+    IrqEntry {
+        irq: u32,
+        name: String,
+    },
+    IrqExit {
+        irq: u32,
+    },
+    /// `softirq_entry` / `softirq_exit` (`action` as the kernel names it: TIMER, NET_RX...).
+    SoftirqEntry {
+        vec: u32,
+        action: String,
+    },
+    SoftirqExit {
+        vec: u32,
     },
     Migrate {
         pid: i32,
@@ -77,7 +104,8 @@ fn field<'a>(rest: &'a str, key: &str) -> Option<&'a str> {
     let mut from = 0;
     while let Some(i) = rest[from..].find(key) {
         let at = from + i;
-        let before_ok = at == 0 || rest.as_bytes()[at - 1] == b' ';
+        // `[action=TIMER]` (softirq events) brackets a field.
+        let before_ok = at == 0 || matches!(rest.as_bytes()[at - 1], b' ' | b'[');
         let after = &rest[at + key.len()..];
         if before_ok && after.starts_with('=') {
             let v = &after[1..];
@@ -172,6 +200,25 @@ pub fn parse_line(line: &str) -> Option<Record> {
             prio: num(f, "prio")?,
             target_cpu: num(f, "target_cpu")?,
         },
+        "sched_waking" => Ev::Waking {
+            pid: num(f, "pid")?,
+            prio: num(f, "prio")?,
+            target_cpu: num(f, "target_cpu")?,
+        },
+        "irq_handler_entry" => Ev::IrqEntry {
+            irq: num(f, "irq")?,
+            name: field(f, "name")?.to_string(),
+        },
+        "irq_handler_exit" => Ev::IrqExit {
+            irq: num(f, "irq")?,
+        },
+        "softirq_entry" => Ev::SoftirqEntry {
+            vec: num(f, "vec")?,
+            action: field(f, "action")?.trim_end_matches(']').to_string(),
+        },
+        "softirq_exit" => Ev::SoftirqExit {
+            vec: num(f, "vec")?,
+        },
         "sched_migrate_task" => Ev::Migrate {
             pid: num(f, "pid")?,
             prio: num(f, "prio")?,
@@ -235,6 +282,49 @@ pub fn parse_text(text: &str) -> (Vec<Record>, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn waking_irq_and_softirq_lines() {
+        let r = parse_line("  holder-300 [000] d..3. 100.000100: sched_waking: comm=client pid=200 prio=34 target_cpu=001").unwrap();
+        assert_eq!(r.pid, 300);
+        assert_eq!(
+            r.ev,
+            Ev::Waking {
+                pid: 200,
+                prio: 34,
+                target_cpu: 1
+            }
+        );
+        let r =
+            parse_line("  <idle>-0 [001] d.h1. 100.000200: irq_handler_entry: irq=45 name=nvme0q1")
+                .unwrap();
+        assert_eq!(
+            r.ev,
+            Ev::IrqEntry {
+                irq: 45,
+                name: "nvme0q1".into()
+            }
+        );
+        assert!(r.in_hardirq());
+        let r =
+            parse_line("  <idle>-0 [001] d.h1. 100.000300: irq_handler_exit: irq=45 ret=handled")
+                .unwrap();
+        assert_eq!(r.ev, Ev::IrqExit { irq: 45 });
+        let r =
+            parse_line("  client-200 [001] ..s1. 100.000400: softirq_entry: vec=1 [action=TIMER]")
+                .unwrap();
+        assert_eq!(
+            r.ev,
+            Ev::SoftirqEntry {
+                vec: 1,
+                action: "TIMER".into()
+            }
+        );
+        let r =
+            parse_line("  client-200 [001] ..s1. 100.000500: softirq_exit: vec=1 [action=TIMER]")
+                .unwrap();
+        assert_eq!(r.ev, Ev::SoftirqExit { vec: 1 });
+    }
 
     #[test]
     fn switch_line() {

@@ -1,39 +1,56 @@
-//! tracefs for the trace instrument: mounted if it is not (and unmounted only if we
-//! mounted it), and all tracing done in a private instance (`instances/xrunrig-PID`),
-//! so the top-level tracing state other tools use (tracing_on, buffer size, events,
-//! pid filters, clock) is never touched. Removing the instance undoes everything it
-//! set. A journal in the state directory, written before the first change, lets the
-//! next start (or `xrunrig restore`) clean up after a run killed with SIGKILL.
+//! tracefs for the trace instrument and `xrunrig watch`: mounted if it is not (and
+//! unmounted only if we mounted it, in this boot), and all tracing done in a private
+//! instance (`instances/xrunrig-PID`), so the top-level tracing state other tools use
+//! (tracing_on, buffer size, events, pid filters, clock) is never touched. Removing the
+//! instance undoes everything it set. A journal in the state directory
+//! (`trace-journal-PID.json`), written before the first change, lets the next start (or
+//! `xrunrig restore`) clean up after a process killed with SIGKILL; it is read back as
+//! untrusted input (`trace_journal::check`), and undone through file descriptors that
+//! are checked to be on tracefs, never through a path that could be a link.
 
-use serde::{Deserialize, Serialize};
+use super::trace_journal::{self, Journal, Plan};
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 pub const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
+/// statfs(2)'s f_type of a tracefs.
+const TRACEFS_MAGIC: i64 = 0x7472_6163;
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Journal {
-    pub version: u32,
-    pub pid: u32,
-    pub started: String,
-    /// The tracefs mount point in use.
-    pub root: String,
-    /// True when this run mounted tracefs there (and so must unmount it).
-    pub mounted_by_us: bool,
-    /// The instance directory this run created.
-    pub instance: String,
-}
-
+/// This process's journal.
 pub fn journal_path() -> PathBuf {
-    crate::knobs::state_dir().join("trace-journal.json")
+    journal_path_for(std::process::id())
 }
 
-/// The journal of the session in progress, for `emergency_restore`.
-static ACTIVE: Mutex<Option<Journal>> = Mutex::new(None);
+fn journal_path_for(pid: u32) -> PathBuf {
+    crate::knobs::state_dir().join(format!("{}-{pid}.json", trace_journal::PREFIX))
+}
 
-/// Where tracefs is mounted now, from /proc/mounts.
-pub fn mounted_at() -> Option<PathBuf> {
-    let m = std::fs::read_to_string("/proc/mounts").ok()?;
+/// The journals in the state directory, this process's excluded.
+fn journal_files() -> Vec<PathBuf> {
+    let own = journal_path();
+    let Ok(rd) = std::fs::read_dir(crate::knobs::state_dir()) else {
+        return vec![];
+    };
+    let mut v: Vec<PathBuf> = rd
+        .flatten()
+        .filter(|e| trace_journal::is_journal_name(&e.file_name().to_string_lossy()))
+        .map(|e| e.path())
+        .filter(|p| *p != own)
+        .collect();
+    v.sort();
+    v
+}
+
+/// The sessions in progress in this process, for `emergency_restore`.
+static ACTIVE: Mutex<Vec<Journal>> = Mutex::new(Vec::new());
+
+/// Every tracefs mount point, from /proc/mounts, the canonical place first.
+pub fn mount_points() -> Vec<PathBuf> {
+    let Ok(m) = std::fs::read_to_string("/proc/mounts") else {
+        return vec![];
+    };
     let mut found: Vec<PathBuf> = m
         .lines()
         .filter_map(|l| {
@@ -41,9 +58,14 @@ pub fn mounted_at() -> Option<PathBuf> {
             (f.len() > 2 && f[2] == "tracefs").then(|| PathBuf::from(f[1]))
         })
         .collect();
-    // Prefer the canonical place when it is mounted several times.
     found.sort_by_key(|p| p != Path::new(DEFAULT_MOUNT));
-    found.into_iter().next()
+    found.dedup();
+    found
+}
+
+/// Where tracefs is mounted now (the canonical place when it is mounted several times).
+pub fn mounted_at() -> Option<PathBuf> {
+    mount_points().into_iter().next()
 }
 
 fn write_journal(path: &Path, j: &Journal) -> std::io::Result<()> {
@@ -51,8 +73,21 @@ fn write_journal(path: &Path, j: &Journal) -> std::io::Result<()> {
         std::fs::create_dir_all(d)?;
     }
     let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, serde_json::to_string_pretty(j).unwrap_or_default())?;
-    if let Ok(f) = std::fs::File::open(&tmp) {
+    let _ = std::fs::remove_file(&tmp);
+    {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        // create_new: never through a link someone left at the temporary name.
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(
+            serde_json::to_string_pretty(j)
+                .unwrap_or_default()
+                .as_bytes(),
+        )?;
         let _ = f.sync_all();
     }
     std::fs::rename(&tmp, path)
@@ -63,10 +98,13 @@ pub fn write_file(path: &Path, value: &str) -> Result<(), String> {
         .map_err(|e| format!("cannot write '{value}' to {}: {e}", path.display()))
 }
 
+fn cstr(s: &str) -> CString {
+    CString::new(s).unwrap_or_default()
+}
+
 fn mount_tracefs(at: &Path) -> Result<(), String> {
-    let c = |s: &str| std::ffi::CString::new(s).unwrap_or_default();
-    let target = c(&at.display().to_string());
-    let (src, fs) = (c("none"), c("tracefs"));
+    let target = cstr(&at.display().to_string());
+    let (src, fs) = (cstr("none"), cstr("tracefs"));
     // SAFETY: valid NUL-terminated strings; no mount data.
     let r = unsafe {
         libc::mount(
@@ -90,9 +128,10 @@ fn mount_tracefs(at: &Path) -> Result<(), String> {
 }
 
 fn umount(at: &Path) -> Result<(), String> {
-    let t = std::ffi::CString::new(at.display().to_string()).unwrap_or_default();
-    // SAFETY: valid NUL-terminated path.
-    if unsafe { libc::umount2(t.as_ptr(), 0) } == 0 {
+    let t = cstr(&at.display().to_string());
+    // SAFETY: valid NUL-terminated path. UMOUNT_NOFOLLOW: the mount point itself, not
+    // where a link there would lead.
+    if unsafe { libc::umount2(t.as_ptr(), libc::UMOUNT_NOFOLLOW) } == 0 {
         Ok(())
     } else {
         Err(format!(
@@ -103,63 +142,154 @@ fn umount(at: &Path) -> Result<(), String> {
     }
 }
 
-/// Turns an instance off and removes it; then unmounts tracefs if the journal says
-/// this run mounted it. One line per thing done.
-fn undo(j: &Journal) -> Result<Vec<String>, String> {
+/// Opens `name` under `dir` (or `path` when `dir` is None) as a directory without
+/// following a link in its last component, and checks it is on a tracefs.
+fn open_tracefs_dir(dir: Option<&OwnedFd>, path: &Path) -> Result<OwnedFd, String> {
+    let c = cstr(&path.display().to_string());
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    let at = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+    // SAFETY: valid NUL-terminated path; the fd is owned below.
+    let fd = unsafe { libc::openat(at, c.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(format!(
+            "cannot open {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: a fresh fd we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: valid fd and out-pointer.
+    if unsafe { libc::fstatfs(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(format!(
+            "cannot statfs {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    if st.f_type as i64 != TRACEFS_MAGIC {
+        return Err(format!("{} is not on a tracefs", path.display()));
+    }
+    Ok(fd)
+}
+
+/// Writes `value` to `name` inside the tracefs directory `dir`, never through a link.
+fn write_at(dir: &OwnedFd, name: &str, value: &str) -> std::io::Result<()> {
+    let c = cstr(name);
+    // SAFETY: valid fd and NUL-terminated name; the fd is owned below.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd we own.
+    let mut f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    std::io::Write::write_all(&mut f, value.as_bytes())
+}
+
+/// Turns an instance off and removes it; then unmounts tracefs when `unmount`. Every
+/// step goes through descriptors checked to be on tracefs. One line per thing done.
+fn undo_instance(root: &Path, name: &str, unmount: bool) -> Result<Vec<String>, String> {
     let mut lines = Vec::new();
-    let inst = Path::new(&j.instance);
-    if inst.is_dir() {
-        // Removing the instance frees its buffer and drops its events and filters;
-        // switching it off first stops new events while it goes.
-        let _ = std::fs::write(inst.join("tracing_on"), "0");
-        let _ = std::fs::write(inst.join("events/enable"), "0");
-        std::fs::remove_dir(inst)
-            .map_err(|e| format!("cannot remove the trace instance {}: {e}", inst.display()))?;
+    if !trace_journal::instance_name_ok(name) {
+        return Err(format!("'{name}' is not an instance xrunrig names"));
+    }
+    let instances = root.join("instances");
+    let inst = instances.join(name);
+    if std::fs::symlink_metadata(&inst).is_ok() {
+        let dir = open_tracefs_dir(None, &instances)?;
+        let idir = open_tracefs_dir(Some(&dir), Path::new(name))?;
+        // Removing the instance frees its buffers and drops its events, filters and
+        // triggers; switching it off first stops new events while it goes.
+        let _ = write_at(&idir, "tracing_on", "0");
+        let _ = write_at(&idir, "events/enable", "0");
+        drop(idir);
+        let c = cstr(name);
+        // SAFETY: valid fd and NUL-terminated name.
+        if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) } != 0 {
+            return Err(format!(
+                "cannot remove the trace instance {}: {}",
+                inst.display(),
+                std::io::Error::last_os_error()
+            ));
+        }
         lines.push(format!("trace instance {} removed", inst.display()));
     }
-    if j.mounted_by_us && mounted_at().as_deref() == Some(Path::new(&j.root)) {
-        umount(Path::new(&j.root))?;
+    if unmount && mount_points().iter().any(|m| m == root) {
+        umount(root)?;
         lines.push(format!(
             "tracefs at {} unmounted (this run had mounted it)",
-            j.root
+            root.display()
         ));
     }
     Ok(lines)
 }
 
-/// The journal's run, if it is another xrunrig process still alive.
-fn live_owner() -> Option<Journal> {
-    let text = std::fs::read_to_string(journal_path()).ok()?;
-    let j: Journal = serde_json::from_str(&text).ok()?;
-    (j.pid != std::process::id() && crate::sys::pid_is_xrunrig(j.pid)).then_some(j)
+fn undo(j: &Journal) -> Result<Vec<String>, String> {
+    match trace_journal::check(j, &mount_points(), crate::sys::boot_id().as_deref())? {
+        Plan::OtherBoot => Ok(vec![format!(
+            "the trace journal of pid {} (started {}) is from before the last reboot, which \
+             removed its instance: nothing done",
+            j.pid, j.started
+        )]),
+        Plan::Undo {
+            root,
+            instance,
+            unmount,
+        } => undo_instance(&root, &instance, unmount),
+    }
 }
 
-/// Cleans up after a run that could not: the journal's instance and mount, and any
-/// `xrunrig-PID` instance whose run is gone. Leaves a live run's state alone (and
-/// returns nothing for it). Call it at start (before any rig runs) and from
-/// `xrunrig restore`.
+/// Cleans up after processes that could not: each journal's instance and mount (checked
+/// first; a journal that fails the checks is reported, nothing in it touched, and kept
+/// for `xrunrig restore --discard`), and any `xrunrig-PID` instance whose process is
+/// gone. Leaves live processes' state alone. Call it at start (before any rig runs) and
+/// from `xrunrig restore`. Err: journals that were refused or could not be undone.
 pub fn recover() -> Result<Vec<String>, String> {
-    let path = journal_path();
-    if live_owner().is_some() {
-        return Ok(vec![]);
-    }
     let mut lines = Vec::new();
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        let j: Journal = serde_json::from_str(&text).map_err(|e| {
-            format!(
-                "trace journal {} is damaged ({e}): it reads\n{text}\nRemove the instance it names (rmdir), unmount tracefs if it says mounted_by_us, then delete the file",
+    let mut refused = Vec::new();
+    for path in journal_files() {
+        let text = match read_capped(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                refused.push(format!("trace journal {}: {e}", path.display()));
+                continue;
+            }
+        };
+        let j = match trace_journal::parse(&text) {
+            Ok(j) => j,
+            Err(e) => {
+                refused.push(format!(
+                    "trace journal {} refused: {e}; nothing in it was touched. Drop it with \
+                     `xrunrig restore --discard`",
+                    path.display()
+                ));
+                continue;
+            }
+        };
+        if j.pid != std::process::id() && crate::sys::pid_is_xrunrig(j.pid) {
+            continue; // a live run's
+        }
+        match undo(&j) {
+            Ok(l) => {
+                lines.extend(l);
+                let _ = std::fs::remove_file(&path);
+            }
+            Err(e) => refused.push(format!(
+                "trace journal {} refused: {e}; nothing in it was touched. Drop it with \
+                 `xrunrig restore --discard`",
                 path.display()
-            )
-        })?;
-        lines.extend(undo(&j).map_err(|e| {
-            format!(
-                "{e}; the journal {} is kept so the next start tries again",
-                path.display()
-            )
-        })?);
-        let _ = std::fs::remove_file(&path);
+            )),
+        }
     }
-    // Instances of runs that died without their journal (e.g. a state dir that changed).
+    // Instances of processes that died without their journal (a state directory that
+    // changed, a journal lost).
     if let Some(root) = mounted_at()
         && let Ok(rd) = std::fs::read_dir(root.join("instances"))
     {
@@ -168,29 +298,82 @@ pub fn recover() -> Result<Vec<String>, String> {
             let Some(pid) = n
                 .strip_prefix("xrunrig-")
                 .and_then(|p| p.parse::<u32>().ok())
+                .filter(|_| trace_journal::instance_name_ok(&n))
             else {
                 continue;
             };
             if pid != std::process::id() && !crate::sys::pid_is_xrunrig(pid) {
-                let j = Journal {
-                    version: 1,
-                    pid,
-                    started: String::new(),
-                    root: root.display().to_string(),
-                    mounted_by_us: false,
-                    instance: e.path().display().to_string(),
-                };
-                lines.extend(undo(&j)?);
+                match undo_instance(&root, &n, false) {
+                    Ok(l) => lines.extend(l),
+                    Err(e) => refused.push(e),
+                }
             }
         }
     }
-    Ok(lines)
+    if refused.is_empty() {
+        Ok(lines)
+    } else {
+        let mut all = lines;
+        all.extend(refused);
+        Err(all.join("\n"))
+    }
 }
 
-/// The emergency path (watchdog, second signal): undo the active session now.
+/// Says what `recover()` did, at a run's start: a refused journal does not stop a run
+/// (its own instance has its own name), it is reported until `xrunrig restore` deals
+/// with it.
+pub fn warn_recovered(r: Result<Vec<String>, String>) {
+    match r {
+        Ok(lines) => {
+            for l in lines {
+                eprintln!("xrunrig: a previous run left tracing state behind; restored: {l}");
+            }
+        }
+        Err(e) => eprintln!("xrunrig: warning: {e}"),
+    }
+}
+
+/// Reads a journal file without following a link, up to the size cap.
+fn read_capped(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    let mut s = String::new();
+    f.take(trace_journal::MAX_BYTES as u64 + 1)
+        .read_to_string(&mut s)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    Ok(s)
+}
+
+/// `xrunrig restore --discard`: drops every trace journal not of a live process,
+/// returning a line for each (what it named, left as it is).
+pub fn discard() -> Vec<String> {
+    let mut out = Vec::new();
+    for path in journal_files() {
+        let text = read_capped(&path).unwrap_or_default();
+        let what = match trace_journal::parse(&text) {
+            Ok(j) if crate::sys::pid_is_xrunrig(j.pid) => continue,
+            Ok(j) => format!(
+                "trace instance {} (tracefs {}, mounted by that run: {})",
+                j.instance, j.root, j.mounted_by_us
+            ),
+            Err(e) => format!("an unreadable trace journal ({e})"),
+        };
+        if std::fs::remove_file(&path).is_ok() {
+            out.push(format!("{}: {what}", path.display()));
+        }
+    }
+    out
+}
+
+/// The emergency path (watchdog, second signal): undo this process's sessions now.
 pub fn emergency_restore() {
-    let j = ACTIVE.lock().ok().and_then(|g| g.clone());
-    if let Some(j) = j {
+    let js = ACTIVE.lock().map(|g| g.clone()).unwrap_or_default();
+    for j in js {
         match undo(&j) {
             Ok(lines) => {
                 let _ = std::fs::remove_file(journal_path());
@@ -203,8 +386,8 @@ pub fn emergency_restore() {
     }
 }
 
-/// A run's tracing instance. Dropping it removes the instance (and unmounts tracefs if
-/// it mounted it).
+/// A tracing instance. Dropping it removes the instance (and unmounts tracefs if it
+/// mounted it).
 pub struct Session {
     pub root: PathBuf,
     pub instance: PathBuf,
@@ -215,20 +398,13 @@ pub struct Session {
 
 impl Session {
     /// Mounts tracefs if needed, creates the instance with `buffer_kb` per CPU and the
-    /// `mono` clock (CLOCK_MONOTONIC, the clock of the rig's marks), tracing off.
+    /// `mono` clock (CLOCK_MONOTONIC, the clock of the rig's marks), tracing off. One
+    /// session per process.
     pub fn begin(buffer_kb: u32) -> Result<Session, String> {
-        if let Some(j) = live_owner() {
-            return Err(format!(
-                "another xrunrig run (pid {}, started {}) is tracing (journal {}); wait for it or stop it (kill -INT {}) first",
-                j.pid,
-                j.started,
-                journal_path().display(),
-                j.pid
-            ));
+        if ACTIVE.lock().is_ok_and(|g| !g.is_empty()) {
+            return Err("this process already has a trace session".into());
         }
-        for l in recover()? {
-            eprintln!("xrunrig: a previous run left tracing state behind; restored: {l}");
-        }
+        warn_recovered(recover());
         let (root, mounted_by_us) = match mounted_at() {
             Some(r) => (r, false),
             None => (PathBuf::from(DEFAULT_MOUNT), true),
@@ -236,9 +412,10 @@ impl Session {
         let pid = std::process::id();
         let instance = root.join("instances").join(format!("xrunrig-{pid}"));
         let journal = Journal {
-            version: 1,
+            version: trace_journal::VERSION,
             pid,
             started: crate::sys::utc_now().0,
+            boot_id: crate::sys::boot_id(),
             root: root.display().to_string(),
             mounted_by_us,
             instance: instance.display().to_string(),
@@ -251,7 +428,7 @@ impl Session {
             )
         })?;
         if let Ok(mut g) = ACTIVE.lock() {
-            *g = Some(journal.clone());
+            g.push(journal.clone());
         }
         let mut s = Session {
             root,
@@ -290,7 +467,7 @@ impl Session {
         self.active = false;
         let _ = std::fs::remove_file(journal_path());
         if let Ok(mut g) = ACTIVE.lock() {
-            *g = None;
+            g.clear();
         }
         Ok(lines)
     }

@@ -6,6 +6,7 @@
 //! is discarded (the reboot reset everything), and a newer version is refused.
 
 use super::knob::{DEBUGFS, FEATURES_PATHS, Knob, KnobIo, KnobKind, SYSCTLS, norm, parse_features};
+use super::state::StateDir;
 use super::{read_knob, write_knob};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -16,8 +17,11 @@ pub const JOURNAL_VERSION: u32 = 2;
 /// A real journal is a few kilobytes; anything far bigger is not one.
 pub const JOURNAL_MAX_BYTES: usize = 1 << 20;
 
+/// The journal's name in the state directory.
+pub const JOURNAL_FILE: &str = "journal.json";
+
 pub fn journal_path(dir: &Path) -> PathBuf {
-    dir.join("journal.json")
+    dir.join(JOURNAL_FILE)
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -246,9 +250,9 @@ fn restore_entries(io: &dyn KnobIo, j: &Journal) -> (Vec<String>, Vec<String>) {
     (lines, failed)
 }
 
-fn write_journal(path: &Path, j: &Journal) -> std::io::Result<()> {
+fn write_journal(dir: &StateDir, j: &Journal) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(j).map_err(std::io::Error::other)?;
-    crate::output::write_atomic(path, text.as_bytes())
+    dir.write_atomic(JOURNAL_FILE, text.as_bytes())
 }
 
 /// Serialises restores between the main thread and the watchdog's emergency path.
@@ -256,7 +260,7 @@ static RESTORE_LOCK: Mutex<()> = Mutex::new(());
 
 /// The journals this process has on disk (one per state directory; tests use several).
 struct Active {
-    path: PathBuf,
+    dir: StateDir,
     j: Journal,
 }
 static ACTIVE: Mutex<Vec<Active>> = Mutex::new(Vec::new());
@@ -269,16 +273,20 @@ fn active() -> std::sync::MutexGuard<'static, Vec<Active>> {
 /// `dir`, or added to the one this process already has there. An entry already journaled
 /// keeps its first original. Refuses while a journal this process did not write is in
 /// `dir`: that is another run's, to be restored first, never overwritten.
-pub fn journal_add(io: &dyn KnobIo, dir: &Path, entries: &[JournalEntry]) -> Result<(), String> {
+pub fn journal_add(
+    io: &dyn KnobIo,
+    dir: &StateDir,
+    entries: &[JournalEntry],
+) -> Result<(), String> {
     if entries.is_empty() {
         return Ok(());
     }
-    let path = journal_path(dir);
+    let path = dir.join(JOURNAL_FILE);
     let mut act = active();
-    let i = match act.iter().position(|a| a.path == path) {
+    let i = match act.iter().position(|a| a.dir.same(dir)) {
         Some(i) => i,
         None => {
-            if path.exists() {
+            if dir.exists(JOURNAL_FILE) {
                 return Err(format!(
                     "a settings journal is already in {} (another run's, not restored yet), so \
                      nothing was changed: run `xrunrig restore` to put its values back (or \
@@ -288,7 +296,7 @@ pub fn journal_add(io: &dyn KnobIo, dir: &Path, entries: &[JournalEntry]) -> Res
             }
             let (started, _) = crate::sys::utc_now();
             act.push(Active {
-                path: path.clone(),
+                dir: dir.clone(),
                 j: Journal {
                     version: JOURNAL_VERSION,
                     pid: std::process::id(),
@@ -310,7 +318,7 @@ pub fn journal_add(io: &dyn KnobIo, dir: &Path, entries: &[JournalEntry]) -> Res
     if act[i].j.entries.len() == before {
         return Ok(());
     }
-    if let Err(e) = write_journal(&path, &act[i].j) {
+    if let Err(e) = write_journal(dir, &act[i].j) {
         act[i].j.entries.truncate(before);
         if before == 0 {
             act.remove(i);
@@ -322,39 +330,36 @@ pub fn journal_add(io: &dyn KnobIo, dir: &Path, entries: &[JournalEntry]) -> Res
 
 /// Drops the entries for `knob` from this process's journal in `dir` once their values
 /// are back; removes the journal when it is empty.
-pub fn journal_forget(dir: &Path, knob: &Knob) -> Result<(), String> {
-    let path = journal_path(dir);
+pub fn journal_forget(dir: &StateDir, knob: &Knob) -> Result<(), String> {
+    let path = dir.join(JOURNAL_FILE);
     let mut act = active();
-    let Some(i) = act.iter().position(|a| a.path == path) else {
+    let Some(i) = act.iter().position(|a| a.dir.same(dir)) else {
         return Ok(());
     };
     act[i].j.entries.retain(|e| e.knob != *knob);
     if act[i].j.entries.is_empty() {
         act.remove(i);
-        std::fs::remove_file(&path)
-            .map_err(|e| format!("cannot remove the journal {}: {e}", path.display()))?;
-        crate::output::sync_dir(dir);
-        Ok(())
+        dir.remove(JOURNAL_FILE)
+            .map_err(|e| format!("cannot remove the journal {}: {e}", path.display()))
     } else {
-        write_journal(&path, &act[i].j)
+        write_journal(dir, &act[i].j)
             .map_err(|e| format!("cannot write the journal {}: {e}", path.display()))
     }
 }
 
 /// Whether this process has a journal on disk in `dir`.
-pub fn journal_active(dir: &Path) -> bool {
-    let path = journal_path(dir);
-    active().iter().any(|a| a.path == path)
+pub fn journal_active(dir: &StateDir) -> bool {
+    active().iter().any(|a| a.dir.same(dir))
 }
 
 /// Restores everything in this process's journal in `dir` and removes it. On failure
 /// the journal stays, for the next start.
-pub fn restore_active(io: &dyn KnobIo, dir: &Path) -> Result<Vec<String>, String> {
+pub fn restore_active(io: &dyn KnobIo, dir: &StateDir) -> Result<Vec<String>, String> {
     let _g = RESTORE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let path = journal_path(dir);
+    let path = dir.join(JOURNAL_FILE);
     let Some(j) = active()
         .iter()
-        .find(|a| a.path == path)
+        .find(|a| a.dir.same(dir))
         .map(|a| a.j.clone())
     else {
         return Ok(vec![]);
@@ -367,19 +372,15 @@ pub fn restore_active(io: &dyn KnobIo, dir: &Path) -> Result<Vec<String>, String
             path.display()
         ));
     }
-    active().retain(|a| a.path != path);
-    std::fs::remove_file(&path)
+    active().retain(|a| !a.dir.same(dir));
+    dir.remove(JOURNAL_FILE)
         .map_err(|e| format!("cannot remove the journal {}: {e}", path.display()))?;
-    crate::output::sync_dir(dir);
     Ok(lines)
 }
 
 /// The emergency path (watchdog, second signal): restore from every active journal.
 pub fn emergency_restore(io: &dyn KnobIo) {
-    let dirs: Vec<PathBuf> = active()
-        .iter()
-        .filter_map(|a| a.path.parent().map(Path::to_path_buf))
-        .collect();
+    let dirs: Vec<StateDir> = active().iter().map(|a| a.dir.clone()).collect();
     for d in dirs {
         match restore_active(io, &d) {
             Ok(lines) => {
@@ -402,11 +403,13 @@ pub struct Recovered {
     pub other_boot: bool,
 }
 
-fn read_journal_text(path: &Path) -> Result<Option<String>, String> {
-    match std::fs::read(path) {
-        Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read the journal {}: {e}", path.display())),
+fn read_journal_text(dir: &StateDir) -> Result<Option<String>, String> {
+    match dir.read(JOURNAL_FILE) {
+        Ok(b) => Ok(b.map(|b| String::from_utf8_lossy(&b).into_owned())),
+        Err(e) => Err(format!(
+            "cannot read the journal {}: {e}",
+            dir.join(JOURNAL_FILE).display()
+        )),
     }
 }
 
@@ -415,10 +418,10 @@ fn read_journal_text(path: &Path) -> Result<Option<String>, String> {
 /// discarded; one that cannot be read, is of a newer version or holds entries off the
 /// fixed list is refused (the valid entries are still restored), and kept for
 /// `xrunrig restore --discard`.
-pub fn recover(io: &dyn KnobIo, dir: &Path) -> Result<Option<Recovered>, String> {
+pub fn recover(io: &dyn KnobIo, dir: &StateDir) -> Result<Option<Recovered>, String> {
     let _g = RESTORE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let path = journal_path(dir);
-    let Some(text) = read_journal_text(&path)? else {
+    let path = dir.join(JOURNAL_FILE);
+    let Some(text) = read_journal_text(dir)? else {
         return Ok(None);
     };
     let j = parse_journal(&text).map_err(|e| {
@@ -438,9 +441,8 @@ pub fn recover(io: &dyn KnobIo, dir: &Path) -> Result<Option<Recovered>, String>
             .iter()
             .map(|e| format!("discarded {}", describe(e)))
             .collect();
-        std::fs::remove_file(&path)
+        dir.remove(JOURNAL_FILE)
             .map_err(|e| format!("cannot remove the journal {}: {e}", path.display()))?;
-        crate::output::sync_dir(dir);
         return Ok(Some(Recovered {
             journal: j,
             lines,
@@ -463,9 +465,8 @@ pub fn recover(io: &dyn KnobIo, dir: &Path) -> Result<Option<Recovered>, String>
             }
         ));
     }
-    std::fs::remove_file(&path)
+    dir.remove(JOURNAL_FILE)
         .map_err(|e| format!("cannot remove the journal {}: {e}", path.display()))?;
-    crate::output::sync_dir(dir);
     Ok(Some(Recovered {
         journal: j,
         lines,
@@ -476,9 +477,9 @@ pub fn recover(io: &dyn KnobIo, dir: &Path) -> Result<Option<Recovered>, String>
 /// `xrunrig restore --discard`: drops the journal in `dir` without writing anything,
 /// returning one line per entry dropped (name, path, original), or its raw text when it
 /// cannot be read as a journal. The caller holds the run lock.
-pub fn discard(dir: &Path) -> Result<Option<Vec<String>>, String> {
-    let path = journal_path(dir);
-    let Some(text) = read_journal_text(&path)? else {
+pub fn discard(dir: &StateDir) -> Result<Option<Vec<String>>, String> {
+    let path = dir.join(JOURNAL_FILE);
+    let Some(text) = read_journal_text(dir)? else {
         return Ok(None);
     };
     let lines = match parse_journal(&text) {
@@ -512,15 +513,13 @@ pub fn discard(dir: &Path) -> Result<Option<Vec<String>>, String> {
             )
             .collect(),
     };
-    std::fs::remove_file(&path)
+    dir.remove(JOURNAL_FILE)
         .map_err(|e| format!("cannot remove the journal {}: {e}", path.display()))?;
-    crate::output::sync_dir(dir);
     Ok(Some(lines))
 }
 
 /// Tests: forget this process's journal in `dir` as a killed process would (the file stays).
 #[cfg(test)]
-pub(crate) fn tests_forget_active(dir: &Path) {
-    let path = journal_path(dir);
-    active().retain(|a| a.path != path);
+pub(crate) fn tests_forget_active(dir: &StateDir) {
+    active().retain(|a| !a.dir.same(dir));
 }

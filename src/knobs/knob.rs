@@ -27,6 +27,113 @@ pub const DEBUGFS: &[&str] = &[
     "fair_server/cpu*/runtime",
 ];
 
+/// The sched features of the kernels xrunrig runs as guests, for naming a feature that
+/// cannot be read on this kernel (lockdown): `sched_feat_names` as the strings of
+/// Debian's vmlinux hold it (decompressed from linux-image-6.1.0-57-amd64-unsigned
+/// 6.1.192-3 and linux-image-6.12.117+deb12-amd64-unsigned, `strings vmlinux`, the run
+/// from GENTLE_FAIR_SLEEPERS / PLACE_LAG to the last name before `rate_limit_us`).
+pub const KNOWN_FEATURES: &[(&str, &[&str])] = &[
+    (
+        "6.1",
+        &[
+            "GENTLE_FAIR_SLEEPERS",
+            "START_DEBIT",
+            "NEXT_BUDDY",
+            "LAST_BUDDY",
+            "CACHE_HOT_BUDDY",
+            "WAKEUP_PREEMPTION",
+            "HRTICK",
+            "HRTICK_DL",
+            "DOUBLE_TICK",
+            "NONTASK_CAPACITY",
+            "TTWU_QUEUE",
+            "SIS_PROP",
+            "SIS_UTIL",
+            "WARN_DOUBLE_CLOCK",
+            "RT_PUSH_IPI",
+            "RT_RUNTIME_SHARE",
+            "LB_MIN",
+            "ATTACH_AGE_LOAD",
+            "WA_IDLE",
+            "WA_WEIGHT",
+            "WA_BIAS",
+            "UTIL_EST",
+            "UTIL_EST_FASTUP",
+            "LATENCY_WARN",
+            "NI_RANDOM",
+            "ALT_PERIOD",
+            "BASE_SLICE",
+        ],
+    ),
+    (
+        "6.12",
+        &[
+            "PLACE_LAG",
+            "PLACE_DEADLINE_INITIAL",
+            "PLACE_REL_DEADLINE",
+            "RUN_TO_PARITY",
+            "PREEMPT_SHORT",
+            "NEXT_BUDDY",
+            "PICK_BUDDY",
+            "CACHE_HOT_BUDDY",
+            "DELAY_DEQUEUE",
+            "DELAY_ZERO",
+            "WAKEUP_PREEMPTION",
+            "HRTICK",
+            "HRTICK_DL",
+            "DOUBLE_TICK",
+            "NONTASK_CAPACITY",
+            "TTWU_QUEUE",
+            "SIS_UTIL",
+            "WARN_DOUBLE_CLOCK",
+            "RT_PUSH_IPI",
+            "RT_RUNTIME_SHARE",
+            "LB_MIN",
+            "ATTACH_AGE_LOAD",
+            "WA_IDLE",
+            "WA_WEIGHT",
+            "WA_BIAS",
+            "UTIL_EST",
+            "LATENCY_WARN",
+            "NI_RANDOM",
+        ],
+    ),
+];
+
+/// The known kernels that have sched feature `name` ("6.1", "6.12").
+pub fn known_in(name: &str) -> Vec<&'static str> {
+    KNOWN_FEATURES
+        .iter()
+        .filter(|(_, names)| names.contains(&name))
+        .map(|(k, _)| *k)
+        .collect()
+}
+
+/// Names within two edits of `name`, for "did you mean".
+pub fn close_names<'a>(name: &str, among: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    fn dist(a: &str, b: &str) -> usize {
+        let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+        let mut prev: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.iter().enumerate() {
+            let mut cur = vec![i + 1; b.len() + 1];
+            for (j, cb) in b.iter().enumerate() {
+                cur[j + 1] = (prev[j] + usize::from(ca != cb))
+                    .min(prev[j + 1] + 1)
+                    .min(cur[j] + 1);
+            }
+            prev = cur;
+        }
+        prev[b.len()]
+    }
+    let mut out: Vec<&str> = among
+        .into_iter()
+        .filter(|n| *n != name && dist(n, name) <= 2)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 pub const FEATURES_PATHS: &[&str] = &[
     "sys/kernel/debug/sched/features",
     "sys/kernel/debug/sched_features",
@@ -175,6 +282,16 @@ pub fn norm(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn known_features_and_close_names() {
+        assert_eq!(known_in("RT_PUSH_IPI"), vec!["6.1", "6.12"]);
+        assert_eq!(known_in("PLACE_LAG"), vec!["6.12"]);
+        assert!(known_in("RT_PUSH_IPII").is_empty());
+        let all = KNOWN_FEATURES.iter().flat_map(|(_, n)| n.iter().copied());
+        assert_eq!(close_names("RT_PUSH_IPII", all), vec!["RT_PUSH_IPI"]);
+        assert!(close_names("NOTHING_LIKE_IT", ["RT_PUSH_IPI"]).is_empty());
+    }
 
     #[test]
     fn features_parse() {

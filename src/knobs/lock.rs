@@ -3,10 +3,10 @@
 //! the process ends (the kernel drops it then, even on SIGKILL). Who holds it is written
 //! beside it, in `run.lock.info`, for the error a second run gets.
 
+use super::state::StateDir;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
 
 pub const LOCK_FILE: &str = "run.lock";
 pub const LOCK_INFO: &str = "run.lock.info";
@@ -22,31 +22,20 @@ pub struct Holder {
 /// The lock, held while this lives.
 pub struct RunLock {
     _file: File,
-    info: PathBuf,
+    dir: StateDir,
 }
 
 impl RunLock {
     /// Takes the lock on the (checked) state directory for a run or a restore.
     pub fn for_run() -> Result<RunLock, String> {
-        RunLock::acquire(&super::checked_state_dir()?)
+        RunLock::acquire(&super::state()?)
     }
 
-    /// Takes the lock on `dir`, creating it. Err names the holder when another has it.
-    pub fn acquire(dir: &Path) -> Result<RunLock, String> {
-        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| format!("cannot create the state directory {}: {e}", dir.display()))?;
+    /// Takes the lock in `dir`. Err names the holder when another has it.
+    pub fn acquire(dir: &StateDir) -> Result<RunLock, String> {
         let path = dir.join(LOCK_FILE);
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
+        let file = dir
+            .open_rw(LOCK_FILE)
             .map_err(|e| format!("cannot open the run lock {}: {e}", path.display()))?;
         loop {
             // SAFETY: flock on a descriptor this File owns.
@@ -61,32 +50,34 @@ impl RunLock {
                 _ => return Err(format!("cannot lock {}: {e}", path.display())),
             }
         }
-        let info = dir.join(LOCK_INFO);
         let me = Holder {
             pid: std::process::id(),
             command: std::env::args().collect::<Vec<_>>().join(" "),
             started: crate::sys::utc_now().0,
         };
         let text = serde_json::to_string(&me).map_err(|e| e.to_string())?;
-        crate::output::write_atomic(&info, text.as_bytes())
-            .map_err(|e| format!("cannot write {}: {e}", info.display()))?;
-        Ok(RunLock { _file: file, info })
+        dir.write_atomic(LOCK_INFO, text.as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", dir.join(LOCK_INFO).display()))?;
+        Ok(RunLock {
+            _file: file,
+            dir: dir.clone(),
+        })
     }
 }
 
 impl Drop for RunLock {
     fn drop(&mut self) {
         // Removed while still held, so a later holder's info is never removed.
-        let _ = std::fs::remove_file(&self.info);
+        let _ = self.dir.remove(LOCK_INFO);
     }
 }
 
 /// Who holds the lock, read from the info file (the holder may be between taking the
 /// lock and writing it: a few tries).
-pub fn holder(dir: &Path) -> Option<Holder> {
+pub fn holder(dir: &StateDir) -> Option<Holder> {
     for _ in 0..10 {
-        if let Ok(t) = std::fs::read_to_string(dir.join(LOCK_INFO))
-            && let Ok(h) = serde_json::from_str::<Holder>(&t)
+        if let Ok(Some(t)) = dir.read(LOCK_INFO)
+            && let Ok(h) = serde_json::from_str::<Holder>(&String::from_utf8_lossy(&t))
         {
             return Some(h);
         }
@@ -95,7 +86,7 @@ pub fn holder(dir: &Path) -> Option<Holder> {
     None
 }
 
-fn held_message(dir: &Path) -> String {
+fn held_message(dir: &StateDir) -> String {
     let (who, stop) = match holder(dir) {
         Some(h) => (
             format!(

@@ -7,10 +7,12 @@ pub mod journal;
 pub mod knob;
 pub mod lock;
 pub mod profile;
+pub mod state;
 
 pub use journal::{Journal, JournalEntry, Recovered, journal_path, parse_journal, recover};
 use knob::{FEATURES_PATHS, Knob, KnobIo, KnobKind, RealIo, norm, parse_features};
 use profile::{Change, Profile};
+pub use state::StateDir;
 use std::path::{Path, PathBuf};
 
 /// Where the journal lives: `$XRUNRIG_STATE_DIR`, else /var/lib/xrunrig for root,
@@ -29,60 +31,18 @@ pub fn state_dir() -> PathBuf {
         .join("xrunrig")
 }
 
-/// `state_dir()`, checked: for root, a directory named by `XRUNRIG_STATE_DIR` must be
-/// root's and writable by nobody else, since root replays the journal it holds. Created
-/// (0700) when missing.
-pub fn checked_state_dir() -> Result<PathBuf, String> {
-    let d = state_dir();
-    if crate::sys::is_root() && std::env::var_os("XRUNRIG_STATE_DIR").is_some() {
-        if !d.exists() {
-            create_private_dir(&d)?;
-        }
-        check_root_owned(&d)?;
+/// The state directory, checked (for root: it and every directory above it root's and
+/// writable by nobody else, `state.rs`) and opened once per process; the journal and the
+/// run lock are reached through that opened directory, never through the path again.
+pub fn state() -> Result<StateDir, String> {
+    static STATE: std::sync::Mutex<Option<StateDir>> = std::sync::Mutex::new(None);
+    let mut g = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(d) = &*g {
+        return Ok(d.clone());
     }
+    let d = StateDir::open(&state_dir(), crate::sys::is_root())?;
+    *g = Some(d.clone());
     Ok(d)
-}
-
-fn create_private_dir(d: &Path) -> Result<(), String> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(d)
-        .map_err(|e| format!("cannot create the state directory {}: {e}", d.display()))
-}
-
-/// Refuses a state directory (or a symlink to one) that someone other than root owns or
-/// can write.
-pub fn check_root_owned(d: &Path) -> Result<(), String> {
-    use std::os::unix::fs::MetadataExt;
-    let fix = format!(
-        "XRUNRIG_STATE_DIR={} is refused for root: root restores the settings journal kept          there, so whoever can write it could make root write anywhere. Use a directory          owned by root that only root can write (e.g. `install -d -m 0700 -o root DIR`),          or unset XRUNRIG_STATE_DIR to use /var/lib/xrunrig",
-        d.display()
-    );
-    let link = std::fs::symlink_metadata(d)
-        .map_err(|e| format!("cannot read the state directory {}: {e}", d.display()))?;
-    if link.file_type().is_symlink() && link.uid() != 0 {
-        return Err(format!(
-            "{fix} (it is a symlink owned by uid {})",
-            link.uid()
-        ));
-    }
-    let m = std::fs::metadata(d)
-        .map_err(|e| format!("cannot read the state directory {}: {e}", d.display()))?;
-    if !m.is_dir() {
-        return Err(format!("{fix} (it is not a directory)"));
-    }
-    if m.uid() != 0 {
-        return Err(format!("{fix} (it is owned by uid {})", m.uid()));
-    }
-    if m.mode() & 0o022 != 0 {
-        return Err(format!(
-            "{fix} (its mode is {:o}: group or others can write it)",
-            m.mode() & 0o7777
-        ));
-    }
-    Ok(())
 }
 
 fn features_path(io: &dyn KnobIo) -> Option<PathBuf> {
@@ -90,6 +50,17 @@ fn features_path(io: &dyn KnobIo) -> Option<PathBuf> {
         .iter()
         .map(|p| Path::new("/").join(p))
         .find(|p| io.exists(p))
+}
+
+/// The running kernel's sched features (name, on), or why they cannot be read here.
+pub fn features_here(io: &dyn KnobIo) -> Result<Vec<(String, bool)>, String> {
+    let path = features_path(io).ok_or_else(|| {
+        "no sched features file (/sys/kernel/debug/sched/features): debugfs is not mounted"
+            .to_string()
+    })?;
+    io.read(&path)
+        .map(|t| parse_features(&t))
+        .map_err(|e| explain_denied(&path, &e))
 }
 
 /// Reads one knob's current value ("on"/"off" for a feature).
@@ -307,18 +278,18 @@ pub fn emergency_restore() {
 /// Journals a JACK server's period before the run changes it (the stream calls this
 /// with the period it found). Err: it could not be journaled, so do not change it.
 pub fn journal_jack_period(server: &str, original: u32) -> Result<(), String> {
-    journal::journal_add(&RealIo, &state_dir(), &[jack_entry(server, original)])
+    journal::journal_add(&RealIo, &state()?, &[jack_entry(server, original)])
 }
 
 /// The server's period is back: its journal entry goes.
 pub fn forget_jack_period(server: &str) -> Result<(), String> {
-    journal::journal_forget(&state_dir(), &jack_entry(server, 0).knob)
+    journal::journal_forget(&state()?, &jack_entry(server, 0).knob)
 }
 
 /// The end of a sweep: anything still journaled by this process (a JACK period a
 /// stream could not put back) is restored now rather than at the next start.
 pub fn restore_leftovers() -> Result<Vec<String>, String> {
-    let dir = state_dir();
+    let dir = state()?;
     if journal::journal_active(&dir) {
         journal::restore_active(&RealIo, &dir)
     } else {
@@ -348,17 +319,26 @@ pub fn restore_main(discard: bool) -> i32 {
             return 2;
         }
     };
-    let dir = state_dir();
+    let dir = match state() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("xrunrig: {e}");
+            return 2;
+        }
+    };
     if discard {
+        for l in crate::instruments::tracefs::discard() {
+            println!("discarded a trace journal; nothing in it was undone: {l}");
+        }
         return match journal::discard(&dir) {
             Ok(None) => {
-                println!("nothing to discard: no journal in {}", dir.display());
+                println!("nothing to discard: no journal in {}", dir.path().display());
                 0
             }
             Ok(Some(lines)) => {
                 println!(
                     "discarded the journal in {}; these values were NOT written back:",
-                    dir.display()
+                    dir.path().display()
                 );
                 for l in lines {
                     println!("  {l}");
@@ -384,7 +364,7 @@ pub fn restore_main(discard: bool) -> i32 {
     }
     match recover(&RealIo, &dir) {
         Ok(None) => {
-            println!("nothing to restore: no journal in {}", dir.display());
+            println!("nothing to restore: no journal in {}", dir.path().display());
             0
         }
         Ok(Some(r)) if r.other_boot => {
@@ -422,7 +402,7 @@ pub type InForce = Vec<(String, String)>;
 /// `restore` or, failing that, on drop (error returns and panics unwind through it).
 pub struct KnobSession<'a> {
     io: &'a dyn KnobIo,
-    dir: PathBuf,
+    dir: StateDir,
     pub originals: Vec<(Knob, String)>,
     active: bool,
 }
@@ -430,7 +410,7 @@ pub struct KnobSession<'a> {
 impl<'a> KnobSession<'a> {
     /// Reads every knob's value and journals them all before anything is written.
     /// Refuses (changing nothing) when another run's journal is in `dir`.
-    pub fn begin(io: &'a dyn KnobIo, dir: &Path, knobs: &[Knob]) -> Result<Self, String> {
+    pub fn begin(io: &'a dyn KnobIo, dir: &StateDir, knobs: &[Knob]) -> Result<Self, String> {
         let mut originals = Vec::new();
         for k in knobs {
             let v = read_knob(io, k).map_err(|e| format!("cannot read {}: {e}", k.label()))?;
@@ -446,7 +426,7 @@ impl<'a> KnobSession<'a> {
         journal::journal_add(io, dir, &entries)?;
         Ok(KnobSession {
             io,
-            dir: dir.to_path_buf(),
+            dir: dir.clone(),
             active: !originals.is_empty(),
             originals,
         })
@@ -523,4 +503,4 @@ pub fn features_snapshot() -> Result<String, String> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -17,9 +17,11 @@ pub struct FakeIo {
     pub boot: Mutex<Option<String>>,
     /// JACK servers running, by name, and their periods.
     pub jack: Mutex<BTreeMap<String, u32>>,
+    /// Asking a JACK server fails with EACCES (a server this user may not open).
+    pub jack_denied: bool,
 }
 
-const FEAT: &str = "/sys/kernel/debug/sched/features";
+pub const FEAT: &str = "/sys/kernel/debug/sched/features";
 
 impl FakeIo {
     pub fn machine() -> FakeIo {
@@ -114,6 +116,9 @@ impl KnobIo for FakeIo {
         self.boot.lock().unwrap().clone()
     }
     fn jack_period(&self, server: &str) -> io::Result<u32> {
+        if self.jack_denied {
+            return Err(io::Error::from_raw_os_error(libc::EACCES));
+        }
         self.jack
             .lock()
             .unwrap()
@@ -164,6 +169,11 @@ name = "NO_RT_PUSH_IPI"
 features = ["NO_RT_PUSH_IPI"]
 "#;
 
+/// The state directory `dir`, opened as the journal uses it.
+fn sd(dir: &Path) -> StateDir {
+    StateDir::open(dir, false).unwrap()
+}
+
 fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("xrunrig-knobs-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -178,7 +188,7 @@ fn apply_reads_back_and_restore_puts_everything_back() {
     let knobs = preflight(&io, &p, true).unwrap();
     assert_eq!(knobs.len(), 4, "{knobs:?}");
     let dir = tmpdir("apply");
-    let mut s = KnobSession::begin(&io, &dir, &knobs).unwrap();
+    let mut s = KnobSession::begin(&io, &sd(&dir), &knobs).unwrap();
     assert!(
         journal_path(&dir).exists(),
         "journal before the first write"
@@ -218,7 +228,7 @@ fn values_already_in_force_are_not_written_again() {
     let p = profile(PUSH);
     let knobs = preflight(&io, &p, true).unwrap();
     let dir = tmpdir("again");
-    let mut s = KnobSession::begin(&io, &dir, &knobs).unwrap();
+    let mut s = KnobSession::begin(&io, &sd(&dir), &knobs).unwrap();
     s.apply(&p.settings[0].changes).unwrap();
     let first = io.writes.lock().unwrap().len();
     assert_eq!(first, 4, "rt_runtime, two fair servers and the feature");
@@ -240,7 +250,7 @@ fn drop_restores_on_error_and_panic_paths() {
     let knobs = preflight(&io, &p, true).unwrap();
     let dir = tmpdir("drop");
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let mut s = KnobSession::begin(&io, &dir, &knobs).unwrap();
+        let mut s = KnobSession::begin(&io, &sd(&dir), &knobs).unwrap();
         s.apply(&p.settings[0].changes).unwrap();
         panic!("boom");
     }));
@@ -259,7 +269,7 @@ fn journal_left_by_a_killed_run_is_restored() {
     let p = profile(PUSH);
     let knobs = preflight(&io, &p, true).unwrap();
     let dir = tmpdir("killed");
-    let mut s = KnobSession::begin(&io, &dir, &knobs).unwrap();
+    let mut s = KnobSession::begin(&io, &sd(&dir), &knobs).unwrap();
     s.apply(&p.settings[0].changes).unwrap();
     // A killed run: no drop, no restore. Pretend the journal's owner is gone.
     std::mem::forget(s);
@@ -268,7 +278,7 @@ fn journal_left_by_a_killed_run_is_restored() {
     let mut j: Journal = serde_json::from_str(&std::fs::read_to_string(&jp).unwrap()).unwrap();
     j.pid = 999_999_999;
     std::fs::write(&jp, serde_json::to_string(&j).unwrap()).unwrap();
-    let r = recover(&io, &dir).unwrap().unwrap();
+    let r = recover(&io, &sd(&dir)).unwrap().unwrap();
     assert!(!r.other_boot);
     assert_eq!(r.journal.pid, 999_999_999);
     assert_eq!(r.lines.len(), 4);
@@ -277,7 +287,7 @@ fn journal_left_by_a_killed_run_is_restored() {
         "950000"
     );
     assert!(io.get(FEAT).contains("NO_RT_PUSH_IPI"));
-    assert!(recover(&io, &dir).unwrap().is_none());
+    assert!(recover(&io, &sd(&dir)).unwrap().is_none());
 }
 
 #[test]
@@ -313,7 +323,7 @@ fn a_value_the_kernel_rejects_is_an_error_and_restored() {
     let p = profile(PUSH);
     let knobs = preflight(&io, &p, true).unwrap();
     let dir = tmpdir("refuse");
-    let mut s = KnobSession::begin(&io, &dir, &knobs).unwrap();
+    let mut s = KnobSession::begin(&io, &sd(&dir), &knobs).unwrap();
     // Feature writes of unknown names are EINVAL in the kernel (and in the fake).
     let bad = Knob {
         kind: KnobKind::Feature,
@@ -347,7 +357,7 @@ fn every_shipped_profile_loads() {
 
 /// What a killed process leaves: its journal on disk, no longer this process's.
 fn forget_active(dir: &Path) {
-    super::journal::tests_forget_active(dir);
+    super::journal::tests_forget_active(&sd(dir));
 }
 
 fn rr_knob() -> Knob {
@@ -374,20 +384,20 @@ fn begin_refuses_to_overwrite_another_runs_journal() {
     // The issue's race: run B journaled A's applied values as "originals".
     let io = FakeIo::machine();
     let dir = tmpdir("overwrite");
-    let mut a = KnobSession::begin(&io, &dir, &[rr_knob()]).unwrap();
+    let mut a = KnobSession::begin(&io, &sd(&dir), &[rr_knob()]).unwrap();
     let ch =
         profile("[[settings]]\nname = \"x\"\nsysctl = { \"kernel.sched_rr_timeslice_ms\" = 37 }\n");
     a.apply(&ch.settings[0].changes).unwrap();
     std::mem::forget(a);
     forget_active(&dir);
     let before = std::fs::read_to_string(journal_path(&dir)).unwrap();
-    let e = match KnobSession::begin(&io, &dir, &[rr_knob()]) {
+    let e = match KnobSession::begin(&io, &sd(&dir), &[rr_knob()]) {
         Ok(_) => panic!("a second journal was begun over the first"),
         Err(e) => e,
     };
     assert!(e.contains("xrunrig restore"), "{e}");
     assert_eq!(std::fs::read_to_string(journal_path(&dir)).unwrap(), before);
-    let r = recover(&io, &dir).unwrap().unwrap();
+    let r = recover(&io, &sd(&dir)).unwrap().unwrap();
     assert_eq!(r.journal.entries[0].original, "100");
     assert_eq!(
         io.get("/proc/sys/kernel/sched_rr_timeslice_ms").trim(),
@@ -399,7 +409,7 @@ fn begin_refuses_to_overwrite_another_runs_journal() {
 fn journal_records_the_boot_and_another_boots_journal_is_discarded_not_replayed() {
     let io = FakeIo::machine();
     let dir = tmpdir("boot");
-    let s = KnobSession::begin(&io, &dir, &[rr_knob()]).unwrap();
+    let s = KnobSession::begin(&io, &sd(&dir), &[rr_knob()]).unwrap();
     std::mem::forget(s);
     forget_active(&dir);
     let j = parse_journal(&std::fs::read_to_string(journal_path(&dir)).unwrap()).unwrap();
@@ -411,7 +421,7 @@ fn journal_records_the_boot_and_another_boots_journal_is_discarded_not_replayed(
         "/proc/sys/kernel/sched_rr_timeslice_ms".into(),
         "90\n".into(),
     );
-    let r = recover(&io, &dir).unwrap().unwrap();
+    let r = recover(&io, &sd(&dir)).unwrap().unwrap();
     assert!(r.other_boot);
     assert!(r.lines[0].contains("discarded"), "{:?}", r.lines);
     assert_eq!(
@@ -433,7 +443,7 @@ fn a_newer_journal_version_is_refused_with_what_to_do() {
         serde_json::json!([{"knob": {"kind": "sysctl", "name": "kernel.sched_rr_timeslice_ms",
             "path": "/proc/sys/kernel/sched_rr_timeslice_ms"}, "original": "5"}]),
     );
-    let e = recover(&io, &dir).unwrap_err();
+    let e = recover(&io, &sd(&dir)).unwrap_err();
     assert!(e.contains("version is 99"), "{e}");
     assert!(e.contains("xrunrig restore --discard"), "{e}");
     assert!(io.writes.lock().unwrap().is_empty());
@@ -474,7 +484,7 @@ fn restore_refuses_entries_off_the_fixed_list_and_writes_the_rest() {
                 "path": "/etc/shadow"}, "original": "on"},
         ]),
     );
-    let e = recover(&io, &dir).unwrap_err();
+    let e = recover(&io, &sd(&dir)).unwrap_err();
     assert_eq!(e.matches("refused, not written").count(), 5, "{e}");
     assert!(e.contains("/etc/shadow"), "reported: {e}");
     assert!(e.contains("xrunrig restore --discard"), "{e}");
@@ -490,14 +500,14 @@ fn restore_refuses_entries_off_the_fixed_list_and_writes_the_rest() {
     assert_eq!(io.get("/etc/shadow"), "root:secret\n");
     assert!(journal_path(&dir).exists(), "kept for --discard");
     // --discard drops it, listing every entry with name, path and original.
-    let lines = super::journal::discard(&dir).unwrap().unwrap();
+    let lines = super::journal::discard(&sd(&dir)).unwrap().unwrap();
     assert_eq!(lines.len(), 6, "{lines:?}");
     assert!(
         lines[1].contains("/etc/shadow") && lines[1].contains("root::0:"),
         "{lines:?}"
     );
     assert!(!journal_path(&dir).exists());
-    assert!(super::journal::discard(&dir).unwrap().is_none());
+    assert!(super::journal::discard(&sd(&dir)).unwrap().is_none());
 }
 
 #[test]
@@ -515,6 +525,20 @@ fn sched_features_on_the_list_are_the_running_kernels() {
     assert!(super::journal::check_entry(&io, &entry("RT_PUSH_IPI", "maybe")).is_err());
     let e = super::journal::check_entry(&io, &entry("TTWU_QUEUE", "on")).unwrap_err();
     assert!(e.contains("not one this kernel has"), "{e}");
+    // Only the features file's own path, even where another file lists the name.
+    io.files
+        .lock()
+        .unwrap()
+        .insert("/tmp/features".into(), "RT_PUSH_IPI\n".into());
+    let elsewhere = JournalEntry {
+        knob: Knob {
+            path: "/tmp/features".into(),
+            ..entry("RT_PUSH_IPI", "on").knob
+        },
+        original: "on".into(),
+    };
+    let e = super::journal::check_entry(&io, &elsewhere).unwrap_err();
+    assert!(e.contains("not the sched features file"), "{e}");
 }
 
 #[test]
@@ -522,11 +546,11 @@ fn a_damaged_journal_is_kept_and_discard_prints_its_text() {
     let io = FakeIo::machine();
     let dir = tmpdir("damaged");
     std::fs::write(journal_path(&dir), "{\"version\": 2, \"entries\": [tru").unwrap();
-    let e = recover(&io, &dir).unwrap_err();
+    let e = recover(&io, &sd(&dir)).unwrap_err();
     assert!(e.contains("cannot be used"), "{e}");
     assert!(e.contains("--discard"), "{e}");
     assert!(io.writes.lock().unwrap().is_empty());
-    let lines = super::journal::discard(&dir).unwrap().unwrap();
+    let lines = super::journal::discard(&sd(&dir)).unwrap().unwrap();
     assert!(lines.iter().any(|l| l.contains("[tru")), "{lines:?}");
     assert!(!journal_path(&dir).exists());
 }
@@ -544,13 +568,13 @@ fn jack_period_is_journaled_and_put_back_when_the_server_runs() {
         },
         original: "256".into(),
     };
-    super::journal::journal_add(&io, &dir, std::slice::from_ref(&entry)).unwrap();
+    super::journal::journal_add(&io, &sd(&dir), std::slice::from_ref(&entry)).unwrap();
     io.jack.lock().unwrap().insert("studio".into(), 64);
     let text = std::fs::read_to_string(journal_path(&dir)).unwrap();
     assert!(text.contains("\"jack-period\""), "{text}");
     // Killed: the next start restores it as a client.
     forget_active(&dir);
-    let r = recover(&io, &dir).unwrap().unwrap();
+    let r = recover(&io, &sd(&dir)).unwrap().unwrap();
     assert_eq!(io.jack.lock().unwrap()["studio"], 256);
     assert!(
         r.lines[0].contains("256") && r.lines[0].contains("was 64"),
@@ -559,16 +583,31 @@ fn jack_period_is_journaled_and_put_back_when_the_server_runs() {
     );
 
     // The server is gone: the user is told, nothing blocks.
-    super::journal::journal_add(&io, &dir, std::slice::from_ref(&entry)).unwrap();
+    super::journal::journal_add(&io, &sd(&dir), std::slice::from_ref(&entry)).unwrap();
     forget_active(&dir);
     io.jack.lock().unwrap().clear();
-    let r = recover(&io, &dir).unwrap().unwrap();
+    let r = recover(&io, &sd(&dir)).unwrap().unwrap();
     assert!(r.lines[0].contains("not running"), "{:?}", r.lines);
     assert!(!journal_path(&dir).exists());
 
+    // A server that cannot be asked is not one that is gone: the journal is kept.
+    super::journal::journal_add(&io, &sd(&dir), std::slice::from_ref(&entry)).unwrap();
+    forget_active(&dir);
+    let denied = FakeIo {
+        jack_denied: true,
+        ..FakeIo::machine()
+    };
+    let e = recover(&denied, &sd(&dir)).unwrap_err();
+    assert!(
+        e.contains("JACK server 'studio'") && e.contains("kept"),
+        "{e}"
+    );
+    assert!(journal_path(&dir).exists());
+    recover(&io, &sd(&dir)).unwrap().unwrap();
+
     // A normal stop: the entry goes once the period is back.
-    super::journal::journal_add(&io, &dir, std::slice::from_ref(&entry)).unwrap();
-    super::journal::journal_forget(&dir, &entry.knob).unwrap();
+    super::journal::journal_add(&io, &sd(&dir), std::slice::from_ref(&entry)).unwrap();
+    super::journal::journal_forget(&sd(&dir), &entry.knob).unwrap();
     assert!(!journal_path(&dir).exists());
 }
 
@@ -615,8 +654,8 @@ fn parse_journal_never_panics_on_garbage() {
 #[test]
 fn the_run_lock_admits_one_holder_and_names_it() {
     let dir = tmpdir("lock");
-    let a = super::lock::RunLock::acquire(&dir).unwrap();
-    let e = match super::lock::RunLock::acquire(&dir) {
+    let a = super::lock::RunLock::acquire(&sd(&dir)).unwrap();
+    let e = match super::lock::RunLock::acquire(&sd(&dir)) {
         Ok(_) => panic!("two holders"),
         Err(e) => e,
     };
@@ -625,7 +664,7 @@ fn the_run_lock_admits_one_holder_and_names_it() {
     assert!(e.contains("changed nothing"), "{e}");
     drop(a);
     assert!(!dir.join(super::lock::LOCK_INFO).exists());
-    let _b = super::lock::RunLock::acquire(&dir).unwrap();
+    let _b = super::lock::RunLock::acquire(&sd(&dir)).unwrap();
 }
 
 #[test]
@@ -637,9 +676,9 @@ fn a_state_dir_others_can_write_is_refused_for_root() {
     );
     let dir = tmpdir("perm");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-    check_root_owned(&dir).unwrap();
+    StateDir::open(&dir, true).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let e = check_root_owned(&dir).unwrap_err();
+    let e = StateDir::open(&dir, true).unwrap_err();
     assert!(
         e.contains("777") && e.contains("only root can write"),
         "{e}"
@@ -648,6 +687,186 @@ fn a_state_dir_others_can_write_is_refused_for_root() {
     // SAFETY: chown of our own temp dir.
     let c = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();
     assert_eq!(unsafe { libc::chown(c.as_ptr(), 1000, 1000) }, 0);
-    let e = check_root_owned(&dir).unwrap_err();
+    let e = StateDir::open(&dir, true).unwrap_err();
     assert!(e.contains("owned by uid 1000"), "{e}");
+}
+
+/// The journal checks' edges: the largest journal, value, CPU number and server name
+/// accepted, and the first refused (cargo-mutants found these unpinned).
+#[test]
+fn journal_checks_hold_at_their_limits() {
+    use super::journal::{JOURNAL_MAX_BYTES, check_entry, valid_server_name};
+    let j = "{\"version\": 2, \"pid\": 1, \"started\": \"s\", \"command\": \"c\", \"entries\": []}";
+    let at = format!("{j}{}", " ".repeat(JOURNAL_MAX_BYTES - j.len()));
+    assert!(parse_journal(&at).is_ok());
+    assert!(
+        parse_journal(&format!("{at} "))
+            .unwrap_err()
+            .contains("bytes")
+    );
+
+    let io = FakeIo::machine();
+    let rr = |v: &str| JournalEntry {
+        knob: rr_knob(),
+        original: v.into(),
+    };
+    assert!(check_entry(&io, &rr(&"1".repeat(64))).is_ok());
+    assert!(check_entry(&io, &rr(&"1".repeat(65))).is_err());
+    assert!(check_entry(&io, &rr("1\t2")).is_ok(), "a tab is a value's");
+    assert!(check_entry(&io, &rr("1\n2")).is_err());
+
+    let runtime = |cpu: &str| JournalEntry {
+        knob: Knob {
+            kind: KnobKind::Debugfs,
+            name: format!("fair_server/cpu{cpu}/runtime"),
+            path: format!("/sys/kernel/debug/sched/fair_server/cpu{cpu}/runtime").into(),
+        },
+        original: "0".into(),
+    };
+    assert!(check_entry(&io, &runtime("0")).is_ok());
+    assert!(check_entry(&io, &runtime("999999")).is_ok());
+    for bad in ["", "1234567", "1a", "-1"] {
+        assert!(check_entry(&io, &runtime(bad)).is_err(), "cpu{bad:?}");
+    }
+    let slice = JournalEntry {
+        knob: Knob {
+            kind: KnobKind::Debugfs,
+            name: "base_slice_ns".into(),
+            path: "/sys/kernel/debug/sched/base_slice_ns".into(),
+        },
+        original: "3000000".into(),
+    };
+    assert!(check_entry(&io, &slice).is_ok());
+    let elsewhere = JournalEntry {
+        knob: Knob {
+            path: "/sys/kernel/debug/sched/latency_ns".into(),
+            ..slice.knob.clone()
+        },
+        ..slice.clone()
+    };
+    assert!(check_entry(&io, &elsewhere).is_err());
+
+    assert!(valid_server_name(&"a".repeat(64)));
+    assert!(!valid_server_name(&"a".repeat(65)));
+    assert!(!valid_server_name(""));
+    assert!(valid_server_name("my-server_2.0"));
+    assert!(!valid_server_name("a b"));
+    let period = |v: &str| JournalEntry {
+        knob: Knob {
+            kind: KnobKind::JackPeriod,
+            name: "default".into(),
+            path: PathBuf::new(),
+        },
+        original: v.into(),
+    };
+    assert!(check_entry(&io, &period("1")).is_ok());
+    assert!(check_entry(&io, &period("16384")).is_ok());
+    assert!(check_entry(&io, &period("16385")).is_err());
+}
+
+/// A journal write that fails leaves no entry behind that was not written: a new
+/// journal is not this process's, an existing one keeps only what is on disk.
+#[test]
+fn a_journal_that_cannot_be_written_keeps_only_what_was() {
+    use super::journal::{journal_active, journal_add, tests_forget_active};
+    let io = FakeIo::machine();
+    let rr = JournalEntry {
+        knob: rr_knob(),
+        original: "100".into(),
+    };
+    let runtime = JournalEntry {
+        knob: Knob {
+            kind: KnobKind::Sysctl,
+            name: "kernel.sched_rt_runtime_us".into(),
+            path: "/proc/sys/kernel/sched_rt_runtime_us".into(),
+        },
+        original: "950000".into(),
+    };
+    // The directory removed after it was opened: nothing can be created in it.
+    let dir = tmpdir("unwritable-new");
+    let s = sd(&dir);
+    std::fs::remove_dir(&dir).unwrap();
+    assert!(journal_add(&io, &s, std::slice::from_ref(&rr)).is_err());
+    assert!(!journal_active(&s));
+
+    let dir = tmpdir("unwritable-old");
+    let s = sd(&dir);
+    journal_add(&io, &s, std::slice::from_ref(&rr)).unwrap();
+    std::fs::remove_file(journal_path(&dir)).unwrap();
+    std::fs::remove_dir(&dir).unwrap();
+    assert!(journal_add(&io, &s, std::slice::from_ref(&runtime)).is_err());
+    assert!(
+        journal_active(&s),
+        "the journal already written stays this run's"
+    );
+    // The entry that was not written is not held as journaled: adding it tries again.
+    assert!(journal_add(&io, &s, std::slice::from_ref(&runtime)).is_err());
+    tests_forget_active(&s);
+}
+
+/// After a normal restore the journal is gone and no longer this process's.
+#[test]
+fn restore_active_leaves_no_journal_behind() {
+    use super::journal::{journal_active, journal_add, restore_active};
+    let io = FakeIo::machine();
+    let dir = tmpdir("restore-active");
+    let s = sd(&dir);
+    let rr = JournalEntry {
+        knob: rr_knob(),
+        original: "100".into(),
+    };
+    journal_add(&io, &s, std::slice::from_ref(&rr)).unwrap();
+    assert!(journal_active(&s));
+    io.files.lock().unwrap().insert(
+        "/proc/sys/kernel/sched_rr_timeslice_ms".into(),
+        "37\n".into(),
+    );
+    let lines = restore_active(&io, &s).unwrap();
+    assert!(lines[0].contains("= 100 (was 37)"), "{lines:?}");
+    assert!(!journal_active(&s));
+    assert!(!journal_path(&dir).exists());
+}
+
+/// The watchdog's last resort restores every journal this process holds. It would undo
+/// the journals of the tests running beside it, so it runs in a child process of this
+/// test binary running only this test.
+#[test]
+fn emergency_restore_puts_back_every_journal() {
+    const CHILD: &str = "XRUNRIG_TEST_EMERGENCY_CHILD";
+    let name = "knobs::tests::emergency_restore_puts_back_every_journal";
+    if std::env::var_os(CHILD).is_none() {
+        let o = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--test-threads", "1"])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success() && out.contains("1 passed"),
+            "{out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        return;
+    }
+    let io = FakeIo::machine();
+    let rr = JournalEntry {
+        knob: rr_knob(),
+        original: "100".into(),
+    };
+    let dirs = [tmpdir("emergency-a"), tmpdir("emergency-b")];
+    for d in &dirs {
+        super::journal::journal_add(&io, &sd(d), std::slice::from_ref(&rr)).unwrap();
+    }
+    io.files.lock().unwrap().insert(
+        "/proc/sys/kernel/sched_rr_timeslice_ms".into(),
+        "37\n".into(),
+    );
+    super::journal::emergency_restore(&io);
+    assert_eq!(
+        io.get("/proc/sys/kernel/sched_rr_timeslice_ms").trim(),
+        "100"
+    );
+    for d in &dirs {
+        assert!(!journal_path(d).exists(), "{}", d.display());
+    }
 }

@@ -136,6 +136,21 @@ mod tests {
     }
 
     #[test]
+    fn the_edges_belong_to_the_burst() {
+        // A hold taken at the burst's first instant is caught; one released at that
+        // instant is not. A miss at the burst's start, and one exactly `slack` after its
+        // end, are the burst's; one a nanosecond later is nobody's.
+        let mut holds = vec![hold(1, 100, 200, 0), hold(1, 300, 400, 0)];
+        let spans = [(100, 150), (400, 450)];
+        let misses = [100, 180, 181, 400, 480];
+        let (b, of) = classify(&spans, &mut holds, &[0], &misses, 30);
+        let caught: Vec<_> = b.iter().map(|x| x.caught).collect();
+        assert_eq!(caught, vec![Some((1, 0)), None]);
+        assert_eq!(of, vec![Some(0), Some(0), None, Some(1), Some(1)]);
+        assert_eq!(b.iter().map(|x| x.misses).collect::<Vec<_>>(), vec![2, 2]);
+    }
+
+    #[test]
     fn poisson_interval_matches_exact_values() {
         // Exact Garwood 95 % limits: k=0 -> [0, 3.689]; k=10 -> [4.795, 18.39].
         let (lo, hi) = poisson_ci95(0, 1.0).unwrap();

@@ -144,10 +144,10 @@ pub fn report(
     any_failed: Option<String>,
 ) -> Option<i32> {
     crate::output::console::report(&format!(
-        "\n{}{}\nresults: {}\n",
+        "\n{}{}{}",
         report::render(groups),
         report::render_why(groups),
-        p.dir.display()
+        crate::output::answer(&p.dir)
     ));
     for l in &sw.restored {
         crate::note!("xrunrig: restored {l}");

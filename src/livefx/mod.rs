@@ -28,7 +28,7 @@ pub mod why;
 pub mod writer;
 pub mod xrun;
 
-pub use params::resolve;
+pub use params::{missing_cpus, probe_backends, resolve};
 
 use crate::exit::{EXIT_FAILED, EXIT_REFUSED};
 use crate::sweep::Prepared;
@@ -36,13 +36,14 @@ use config::Config;
 use per_trial::{Tally, Trials};
 use results::livefx::events::{DEADLINE_MISS, INJECTED};
 
-pub fn run_main(p: Prepared) -> i32 {
-    run(&p).unwrap_or_else(|code| code)
+pub fn run_main(mut p: Prepared) -> i32 {
+    run(&mut p).unwrap_or_else(|code| code)
 }
 
 /// The steps of a livefx run. `Err` is the exit code of a run refused, or failed before
-/// it wrote its results.
-fn run(p: &Prepared) -> Result<i32, i32> {
+/// it wrote its results. Every check that can refuse comes before the results
+/// directory is created, so a refusal leaves nothing behind.
+fn run(p: &mut Prepared) -> Result<i32, i32> {
     // A clone: the CLI's overrides (--duration) change it for this run only.
     let Some(mut cfg) = p.rig.livefx.clone() else {
         eprintln!("xrunrig: rig '{}' has no [livefx] table", p.rig.name);
@@ -55,12 +56,18 @@ fn run(p: &Prepared) -> Result<i32, i32> {
     let params = params::resolve_settings(p, &cfg)?;
     params::probe_named(p, &params)?;
     let estimate = params::estimate_ns(p, &cfg).map_err(|e| crate::trials::refuse_run(p, &e))?;
+    let mut inst = crate::instruments::Instruments::from_rig(&p.rig, &p.dir);
+    inst.before_run()
+        .map_err(|e| crate::trials::refuse_run(p, &e))?;
+    p.create_dir()
+        .map_err(|e| crate::trials::refuse_run(p, &e))?;
+    inst.set_dir(&p.dir);
+    let p: &Prepared = p;
     let refuse = |e: String| {
         eprintln!("xrunrig: {e}");
+        p.discard_dir();
         EXIT_REFUSED
     };
-    let mut inst = crate::instruments::Instruments::from_rig(&p.rig, &p.dir);
-    inst.before_run().map_err(refuse)?;
     let cycles_dir = p.dir.join(results::CYCLES_DIR);
     std::fs::create_dir_all(&cycles_dir)
         .map_err(|e| refuse(format!("cannot create {}: {e}", cycles_dir.display())))?;

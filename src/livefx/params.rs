@@ -12,23 +12,32 @@ use crate::sweep::Prepared;
 
 /// Refuses a rig that pins livefx threads to CPUs this machine does not have online.
 pub fn check_cpus(p: &Prepared, cfg: &Config) -> Result<(), i32> {
-    let online = crate::sys::online_cpus();
+    if let Err(e) = missing_cpus(&p.rig.name, cfg, &crate::sys::online_cpus()) {
+        eprintln!("xrunrig: {e}");
+        return Err(EXIT_REFUSED);
+    }
+    Ok(())
+}
+
+/// Why a rig whose livefx threads pin to CPUs not in `online` is refused (`run` and
+/// `check` say the same).
+pub fn missing_cpus(rig: &str, cfg: &Config, online: &[usize]) -> Result<(), String> {
     let missing: Vec<usize> = cfg
         .cpus_used()
         .into_iter()
         .filter(|c| !online.contains(c))
         .collect();
-    if !missing.is_empty() {
-        eprintln!(
-            "xrunrig: rig '{}' pins livefx threads to CPUs {} but this machine has only {} online. \
-             Nothing was changed. Edit the rig's cpus, or run it in a guest kernel with enough CPUs (--kernel ... --cpus N).",
-            p.rig.name,
-            crate::sys::format_cpu_set(&missing),
-            crate::sys::format_cpu_set(&online)
-        );
-        return Err(EXIT_REFUSED);
+    if missing.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    let want = cfg.cpus_used().iter().max().map_or(1, |m| m + 1).max(4);
+    Err(format!(
+        "rig '{rig}' pins livefx threads to CPUs {} but this machine has only {} online. \
+         Nothing was changed. Edit the rig's cpus, or run it in a guest kernel with enough CPUs \
+         (--kernel debian:6.12 --cpus {want}).",
+        crate::sys::format_cpu_set(&missing),
+        crate::sys::format_cpu_set(online)
+    ))
 }
 
 /// Each setting's audio parameters, in the order of `p.settings`; auto's probe runs once
@@ -50,20 +59,31 @@ pub fn resolve_settings(p: &Prepared, cfg: &Config) -> Result<Vec<Params>, i32> 
 
 /// A backend asked for by name must answer before anything is changed.
 pub fn probe_named(p: &Prepared, params: &[Params]) -> Result<(), i32> {
-    for (s, x) in p.settings.iter().zip(params) {
+    if let Err(e) = probe_backends(&p.settings, params) {
+        eprintln!("xrunrig: {e}");
+        return Err(EXIT_REFUSED);
+    }
+    Ok(())
+}
+
+/// Each setting's backend answers its probe (`run` and `check` say the same).
+pub fn probe_backends(
+    settings: &[crate::knobs::profile::Setting],
+    params: &[Params],
+) -> Result<(), String> {
+    for (s, x) in settings.iter().zip(params) {
         let probe = x.kind.backend().probe(&ProbeSpec::device(&x.spec.device));
         if let Err(e) = probe {
             let hint = match x.kind {
                 BackendKind::Jack => "start a JACK server or name it with --device NAME",
                 _ => "name a card with --device (e.g. hw:1; see `aplay -l`)",
             };
-            eprintln!(
-                "xrunrig: setting '{}': backend {}: {e}. Nothing was changed. Either {hint}, \
+            return Err(format!(
+                "setting '{}': backend {}: {e}. Nothing was changed. Either {hint}, \
                  or use --backend clock or auto.",
                 s.name,
                 x.kind.name()
-            );
-            return Err(EXIT_REFUSED);
+            ));
         }
     }
     Ok(())
@@ -112,7 +132,11 @@ pub fn announce(p: &Prepared, cfg: &Config, params: &[Params]) {
 /// and the gap, checked (an overflow is an error, never a wrapped watchdog bound).
 pub fn estimate_ns(p: &Prepared, cfg: &Config) -> Result<u64, String> {
     crate::rig::limits::run_estimate_ns(
-        &[cfg.duration_ns, 5_000_000_000, p.rig.trial_gap_ns],
+        &[
+            cfg.duration_ns,
+            super::trial::OPEN_CLOSE_NS,
+            p.rig.trial_gap_ns,
+        ],
         &[
             u64::from(p.trials),
             p.settings.len() as u64,

@@ -16,7 +16,7 @@ use crate::rig::Protocol;
 use crate::sys::{gettid, now_ns, thread_cpu_ns};
 use crossbeam::utils::CachePadded;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 // A cycle's flags, as cycles/*.bin stores them (the results format owns the bits).
@@ -26,16 +26,10 @@ pub const FLAG_INJECTED: u32 = results::livefx::cycles::F_INJECTED;
 pub const FLAG_DISCONTINUITY: u32 = results::livefx::cycles::F_DISCONTINUITY;
 pub const NO_WORKER: u8 = results::livefx::cycles::NO_WORKER;
 
-/// Called with `true` when a thread enters its RT loop and `false` when it leaves: lets a
-/// test's counting allocator watch exactly the RT threads. Unset in normal runs.
-pub static RT_HOOK: OnceLock<fn(bool)> = OnceLock::new();
-
-#[inline]
-fn rt_mark(on: bool) {
-    if let Some(h) = RT_HOOK.get() {
-        h(on);
-    }
-}
+/// The RT threads' hook (the engine's, shared): the callback and each worker mark
+/// themselves when they enter their RT loop.
+pub use crate::engine::thread::RT_HOOK;
+use crate::engine::thread::rt_mark;
 
 /// One cycle as measured on the RT thread (all times CLOCK_MONOTONIC ns).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -6,8 +6,8 @@
 //! report can group them; the numbers that differ (how long) are kept apart.
 
 use super::writer::Cause;
-use crate::instruments::intervals::prio_text;
-use crate::instruments::parse::{Ev, Record};
+pub use crate::instruments::story::Trace;
+use crate::instruments::story::holder_story;
 
 /// Names for what the RT side reports by index or tid.
 pub struct Names<'a> {
@@ -38,29 +38,6 @@ pub struct Why {
     pub wait_ns: Option<u64>,
     /// How long the holder was kept off CPU (from the trace), when it was.
     pub stuck_ns: Option<u64>,
-}
-
-/// A trace sorted by time, with each pid's command name as the trace saw it.
-pub struct Trace<'a> {
-    recs: &'a [Record],
-    comms: std::collections::HashMap<i32, &'a str>,
-}
-
-impl<'a> Trace<'a> {
-    pub fn new(recs: &'a [Record]) -> Trace<'a> {
-        let comms = recs.iter().map(|r| (r.pid, r.comm.as_str())).collect();
-        Trace { recs, comms }
-    }
-
-    fn comm(&self, pid: i32) -> String {
-        self.comms
-            .get(&pid)
-            .map_or(format!("pid {pid}"), |c| c.to_string())
-    }
-}
-
-fn fifo(prio: i32) -> String {
-    prio_text(prio).replace("RT ", "FIFO ")
 }
 
 /// Explains a miss whose deadline was `deadline_ns` (CLOCK_MONOTONIC = trace clock).
@@ -128,117 +105,6 @@ pub fn explain(
     }
     w.why = s;
     w
-}
-
-/// What the trace says of the holder at the deadline: boost, where it sat behind whom,
-/// how it got out; and how long it was off CPU.
-fn holder_story(t: &Trace, tid: i32, deadline: u64) -> (String, Option<u64>) {
-    let before = t.recs.partition_point(|r| r.ts_ns <= deadline);
-    let (past, after) = t.recs.split_at(before);
-    let mut s = String::new();
-    let boost = past.iter().rev().find_map(|r| match &r.ev {
-        Ev::PiSetprio {
-            pid,
-            oldprio,
-            newprio,
-        } if *pid == tid => Some((*oldprio, *newprio)),
-        _ => None,
-    });
-    match boost {
-        Some((o, n)) if n < o => s.push_str(&format!(" boosted to {}", fifo(n))),
-        Some((o, n)) => s.push_str(&format!(
-            " not boosted (back to {} from {})",
-            fifo(n),
-            fifo(o)
-        )),
-        None => s.push_str(" never boosted"),
-    }
-    // The holder's last switch before the deadline: out (queued or asleep) or in.
-    let last = past
-        .iter()
-        .enumerate()
-        .rev()
-        .find_map(|(i, r)| match &r.ev {
-            Ev::Switch {
-                prev_pid,
-                prev_state,
-                next_pid,
-                next_prio,
-                ..
-            } if *prev_pid == tid => Some((i, Some((prev_state.clone(), *next_pid, *next_prio)))),
-            Ev::Switch { next_pid, .. } if *next_pid == tid => Some((i, None)),
-            _ => None,
-        });
-    let Some((at_i, out)) = last else {
-        s.push_str(", not seen switching in the trace");
-        return (s, None);
-    };
-    let at = &past[at_i];
-    let Some((state, next_pid, next_prio)) = out else {
-        s.push_str(&format!(" and running on CPU{} at the deadline", at.cpu));
-        return (s, None);
-    };
-    if !state.starts_with('R') {
-        s.push_str(&format!(" but asleep (state {state}) on CPU{}", at.cpu));
-        return (s, None);
-    }
-    // Moved while queued (before the deadline): it sat on the CPU it was moved to.
-    let moved = past[at_i..].iter().rev().find_map(|r| match &r.ev {
-        Ev::Migrate { pid, dest_cpu, .. } if *pid == tid => Some(*dest_cpu),
-        _ => None,
-    });
-    let queued_on = moved.unwrap_or(at.cpu);
-    if moved.is_some() {
-        s.push_str(&format!(" but queued on CPU{queued_on}"));
-    } else {
-        s.push_str(&format!(
-            " but queued on CPU{} behind '{}' ({})",
-            at.cpu,
-            t.comm(next_pid),
-            fifo(next_prio)
-        ));
-    }
-    // How it got out: the first move or switch-in after the switch-out.
-    let out = t.recs[at_i + 1..].iter().find_map(|r| match &r.ev {
-            Ev::Migrate {
-                pid,
-                orig_cpu,
-                dest_cpu,
-                ..
-            } if *pid == tid && r.ts_ns > deadline => Some(if r.in_hardirq() {
-                format!("; got out when the push IPI moved it CPU{orig_cpu}->CPU{dest_cpu} (in hardirq)")
-            } else {
-                format!(
-                    "; got out when '{}' moved it CPU{orig_cpu}->CPU{dest_cpu} (not in hardirq: a pull or wake-up placement)",
-                    t.comm(r.pid)
-                )
-            }),
-            Ev::Switch {
-                prev_pid,
-                prev_state,
-                next_pid,
-                ..
-            } if *next_pid == tid => Some(format!(
-                "; got out when '{}' {} and it ran again on CPU{}",
-                t.comm(*prev_pid),
-                if prev_state.starts_with('R') {
-                    "was preempted"
-                } else {
-                    "slept"
-                },
-                r.cpu
-            )),
-            _ => None,
-        });
-    let back_in = after.iter().find_map(|r| match &r.ev {
-        Ev::Switch { next_pid, .. } if *next_pid == tid => Some(r.ts_ns),
-        _ => None,
-    });
-    match out {
-        Some(o) => s.push_str(&o),
-        None => s.push_str("; still off CPU when the capture ended"),
-    }
-    (s, back_in.map(|b| b - at.ts_ns))
 }
 
 #[cfg(test)]
@@ -324,6 +190,57 @@ mod tests {
              got out when the push IPI moved it CPU1->CPU3 (in hardirq)"
         );
         assert_eq!(y.stuck_ns, Some(25_100_000));
+    }
+
+    #[test]
+    fn the_trace_is_read_where_the_wait_ended() {
+        let (w, l, t) = names();
+        let n = as_names(&w, &l, &t);
+        let (r, _) = parse_text(STUCK);
+        let tr = Trace::new(&r);
+        // The wait ended at 10.001 s, before the deadline (and before the boost at
+        // 10.002 s): the holder is told as it was then.
+        let ended = Cause {
+            since_ns: 9_990_000_000,
+            wait_ns: 11_000_000,
+            ..cause()
+        };
+        let y = explain(Some(&ended), false, 10_021_000_000, &n, Some(&tr));
+        assert!(
+            y.why
+                .starts_with("'bus' holder 'render' never boosted but queued on CPU1"),
+            "{}",
+            y.why
+        );
+        // A wait that ended at the deadline itself is read at the deadline, where the
+        // boost at 10.002 s is already in.
+        let at_deadline = Cause {
+            wait_ns: 12_000_000,
+            ..ended
+        };
+        let y = explain(Some(&at_deadline), false, 10_002_000_000, &n, Some(&tr));
+        assert!(
+            y.why
+                .starts_with("'bus' holder 'render' boosted to FIFO 60"),
+            "{}",
+            y.why
+        );
+    }
+
+    #[test]
+    fn an_unknown_holder_gets_no_trace_story() {
+        let (w, l, t) = names();
+        let n = as_names(&w, &l, &t);
+        let (r, _) = parse_text(STUCK);
+        let tr = Trace::new(&r);
+        // The lock was released as the wait began: no tid to look up in the trace.
+        let c = Cause {
+            holder_tid: 0,
+            ..cause()
+        };
+        let y = explain(Some(&c), false, 10_021_000_000, &n, Some(&tr));
+        assert_eq!(y.why, "'bus' holder unknown (released as the wait began)");
+        assert_eq!((y.holder, y.stuck_ns), (None, None));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //!   stdout, or nowhere with `--quiet`;
 //! - notes (what is being done, progress): stderr, above a progress bar when one is
 //!   drawn, nowhere with `--quiet`;
+//! - the run's one-line verdict: the one line `--quiet` keeps (`verdict()`);
 //! - warnings and errors: stderr always (plain `eprintln!`).
 
 use serde::Serialize;
@@ -39,6 +40,17 @@ pub fn report(text: &str) {
     } else {
         let mut o = std::io::stdout().lock();
         let _ = o.write_all(text.as_bytes());
+        let _ = o.flush();
+    }
+}
+
+/// The run's one-line verdict: what `--quiet` keeps (on stdout; not with `--json`,
+/// whose document is the answer there). Without `--quiet` the full verdict is part of
+/// the report.
+pub fn verdict(line: &str) {
+    if quiet() && !json() {
+        let mut o = std::io::stdout().lock();
+        let _ = writeln!(o, "{line}");
         let _ = o.flush();
     }
 }

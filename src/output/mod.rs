@@ -10,6 +10,30 @@ pub mod table;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// The verdict a run ends with, after its table: the report's verdict in plain words
+/// (`analysis::report::answer`), where the results are and the next command; `--quiet`
+/// keeps the one-line conclusion. Empty when the directory does not read (the run
+/// failed to write it: the error was said).
+pub fn answer(dir: &Path) -> String {
+    match analysis::report::answer::answer(dir) {
+        Ok(a) => {
+            console::verdict(&a.one_line);
+            let mut s = String::from("\nverdict:\n");
+            for l in &a.lines {
+                s += &format!("  {l}\n");
+            }
+            s += &format!("  {}\n", a.one_line);
+            s += &format!(
+                "results: {}\nnext: xrunrig report {} (plots and the full report)\n",
+                dir.display(),
+                dir.display()
+            );
+            s
+        }
+        Err(e) => format!("results: {}\n(no verdict: {e})\n", dir.display()),
+    }
+}
+
 /// `results/<rig>-<UTC time>` unless the user named one.
 pub fn results_dir(rig: &str, out: Option<&Path>) -> PathBuf {
     match out {
@@ -21,14 +45,21 @@ pub fn results_dir(rig: &str, out: Option<&Path>) -> PathBuf {
     }
 }
 
-/// Creates the directory; refuses one that already holds results, so nothing is lost.
-pub fn create_results_dir(dir: &Path) -> Result<(), String> {
+/// Refuses a directory that already holds results, so nothing is lost; creates
+/// nothing.
+pub fn check_results_dir(dir: &Path) -> Result<(), String> {
     if dir.join(results::SUMMARY_JSON).exists() || dir.join(results::RUN_JSON).exists() {
         return Err(format!(
             "{} already holds results; choose another --out (nothing was overwritten)",
             dir.display()
         ));
     }
+    Ok(())
+}
+
+/// Creates the directory; refuses one that already holds results, so nothing is lost.
+pub fn create_results_dir(dir: &Path) -> Result<(), String> {
+    check_results_dir(dir)?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
 }
 

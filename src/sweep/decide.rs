@@ -94,9 +94,13 @@ pub fn rule(
     })
 }
 
-/// A trial passes when it produced the metric and every value is within its bound (the
-/// summary's "within bound", per trial: a trial without a value does not pass).
+/// A trial passes when it completed (status ok), produced the metric and every value is
+/// within its bound (a trial without a value does not pass). A timed-out or aborted trial can hold marks taken before it stopped;
+/// what it measured then says nothing about whether the setting keeps its bound.
 pub fn passed(r: &TrialRecord, m: &Metric) -> bool {
+    if r.status != results::trials::TrialStatus::Ok {
+        return false;
+    }
     let Some(bound) = m.bound else {
         return false;
     };
@@ -303,6 +307,8 @@ name = "y"
         assert!(e.contains("--trials 5"), "{e}");
         let e = rule(&r, &names(&["A", "B"]), &names(&["x"]), 65).unwrap_err();
         assert!(e.contains("at most 64"), "{e}");
+        // The maximum itself is allowed.
+        assert!(rule(&r, &names(&["A", "B"]), &names(&["x"]), 64).is_ok());
         let r2 = rig("[metrics.w2]\nfrom = \"w.a\"\nto = \"w.b\"\nbound = \"< 1 s\"\n");
         let e = rule(&r2, &names(&["A", "B"]), &names(&["x"]), 8).unwrap_err();
         assert!(e.contains("several (w2, wait)"), "{e}");
@@ -331,6 +337,47 @@ name = "y"
         assert!(passed(&rec("A", "x", 0, Some(99.0)), m));
         assert!(!passed(&rec("A", "x", 0, Some(100.0)), m));
         assert!(!passed(&rec("A", "x", 0, None), m));
+    }
+
+    #[test]
+    fn only_a_completed_trial_passes() {
+        // A trial stopped at its timeout (or aborted, stuck, failed) whose marks were
+        // taken before the stop has a wait within the bound, yet did not complete.
+        let r = rig("");
+        let m = &r.metrics[0];
+        use results::trials::TrialStatus as S;
+        for status in [S::TimedOut, S::Aborted, S::Failed, S::Stuck, S::Unknown] {
+            let mut t = rec("A", "x", 0, Some(1.0));
+            t.status = status;
+            assert!(!passed(&t, m), "{status:?} counted as a pass");
+        }
+    }
+
+    #[test]
+    fn the_second_settings_passes_count_and_p_is_printed() {
+        let r = rig("");
+        let rule = rule(&r, &names(&["A", "B"]), &names(&["x"]), 8).unwrap();
+        // A never timely, B always (the mirror of the test below): A is the worse.
+        let recs: Vec<_> = (0..6)
+            .flat_map(|t| [rec("A", "x", t, Some(500.0)), rec("B", "x", t, Some(1.0))])
+            .collect();
+        let st = evaluate(&rule, &recs);
+        let x = &st.decided.pairs[0];
+        assert_eq!(
+            (x.decision, x.trials, x.first_within, x.second_within),
+            (Decision::Decided, 6, 0, 6)
+        );
+        assert_eq!(x.worse.as_deref(), Some("A"));
+        assert!(
+            render(&st.decided)
+                .contains("x: A 0/6 vs B 6/6 within bound, p = 0.0022: decided: A worse"),
+            "{}",
+            render(&st.decided)
+        );
+        // Below 0.001 in scientific notation, from 0.001 up with four decimals.
+        assert_eq!(fmt_p(2.0 / 924.0), "0.0022");
+        assert_eq!(fmt_p(0.001), "0.0010");
+        assert_eq!(fmt_p(0.000_5), "5.0e-4");
     }
 
     #[test]

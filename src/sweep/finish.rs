@@ -86,6 +86,7 @@ pub fn run_json(p: &Prepared, sw: &Swept, extra: RunExtra) -> RunDoc {
         livefx: extra.livefx,
         guest: None,
         guest_command: None,
+        watch: None,
     }
 }
 
@@ -127,12 +128,12 @@ pub fn finish_with(p: &Prepared, sw: &Swept, extra: RunExtra, metrics: &[rig::Me
         }
     }
     console::report(&format!(
-        "\n{}{}\nresults: {}\n",
+        "\n{}{}{}",
         table::render(&sum.rows),
         sum.until_decided
             .as_ref()
             .map_or(String::new(), super::decide::render),
-        p.dir.display()
+        output::answer(&p.dir)
     ));
     for l in &sw.restored {
         crate::note!("xrunrig: restored {l}");

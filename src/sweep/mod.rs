@@ -10,7 +10,7 @@ mod prepare;
 mod rounds;
 
 pub use finish::{RunExtra, finish, finish_with, run_json, sweep_exit};
-pub use prepare::prepare;
+pub use prepare::{Machine, prepare, prepare_on};
 pub use rounds::sweep;
 
 use crate::knobs::InForce;
@@ -33,7 +33,13 @@ pub struct Prepared {
     /// Indices into rig.variants, after --variant.
     pub variants: Vec<usize>,
     pub trials: u32,
+    /// Where the results go. The directory exists (marked INCOMPLETE) only once
+    /// `create_dir` has run, which each rig kind calls after its last check that can
+    /// refuse: a refused run leaves nothing behind.
     pub dir: PathBuf,
+    /// `--out` was given: that directory exactly (else `dir`, `dir-2`, ... when taken).
+    dir_named: bool,
+    dir_created: bool,
     pub knobs: Vec<Knob>,
     /// Why settings were not applied, when they were not.
     pub settings_note: Option<String>,
@@ -44,6 +50,44 @@ pub struct Prepared {
     pub max_time_ns: Option<u64>,
     /// `--until-decided`: the stopping rule; `trials` is then each setting's maximum.
     pub until: Option<decide::Rule>,
+}
+
+impl Prepared {
+    /// Creates the results directory (`output::new_results_dir`): called once every
+    /// check that can refuse the run has passed. `dir` may change (`-2`) when taken.
+    pub fn create_dir(&mut self) -> Result<(), String> {
+        if !self.dir_created {
+            self.dir = crate::output::new_results_dir(&self.dir, self.dir_named)?;
+            self.dir_created = true;
+        }
+        Ok(())
+    }
+
+    pub fn dir_created(&self) -> bool {
+        self.dir_created
+    }
+
+    /// A run refused after `create_dir`: its directory goes again when nothing but the
+    /// INCOMPLETE mark (and empty folders) was written into it.
+    pub fn discard_dir(&self) {
+        if !self.dir_created {
+            return;
+        }
+        let _ = std::fs::remove_file(self.dir.join(results::INCOMPLETE));
+        if let Ok(rd) = std::fs::read_dir(&self.dir) {
+            for e in rd.flatten() {
+                // remove_dir removes only empty folders.
+                let _ = std::fs::remove_dir(e.path());
+            }
+        }
+        if std::fs::remove_dir(&self.dir).is_err() {
+            // Something was written: keep it, marked again as not a result.
+            let _ = std::fs::write(
+                self.dir.join(results::INCOMPLETE),
+                "this run was refused before it measured anything\n",
+            );
+        }
+    }
 }
 
 /// What a sweep produced.

@@ -27,6 +27,12 @@ pub fn sweep(
     estimate_ns: u64,
     one: &mut dyn FnMut(&Setting, usize, u32, &AtomicBool) -> TrialRecord,
 ) -> Result<Swept, String> {
+    if !p.dir_created() {
+        // A rig kind must create the directory after its checks (`create_dir`).
+        return Err(
+            "internal error: the results directory was not created before the sweep".into(),
+        );
+    }
     let mlockall = crate::sys::mlockall();
     if let Err(e) = &mlockall {
         eprintln!(
@@ -60,7 +66,7 @@ pub fn sweep(
     let io = RealIo;
     let (started, _) = crate::sys::utc_now();
     let features_before = features_json();
-    let mut session = KnobSession::begin(&io, &knobs::state_dir(), &p.knobs)?;
+    let mut session = KnobSession::begin(&io, &knobs::state()?, &p.knobs)?;
     let mut samples = std::fs::File::create(p.dir.join(results::SAMPLES_JSONL))
         .map_err(|e| format!("cannot create {}: {e}", results::SAMPLES_JSONL))?;
     let mut total = p.trials as usize * p.settings.len() * p.variants.len();

@@ -31,27 +31,6 @@ pub fn available_or_skip() -> bool {
     xrunrig::testkit::have(available(), "jackd2 (apt-get install jackd2)")
 }
 
-/// Pids of live processes whose command line names server `name` (`-n NAME`).
-fn serving(name: &str) -> Vec<u32> {
-    let mut v = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
-        if args
-            .windows(2)
-            .any(|w| (w[0] == b"-n" || w[0] == b"--name") && w[1] == name.as_bytes())
-        {
-            v.push(pid);
-        }
-    }
-    v
-}
-
 impl PrivateJackd {
     /// `jackd -n xrr-t-TAG -R -P 70 -d dummy -r 48000 -p PERIOD`, ready when this
     /// returns; None (after a visible skip, a failure in CI) when jackd2 is missing.
@@ -61,7 +40,7 @@ impl PrivateJackd {
             return None;
         }
         let name = format!("xrr-t-{tag}");
-        let others = serving(&name);
+        let others = xrunrig::audio::jack::server::serving(&name);
         assert!(
             others.is_empty(),
             "a jackd named '{name}' is already running (pids {others:?}): another test run? \
@@ -129,6 +108,13 @@ impl PrivateJackd {
         Ok(j)
     }
 
+    /// The server's log (stdout and stderr): jackd2 writes a line per xrun there
+    /// ("JackEngine::XRun: client = NAME was not finished"), an independent count.
+    pub fn log(&self) -> String {
+        let p = std::env::temp_dir().join(format!("{}-{}.log", self.name, std::process::id()));
+        std::fs::read_to_string(p).unwrap_or_default()
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, |c| c.id())
     }
@@ -168,7 +154,7 @@ impl PrivateJackd {
 fn remove_own_leftovers(name: &str, pid: u32) {
     // SAFETY: kill with signal 0 only checks whether the pid exists.
     let alive = unsafe { libc::kill(pid as i32, 0) } == 0;
-    if alive || !serving(name).is_empty() {
+    if alive || !xrunrig::audio::jack::server::serving(name).is_empty() {
         return;
     }
     // SAFETY: geteuid has no preconditions.

@@ -2,6 +2,7 @@
 
 pub mod guest;
 pub mod jackd;
+pub mod lava;
 pub mod pipewire;
 pub mod run;
 pub mod sysctl;

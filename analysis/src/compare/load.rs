@@ -1,8 +1,9 @@
-//! The directories compared: loaded, labelled A, B, C..., one redactor for all, and each
-//! metric of the baseline found in the others.
+//! The directories compared: loaded, labelled A, B, C..., one redactor for all, checked
+//! to be runs of one experiment (else refused), and each metric of the baseline found
+//! in the others.
 
 use super::sample::{Key, Sample, samples};
-use crate::load::{self, Results};
+use crate::load::{self, Kind, Results};
 use crate::redact::Redactor;
 use std::path::PathBuf;
 
@@ -26,10 +27,28 @@ pub fn load(dirs: &[PathBuf], redact: bool) -> Result<Dirs, String> {
             "compare needs two or more results directories; the first is the baseline".into(),
         );
     }
+    same_directory(dirs)?;
     let results: Vec<Results> = dirs
         .iter()
         .map(|d| load::load(d))
         .collect::<Result<_, _>>()?;
+    if let Some(w) = results
+        .iter()
+        .find(|r| matches!(r.kind, load::Kind::Watch(_)))
+    {
+        return Err(format!(
+            "{} is an `xrunrig watch` directory: compare sets rig runs (trials, livefx) side \
+             by side; read a watch with `xrunrig report {}`",
+            w.dir.display(),
+            w.dir.display()
+        ));
+    }
+    let labels: Vec<String> = (0..results.len())
+        .map(|i| ((b'A' + (i % 26) as u8) as char).to_string())
+        .collect();
+    for (i, r) in results.iter().enumerate().skip(1) {
+        same_experiment(&results[0], r, &labels[i])?;
+    }
     let red = if redact {
         let hosts: Vec<String> = results
             .iter()
@@ -39,9 +58,6 @@ pub fn load(dirs: &[PathBuf], redact: bool) -> Result<Dirs, String> {
     } else {
         Redactor::none()
     };
-    let labels: Vec<String> = (0..results.len())
-        .map(|i| ((b'A' + (i % 26) as u8) as char).to_string())
-        .collect();
     Ok(Dirs {
         results,
         labels,
@@ -49,31 +65,154 @@ pub fn load(dirs: &[PathBuf], redact: bool) -> Result<Dirs, String> {
     })
 }
 
-/// Keys from the baseline; a directory with one setting that matches none of the
-/// baseline's is matched on (variant, metric): a kernel against a kernel.
+/// Refuses a directory given twice (by any path to it).
+fn same_directory(dirs: &[PathBuf]) -> Result<(), String> {
+    let canon: Vec<Option<PathBuf>> = dirs.iter().map(|d| d.canonicalize().ok()).collect();
+    for i in 0..dirs.len() {
+        for j in 0..i {
+            if canon[i].is_some() && canon[i] == canon[j] {
+                return Err(format!(
+                    "{} and {} are the same directory: a run compared with itself says nothing; \
+                     compare two runs (e.g. two kernels, or two runs of one kernel to see the noise)",
+                    dirs[j].display(),
+                    dirs[i].display()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn list(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+/// Refuses two directories that are not runs of one experiment: another rig, other
+/// settings or variants, other audio parameters, or the same run copied. What may
+/// differ is what a comparison is for: the kernel, a patch, the machine, the day.
+fn same_experiment(a: &Results, b: &Results, label: &str) -> Result<(), String> {
+    let refuse = |what: String| {
+        Err(format!(
+            "A ({}) and {label} ({}) are not runs of one experiment: {what}. compare sets runs \
+             of one rig with the same settings and variants side by side (different kernels, \
+             patches or machines); refused, nothing was written",
+            a.dir.display(),
+            b.dir.display()
+        ))
+    };
+    if a.kind.name() != b.kind.name() {
+        return refuse(format!(
+            "A is a {} run, {label} a {} run",
+            a.kind.name(),
+            b.kind.name()
+        ));
+    }
+    if a.rig != b.rig {
+        return refuse(format!("A is rig '{}', {label} is rig '{}'", a.rig, b.rig));
+    }
+    let (sa, sb) = (a.settings(), b.settings());
+    if sa != sb {
+        return refuse(format!(
+            "A has settings {}, {label} has {}",
+            list(&sa),
+            list(&sb)
+        ));
+    }
+    let (va, vb) = (a.variants(), b.variants());
+    if va != vb {
+        return refuse(format!(
+            "A has variants {}, {label} has {}",
+            list(&va),
+            list(&vb)
+        ));
+    }
+    // A setting of the same name that asked for other knob values.
+    for s in &a.run.settings {
+        let other = b.run.settings.iter().find(|x| x.name == s.name);
+        if let Some(o) = other
+            && s.requested.is_some()
+            && o.requested.is_some()
+            && s.requested != o.requested
+        {
+            return refuse(format!(
+                "setting '{}' asked for {} in A and {} in {label}",
+                s.name.as_deref().unwrap_or("?"),
+                list(s.requested.as_deref().unwrap_or_default()),
+                list(o.requested.as_deref().unwrap_or_default())
+            ));
+        }
+    }
+    if let (Some(x), Some(y)) = (a.run.settings_applied, b.run.settings_applied)
+        && x != y
+    {
+        return refuse(format!(
+            "the profile's settings were {} in A and {} in {label} (--settings-as-is)",
+            if x { "applied" } else { "not applied" },
+            if y { "applied" } else { "not applied" }
+        ));
+    }
+    if let (Kind::Livefx(x), Kind::Livefx(y)) = (&a.kind, &b.kind) {
+        for r in &x.rows {
+            let Some(o) = y.row(&r.setting, &r.variant) else {
+                continue;
+            };
+            let (pa, pb) = (
+                (&r.backend, r.period, r.rate),
+                (&o.backend, o.period, o.rate),
+            );
+            if pa != pb {
+                let show = |p: (&String, Option<u32>, Option<u32>)| {
+                    format!(
+                        "backend {}, period {}, {} Hz",
+                        p.0,
+                        p.1.map_or("?".into(), |v| v.to_string()),
+                        p.2.map_or("?".into(), |v| v.to_string())
+                    )
+                };
+                return refuse(format!(
+                    "{} / {} ran with {} in A and {} in {label}",
+                    r.setting,
+                    r.variant,
+                    show(pa),
+                    show(pb)
+                ));
+            }
+        }
+    }
+    // One run in two places (a copy): run.json and summary.json the same, byte for byte
+    // (two runs never share run.json: it holds when each started).
+    let read = |r: &Results, f: &str| std::fs::read(r.dir.join(f)).ok();
+    let same = |f: &str| read(a, f).is_some() && read(a, f) == read(b, f);
+    if same(results::RUN_JSON) && same(results::SUMMARY_JSON) {
+        return Err(format!(
+            "{} and {} hold the same run (their run.json and summary.json are identical: a \
+             copy): a run compared with itself says nothing; compare two runs",
+            a.dir.display(),
+            b.dir.display(),
+        ));
+    }
+    Ok(())
+}
+
+/// Each metric of the baseline with what every directory has under the same
+/// (setting, variant, metric).
 pub fn metrics(results: &[Results]) -> Vec<Metric> {
     let per: Vec<Vec<(Key, Sample)>> = results.iter().map(samples).collect();
-    let one_setting = |v: &Vec<(Key, Sample)>| v.iter().all(|x| x.0.0 == v[0].0.0);
-    let mut metrics: Vec<Metric> = Vec::new();
-    for (k, s) in &per[0] {
-        let mut m = Metric {
+    per[0]
+        .iter()
+        .map(|(k, s)| Metric {
             key: k.clone(),
-            per_dir: vec![Some(s.clone())],
-        };
-        for p in per.iter().skip(1) {
-            let exact = p.iter().find(|(k2, _)| k2 == k).map(|x| x.1.clone());
-            let loose = || {
-                (one_setting(&per[0]) && one_setting(p))
-                    .then(|| {
-                        p.iter()
-                            .find(|(k2, _)| k2.1 == k.1 && k2.2 == k.2)
-                            .map(|x| x.1.clone())
-                    })
-                    .flatten()
-            };
-            m.per_dir.push(exact.or_else(loose));
-        }
-        metrics.push(m);
-    }
-    metrics
+            per_dir: std::iter::once(Some(s.clone()))
+                .chain(
+                    per.iter()
+                        .skip(1)
+                        .map(|p| p.iter().find(|(k2, _)| k2 == k).map(|x| x.1.clone())),
+                )
+                .collect(),
+        })
+        .collect()
 }

@@ -42,7 +42,7 @@ fn strips(metrics: &[Metric], dirs: &Dirs, ctx: &mut Ctx) -> Result<Vec<Block>, 
     } = dirs;
     let mut names: Vec<String> = Vec::new();
     for m in metrics {
-        if matches!(m.per_dir[0], Some(Sample::Values { .. })) && !names.contains(&m.key.2) {
+        if matches!(m.per_dir[0], Some(Sample::Trials { .. })) && !names.contains(&m.key.2) {
             names.push(m.key.2.clone());
         }
     }
@@ -53,7 +53,7 @@ fn strips(metrics: &[Metric], dirs: &Dirs, ctx: &mut Ctx) -> Result<Vec<Block>, 
         let mut bound_v = None;
         for m in metrics.iter().filter(|m| &m.key.2 == name) {
             for (i, s) in m.per_dir.iter().enumerate() {
-                if let Some(Sample::Values {
+                if let Some(Sample::Trials {
                     vals,
                     unit: u,
                     bound,
@@ -105,7 +105,7 @@ fn tails(metrics: &[Metric], dirs: &Dirs, ctx: &mut Ctx) -> Result<Vec<Block>, S
         labels,
         red,
     } = dirs;
-    let hist = |m: &Metric| matches!(m.per_dir[0], Some(Sample::Hist(_)));
+    let hist = |m: &Metric| matches!(m.per_dir[0], Some(Sample::Tails { .. }));
     let mut keys: Vec<(String, String)> = Vec::new();
     for m in metrics {
         if hist(m) && !keys.contains(&(m.key.0.clone(), m.key.1.clone())) {
@@ -126,7 +126,7 @@ fn tails(metrics: &[Metric], dirs: &Dirs, ctx: &mut Ctx) -> Result<Vec<Block>, S
                     .iter()
                     .enumerate()
                     .filter_map(|(i, s)| match s {
-                        Some(Sample::Hist(h)) => Some(Series {
+                        Some(Sample::Tails { pooled: h, .. }) => Some(Series {
                             label: red.apply(&format!("{}: {}", labels[i], short_dir(&results[i]))),
                             color: i,
                             pts: hist_ccdf(h),

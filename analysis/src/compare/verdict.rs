@@ -1,27 +1,45 @@
-//! The verdict: each directory's metric against the baseline's, as a table row and a
-//! sentence, counted as a regression or an improvement when the change is beyond the
-//! threshold and significant.
+//! The verdict: each directory's metric against the baseline's, trial against trial,
+//! as a table row and a sentence. A metric is a regression (or an improvement) when
+//! its change is beyond the threshold and its p-value, adjusted by Holm's method for
+//! every metric tested, is below `ALPHA`. A metric with too few trials a side is not
+//! tested and says so; with none tested there is no verdict.
 
 use super::ALPHA;
 use super::load::Metric;
-use super::sample::{Key, Sample, p_of, value_of};
+use super::sample::{Key, MIN_TRIALS, SUGGESTED_TRIALS, Sample, Tested, Untested, test, value_of};
 use crate::report::common::{bound_words, fmt_us, fmt_val};
-use crate::stats::fmt_p;
+use crate::stats::{fmt_p, holm};
 
 pub struct Verdicts {
-    /// The table's rows: metric, baseline, candidate, %change, p, flag.
+    /// The table's rows: metric, baseline, candidate, %change, adjusted p, flag.
     pub rows: Vec<Vec<String>>,
     /// One sentence per metric and directory.
     pub verdicts: Vec<String>,
     pub regressions: usize,
     pub improvements: usize,
+    /// Metrics tested (Holm's family size).
+    pub tested: usize,
+    /// Metrics not tested for too few trials: the fewest trials seen on a side.
+    pub too_few: Option<usize>,
+    /// Metrics not tested, for any reason.
+    pub untested: usize,
 }
 
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, PartialEq, Debug)]
 enum Flag {
     Regression,
     Improvement,
     Same,
+    Untested,
+}
+
+/// One metric of one candidate directory against the baseline, before Holm.
+struct Pair<'a> {
+    key: &'a Key,
+    i: usize,
+    base: &'a Sample,
+    cand: &'a Sample,
+    test: Result<Tested, Untested>,
 }
 
 pub fn judge(metrics: &[Metric], labels: &[String], threshold: f64) -> Verdicts {
@@ -30,7 +48,11 @@ pub fn judge(metrics: &[Metric], labels: &[String], threshold: f64) -> Verdicts 
         verdicts: Vec::new(),
         regressions: 0,
         improvements: 0,
+        tested: 0,
+        too_few: None,
+        untested: 0,
     };
+    let mut pairs: Vec<Pair> = Vec::new();
     for m in metrics {
         let Some(base) = &m.per_dir[0] else { continue };
         let name = format!("{} / {} {}", m.key.0, m.key.1, m.key.2);
@@ -39,15 +61,40 @@ pub fn judge(metrics: &[Metric], labels: &[String], threshold: f64) -> Verdicts 
                 v.verdicts.push(format!("{name}: not in {}.", labels[i]));
                 continue;
             };
-            let (row, sentence, flag) = one(&m.key, base, cand, labels, i, threshold);
-            match flag {
-                Flag::Regression => v.regressions += 1,
-                Flag::Improvement => v.improvements += 1,
-                Flag::Same => {}
-            }
-            v.rows.push(row);
-            v.verdicts.push(sentence);
+            pairs.push(Pair {
+                key: &m.key,
+                i,
+                base,
+                cand,
+                test: test(base, cand),
+            });
         }
+    }
+    // Holm over every metric tested, in every candidate directory.
+    let raw: Vec<f64> = pairs
+        .iter()
+        .filter_map(|p| p.test.as_ref().ok().map(|t| t.p))
+        .collect();
+    let adjusted = holm(&raw);
+    v.tested = raw.len();
+    let mut next = adjusted.iter();
+    for p in &pairs {
+        let adj = p.test.as_ref().ok().and_then(|_| next.next().copied());
+        if let Err(u) = &p.test {
+            v.untested += 1;
+            if let Untested::TooFewTrials(a, b) = u {
+                let n = (*a).min(*b);
+                v.too_few = Some(v.too_few.map_or(n, |m| m.min(n)));
+            }
+        }
+        let (row, sentence, flag) = one(p, adj, labels, threshold);
+        match flag {
+            Flag::Regression => v.regressions += 1,
+            Flag::Improvement => v.improvements += 1,
+            Flag::Same | Flag::Untested => {}
+        }
+        v.rows.push(row);
+        v.verdicts.push(sentence);
     }
     v
 }
@@ -56,14 +103,47 @@ impl Verdicts {
     /// The verdict in one sentence.
     pub fn summary(&self, threshold: f64) -> String {
         let (regressions, improvements) = (self.regressions, self.improvements);
+        let untested = if self.untested > 0 && self.tested > 0 {
+            format!(
+                " {} metric(s) not tested ({}).",
+                self.untested,
+                self.too_few
+                    .map_or("no per-trial values".into(), |n| format!(
+                        "{n} trial(s) on a side; {MIN_TRIALS} needed"
+                    ))
+            )
+        } else {
+            String::new()
+        };
+        if self.tested == 0 {
+            return match self.too_few {
+                Some(n) => format!(
+                    "no verdict: {} trial(s) per side, and a comparison needs at least {MIN_TRIALS} \
+                     per side to measure how much trials vary; run each side with \
+                     `xrunrig run ... --trials {SUGGESTED_TRIALS}` (exit code 0: nothing was \
+                     called a regression).",
+                    if n == 1 {
+                        "one".to_string()
+                    } else {
+                        n.to_string()
+                    }
+                ),
+                None => "no verdict: the directories hold no per-trial values to compare \
+                         (the cycle files or samples.jsonl are gone)."
+                    .into(),
+            };
+        }
+        let family = format!("Holm-adjusted p < {ALPHA} over {} test(s)", self.tested);
         if regressions > 0 {
             format!(
-                "{regressions} metric(s) regressed beyond {threshold}% with p < {ALPHA}: exit code 1."
+                "{regressions} metric(s) regressed beyond {threshold}% ({family}): exit code 1.{untested}"
             )
         } else if improvements > 0 {
-            format!("no regression beyond {threshold}%; {improvements} metric(s) improved.")
+            format!(
+                "no regression beyond {threshold}%; {improvements} metric(s) improved ({family}).{untested}"
+            )
         } else {
-            format!("no significant change (threshold {threshold}%, p < {ALPHA}).")
+            format!("no significant change (threshold {threshold}%, {family}).{untested}")
         }
     }
 }
@@ -78,28 +158,41 @@ fn change(bv: Option<f64>, cv: Option<f64>) -> Option<f64> {
     }
 }
 
-/// Directory `i`'s sample against the baseline's: the table row, the sentence, the flag.
+fn p_cell(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// One pair's table row, sentence and flag; `adj` is its Holm-adjusted p when tested.
 fn one(
-    key: &Key,
-    base: &Sample,
-    cand: &Sample,
+    pair: &Pair,
+    adj: Option<f64>,
     labels: &[String],
-    i: usize,
     threshold: f64,
 ) -> (Vec<String>, String, Flag) {
+    let Pair {
+        key,
+        i,
+        base,
+        cand,
+        test,
+    } = pair;
+    let i = *i;
     let (bv, bs, unit) = value_of(base);
     let (cv, cs, _) = value_of(cand);
     let change = change(bv, cv);
-    let p = p_of(base, cand);
-    let sig = p.is_some_and(|p| p < ALPHA);
-    let flag = match change {
-        Some(ch) if sig && ch > threshold => Flag::Regression,
-        Some(ch) if sig && ch < -threshold => Flag::Improvement,
+    let sig = adj.is_some_and(|p| p < ALPHA);
+    let flag = match (change, test) {
+        (_, Err(_)) => Flag::Untested,
+        (Some(ch), _) if sig && ch > threshold => Flag::Regression,
+        (Some(ch), _) if sig && ch < -threshold => Flag::Improvement,
         _ => Flag::Same,
     };
-    let values = matches!(base, Sample::Values { .. });
     let fmt = |v: Option<f64>| match (v, base) {
-        (Some(v), Sample::Hist(_)) => fmt_us(v),
+        (Some(v), Sample::Tails { .. }) => fmt_us(v),
         (Some(v), _) => format!("{} {unit}", fmt_val(v)),
         (None, _) => "-".into(),
     };
@@ -110,48 +203,43 @@ fn one(
         Some(c) => format!("{c:+.1}%"),
         None => "-".into(),
     };
-    let spread = |s: &str| {
-        if values { s.to_string() } else { String::new() }
-    };
     let row = vec![
         format!("{}/{} {} {unit}", key.0, key.1, key.2),
-        format!("{}{}", bare(bv), spread(&bs)),
+        format!("{}{bs}", bare(bv)),
         if labels.len() > 2 {
-            format!("{}: {}{}", labels[i], bare(cv), spread(&cs))
+            format!("{}: {}{cs}", labels[i], bare(cv))
         } else {
-            format!("{}{}", bare(cv), spread(&cs))
+            format!("{}{cs}", bare(cv))
         },
         ch_s.clone(),
-        p.map_or("-".into(), |p| {
-            if p < 0.001 {
-                "<0.001".into()
-            } else {
-                format!("{p:.3}")
-            }
-        }),
+        adj.map_or("-".into(), p_cell),
         match flag {
             Flag::Regression => "WORSE",
             Flag::Improvement => "better",
+            Flag::Untested => "untested",
             Flag::Same => "",
         }
         .to_string(),
     ];
+    let what = match base {
+        Sample::Trials { .. } => format!("{} median trial", key.2),
+        Sample::Tails { .. } => format!("{} (geometric mean over trials)", key.2),
+        Sample::Events(_) => format!("{} per hour", key.2),
+    };
     let mut v = format!(
-        "{}: {}{} {} against {} in {}",
+        "{}: {what} {} against {} in {}",
         labels[i],
-        key.2,
-        if values { " median" } else { "" },
         fmt(cv),
         fmt(bv),
         labels[0]
     );
     if let (
-        Sample::Values {
+        Sample::Trials {
             within: Some((wa, na)),
             bound: Some(b),
             ..
         },
-        Sample::Values {
+        Sample::Trials {
             within: Some((wb, nb)),
             ..
         },
@@ -159,14 +247,24 @@ fn one(
     {
         v += &format!(", {wa}/{na} against {wb}/{nb} {}", bound_words(b));
     }
-    v += &format!(
-        " ({ch_s}{}): {}",
-        p.map_or(String::new(), |p| format!(", {}", fmt_p(p))),
-        match flag {
-            Flag::Regression => format!("REGRESSION beyond the {threshold}% threshold"),
-            Flag::Improvement => "improvement".into(),
-            Flag::Same => "no significant change".into(),
+    v += &match test {
+        Ok(t) => format!(
+            " ({ch_s}; {}: {}, Holm-adjusted {}): {}",
+            t.how,
+            fmt_p(t.p),
+            fmt_p(adj.unwrap_or(1.0)),
+            match flag {
+                Flag::Regression => format!("REGRESSION beyond the {threshold}% threshold"),
+                Flag::Improvement => "improvement".into(),
+                _ => "no significant change".into(),
+            }
+        ),
+        Err(Untested::TooFewTrials(a, b)) => {
+            format!(" ({ch_s}): not tested, {a} and {b} trial(s) (at least {MIN_TRIALS} a side)")
         }
-    );
+        Err(Untested::NoPerTrialValues) => {
+            format!(" ({ch_s}): not tested, no per-trial values")
+        }
+    };
     (row, format!("{} / {}: {v}.", key.0, key.1), flag)
 }

@@ -3,6 +3,7 @@
 
 use super::ALPHA;
 use super::load::Dirs;
+use super::sample::MIN_TRIALS;
 use super::verdict::Verdicts;
 use crate::doc::{self, Block, Doc};
 use crate::load::Results;
@@ -31,6 +32,7 @@ pub fn document(dirs: &Dirs, v: &Verdicts, threshold: f64, plots: Vec<Block>) ->
         "Verdict",
         vec![
             Block::Para(format!("Verdict: {}", v.summary(threshold))),
+            Block::Para(format!("Method: {}", method(threshold))),
             Block::Bullets(v.verdicts.clone()),
         ],
     );
@@ -48,16 +50,21 @@ pub fn document(dirs: &Dirs, v: &Verdicts, threshold: f64, plots: Vec<Block>) ->
         "Table",
         vec![
             Block::Para(
-                "Value: the median of the trials (± their standard deviation as % of the mean, LKP style) or, for \
-                 audio, the p99 latency and events per hour. p: two-sided Mann-Whitney U (exact \
-                 without ties) for trials and latencies, an exact conditional test for event rates. WORSE: slower beyond the threshold with p < 0.05."
+                "Value: the median trial (± the trials' standard deviation as % of their mean, \
+                 LKP style); for audio latencies the geometric mean of each trial's p99, and \
+                 dropouts per hour of audio. p: Holm-adjusted (see Method). WORSE: slower \
+                 beyond the threshold with p < 0.05; untested: too few trials a side."
                     .into(),
             ),
             Block::Table {
                 head: [
                     "metric",
                     labels[0].as_str(),
-                    if results.len() > 2 { "other" } else { labels[1].as_str() },
+                    if results.len() > 2 {
+                        "other"
+                    } else {
+                        labels[1].as_str()
+                    },
                     "%change",
                     "p",
                     "",
@@ -72,6 +79,23 @@ pub fn document(dirs: &Dirs, v: &Verdicts, threshold: f64, plots: Vec<Block>) ->
     );
     d.section("Plots", plots);
     d
+}
+
+/// How the verdict was reached, in words: printed with every comparison.
+pub fn method(threshold: f64) -> String {
+    format!(
+        "each trial is one observation (cycles within a trial are not independent; trials \
+         are). Audio latencies: each trial's p99, compared by Welch's t-test on their \
+         logarithms. Dropouts: each trial's count over its seconds of audio, compared as \
+         rates allowing over-dispersion (quasi-Poisson: the totals divided by the \
+         dispersion the trials show, then the conditional test of two Poisson counts). \
+         Trial metrics: \
+         Mann-Whitney U over per-trial values (a timed-out trial ranks slowest). A metric \
+         needs {MIN_TRIALS} or more trials a side to be tested. The p-values are adjusted \
+         by Holm's method for the number of metrics tested; a metric is a regression (or an \
+         improvement) when its adjusted p < {ALPHA} and it changed by more than \
+         {threshold}%."
+    )
 }
 
 fn describe_dir(label: &str, r: &Results, red: &Redactor) -> String {
@@ -112,6 +136,8 @@ pub fn write(
     ctx.write("compare.html", &html)?;
     let json = serde_json::json!({
         "baseline": baseline, "threshold_percent": threshold, "alpha": ALPHA,
+        "correction": "holm", "tests": v.tested, "untested": v.untested,
+        "min_trials": MIN_TRIALS, "method": method(threshold),
         "regressions": v.regressions, "improvements": v.improvements,
         "summary": v.summary(threshold), "verdicts": v.verdicts, "table": v.rows,
     });

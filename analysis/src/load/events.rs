@@ -7,7 +7,6 @@ pub use results::livefx::Event;
 pub use results::livefx::events::BURST;
 use results::livefx::events::{DEADLINE_MISS, DISCONTINUITY, INJECTED, SERVER_GONE, XRUN};
 use std::collections::BTreeMap;
-use std::io::BufRead;
 use std::path::Path;
 
 /// The kinds drawn as lanes of marks, in legend order (bursts are drawn behind them).
@@ -62,29 +61,8 @@ impl Timeline {
     }
 }
 
-fn each_event(path: &Path, mut f: impl FnMut(Event)) -> Result<usize, String> {
-    let file =
-        std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-    let mut bad = 0;
-    let mut r = std::io::BufReader::with_capacity(1 << 16, file);
-    let mut line = String::new();
-    loop {
-        line.clear();
-        let n = r
-            .read_line(&mut line)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Event>(&line) {
-            Ok(e) => f(e),
-            Err(_) => bad += 1,
-        }
-    }
-    Ok(bad)
+fn each_event(path: &Path, f: impl FnMut(Event)) -> Result<usize, String> {
+    super::each_line(path, f)
 }
 
 /// `t_hint`: the trials' known length in s, so the time axis covers the whole trial;

@@ -34,11 +34,24 @@ pub enum Source {
     Histograms,
 }
 
+/// One trial's latency tails, from its own cycle file: the unit the verdicts compare
+/// (cycles within a trial are not independent; trials are).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrialLatency {
+    pub trial: Option<u32>,
+    pub cycles: u64,
+    pub callback_p99_ns: Option<u64>,
+    pub lateness_p99_ns: Option<u64>,
+    pub wake_p99_ns: Option<u64>,
+}
+
 pub struct LivefxData {
     pub rows: Vec<LRow>,
     pub trials: Vec<LTrial>,
     /// From cycles/*.bin, per (setting, variant).
     pub cycle_stats: BTreeMap<(String, String), CycleStats>,
+    /// Per (setting, variant), each trial's latency tails (empty without cycle files).
+    pub trial_latency: BTreeMap<(String, String), Vec<TrialLatency>>,
     pub latency: BTreeMap<(String, String), Latency>,
     pub timeline: Option<Timeline>,
 }
@@ -57,14 +70,17 @@ impl LivefxData {
     }
 }
 
-/// The cycle files to read, with their (setting, variant).
-fn cycle_files(dir: &Path, trials: &[LTrial]) -> Vec<((String, String), PathBuf)> {
-    let mut out: Vec<((String, String), PathBuf)> = Vec::new();
+/// A cycle file: its (setting, variant), its trial when known, its path.
+type CycleFile = ((String, String), Option<u32>, PathBuf);
+
+/// The cycle files to read, with their (setting, variant) and trial.
+fn cycle_files(dir: &Path, trials: &[LTrial]) -> Vec<CycleFile> {
+    let mut out: Vec<CycleFile> = Vec::new();
     for t in trials {
         if let Some(f) = &t.cycles_file {
             let p = dir.join(f);
             if p.is_file() {
-                out.push(((t.setting.clone(), t.variant.clone()), p));
+                out.push(((t.setting.clone(), t.variant.clone()), Some(t.trial), p));
             }
         }
     }
@@ -80,7 +96,7 @@ fn cycle_files(dir: &Path, trials: &[LTrial]) -> Vec<((String, String), PathBuf)
                 .unwrap_or("")
                 .to_string();
             if let Some(k) = results::cycles_file_key(&name) {
-                out.push((k, p));
+                out.push((k, results::cycles_file_trial(&name), p));
             }
         }
     }
@@ -99,10 +115,15 @@ fn read_hists(p: &Path) -> Result<Vec<HistEntry>, String> {
         .collect())
 }
 
+/// Per (setting, variant): the cycle files' statistics merged, and each file's
+/// (trial's) latency tails.
+type ReadCycles = (
+    BTreeMap<(String, String), CycleStats>,
+    BTreeMap<(String, String), Vec<TrialLatency>>,
+);
+
 /// Reads the cycle files on all CPUs (one file at a time each).
-pub fn read_cycles(
-    files: &[((String, String), PathBuf)],
-) -> Result<BTreeMap<(String, String), CycleStats>, String> {
+fn read_cycles(files: &[CycleFile]) -> Result<ReadCycles, String> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 8);
@@ -117,7 +138,7 @@ pub fn read_cycles(
                         if i >= files.len() {
                             break;
                         }
-                        mine.push((i, cycles::read_file(&files[i].1, |_| {})?));
+                        mine.push((i, cycles::read_file(&files[i].2, |_| {})?));
                     }
                     Ok(mine)
                 })
@@ -131,12 +152,30 @@ pub fn read_cycles(
             .collect()
     });
     let mut out: BTreeMap<(String, String), CycleStats> = BTreeMap::new();
+    let mut per: Vec<(usize, TrialLatency)> = Vec::new();
     for r in results {
         for (i, st) in r? {
+            let p99 = |h: &Dist| h.quantile(0.99);
+            per.push((
+                i,
+                TrialLatency {
+                    trial: files[i].1,
+                    cycles: st.counts.cycles,
+                    callback_p99_ns: p99(&st.callback),
+                    lateness_p99_ns: p99(&st.lateness),
+                    wake_p99_ns: p99(&st.wake),
+                },
+            ));
             out.entry(files[i].0.clone()).or_default().merge(&st);
         }
     }
-    Ok(out)
+    // In the files' order (the run's), whichever thread read them.
+    per.sort_by_key(|x| x.0);
+    let mut trials: BTreeMap<(String, String), Vec<TrialLatency>> = BTreeMap::new();
+    for (i, t) in per {
+        trials.entry(files[i].0.clone()).or_default().push(t);
+    }
+    Ok((out, trials))
 }
 
 fn hist_from_entry(e: &HistEntry) -> Dist {
@@ -159,7 +198,7 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<L
         }
     }
     let files = cycle_files(dir, &trials);
-    let cycle_stats = read_cycles(&files)?;
+    let (cycle_stats, trial_latency) = read_cycles(&files)?;
     let mut latency: BTreeMap<(String, String), Latency> = BTreeMap::new();
     for (k, st) in &cycle_stats {
         if st.truncated_bytes > 0 {
@@ -247,6 +286,7 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<L
         rows,
         trials,
         cycle_stats,
+        trial_latency,
         latency,
         timeline,
     })

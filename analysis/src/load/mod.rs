@@ -5,6 +5,7 @@ pub mod cycles;
 pub mod events;
 pub mod livefx;
 pub mod trials;
+pub mod watch;
 
 use results::SummaryHead;
 use results::run::RunDoc;
@@ -12,10 +13,13 @@ use std::path::{Path, PathBuf};
 
 pub use livefx::LivefxData;
 pub use trials::TrialsData;
+pub use watch::WatchData;
 
 pub enum Kind {
     Trials(TrialsData),
     Livefx(Box<LivefxData>),
+    /// `xrunrig watch` beside a JACK or PipeWire session.
+    Watch(Box<WatchData>),
 }
 
 impl Kind {
@@ -24,6 +28,7 @@ impl Kind {
         match self {
             Kind::Trials(_) => results::KIND_TRIALS,
             Kind::Livefx(_) => results::KIND_LIVEFX,
+            Kind::Watch(_) => results::watch::KIND_WATCH,
         }
     }
 }
@@ -45,6 +50,8 @@ impl Results {
         match &self.kind {
             Kind::Trials(t) => t.keys(),
             Kind::Livefx(l) => l.keys(),
+            // One session watched: no settings or variants.
+            Kind::Watch(_) => vec![],
         }
     }
 
@@ -67,6 +74,37 @@ pub(crate) fn first_seen<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Ve
         }
     }
     out
+}
+
+/// Streams a JSON-lines file, calling `f` with each line that reads as a `T` (blank
+/// lines skipped); the number of lines that do not.
+pub(crate) fn each_line<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    mut f: impl FnMut(T),
+) -> Result<usize, String> {
+    use std::io::BufRead;
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let mut bad = 0;
+    let mut r = std::io::BufReader::with_capacity(1 << 16, file);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = r
+            .read_line(&mut line)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<T>(&line) {
+            Ok(e) => f(e),
+            Err(_) => bad += 1,
+        }
+    }
+    Ok(bad)
 }
 
 fn read_value(path: &Path) -> Result<serde_json::Value, String> {
@@ -116,7 +154,7 @@ pub fn load(dir: &Path) -> Result<Results, String> {
     }
     let has_run = run.is_some();
     let run = run.unwrap_or_default();
-    let rig = head
+    let mut rig = head
         .rig
         .clone()
         .or_else(|| run.rig.as_ref().and_then(|r| r.name.clone()))
@@ -125,9 +163,15 @@ pub fn load(dir: &Path) -> Result<Results, String> {
     let kind = match kind_name {
         results::KIND_TRIALS => Kind::Trials(trials::load(dir, &summary, &mut warnings)?),
         results::KIND_LIVEFX => Kind::Livefx(Box::new(livefx::load(dir, &summary, &mut warnings)?)),
+        results::watch::KIND_WATCH => {
+            let w = watch::load(dir, &summary, &run, &mut warnings)?;
+            // No rig ran: the report is named for what was watched.
+            rig = w.title();
+            Kind::Watch(Box::new(w))
+        }
         other => {
             return Err(format!(
-                "{}: unknown kind {other:?} (this xrunrig reads \"trials\" and \"livefx\")",
+                "{}: unknown kind {other:?} (this xrunrig reads \"trials\", \"livefx\" and \"watch\")",
                 summary_path.display()
             ));
         }

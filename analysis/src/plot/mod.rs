@@ -4,11 +4,10 @@
 pub mod cdf;
 pub mod strip;
 pub mod timeline;
+pub mod watch;
 
-use crate::redact::Redactor;
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use std::path::Path;
 
 pub const FONT: &str = "sans-serif";
 static FONT_BYTES: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
@@ -48,27 +47,31 @@ pub trait Plot {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
 }
 
-/// Writes `<base>.png` and `<base>.svg` (the SVG text passes through the redactor).
-pub fn save(p: &impl Plot, base: &Path, r: &Redactor) -> Result<(), String> {
+/// The plot as PNG bytes and SVG text (the caller writes both: `out::Ctx::save`,
+/// which never writes through a link, so no backend is given a path).
+pub fn render(p: &impl Plot) -> Result<(Vec<u8>, String), String> {
+    use image::ImageEncoder;
     register_font();
-    let png = base.with_extension("png");
+    let (w, h) = p.size();
+    let mut rgb = vec![0u8; w as usize * h as usize * 3];
     {
-        let root = BitMapBackend::new(&png, p.size()).into_drawing_area();
-        root.fill(&WHITE).map_err(er)?;
-        p.draw(&root)?;
-        root.present()
-            .map_err(|e| format!("cannot write {}: {e:?}", png.display()))?;
-    }
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, p.size()).into_drawing_area();
+        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
         root.fill(&WHITE).map_err(er)?;
         p.draw(&root)?;
         root.present().map_err(er)?;
     }
-    let path = base.with_extension("svg");
-    std::fs::write(&path, r.apply(&svg))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    let mut png = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut png)
+        .write_image(&rgb, w, h, image::ColorType::Rgb8)
+        .map_err(|e| format!("plot: cannot encode PNG: {e}"))?;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area();
+        root.fill(&WHITE).map_err(er)?;
+        p.draw(&root)?;
+        root.present().map_err(er)?;
+    }
+    Ok((png, svg))
 }
 
 /// Axis-friendly text for a value: 0.8, 12, 1.5k.

@@ -4,6 +4,7 @@
 use super::{FONT, Plot, er, title_style};
 use crate::load::events::{KINDS, SHADE_BURST, SHADE_CAUGHT, Timeline};
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -86,38 +87,15 @@ impl Plot for TimelinePlot<'_> {
                 })
             })
             .collect();
-        let label_w = names.iter().map(|s| s.chars().count()).max().unwrap_or(8) as u32 * 9 + 30;
-        let mut chart = ChartBuilder::on(&area)
-            .margin(15)
-            .x_label_area_size(55)
-            .y_label_area_size(label_w.clamp(120, 420))
+        let mut chart = lane_chart(
+            &area,
+            &names,
+            tl.t_max,
             // Headroom over the top lane for the legend, unless it sits under the axis.
-            .build_cartesian_2d(
-                0f64..tl.t_max,
-                -0.5f64..n as f64 + if strip.is_some() { -0.5 } else { 0.4 },
-            )
-            .map_err(er)?;
-        let lab = names.clone();
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .y_labels(n * 2 + 1)
-            .y_label_formatter(&move |v: &f64| {
-                let i = v.round();
-                if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < lab.len() {
-                    lab[n - 1 - i as usize].clone()
-                } else {
-                    String::new()
-                }
-            })
-            .x_desc("time since the trial started (s)")
-            .x_label_formatter(&|v: &f64| super::tick(*v))
-            .label_style((FONT, 15))
-            .axis_desc_style((FONT, 17))
-            .light_line_style(RGBColor(240, 240, 240))
-            .bold_line_style(RGBColor(215, 215, 215))
-            .draw()
-            .map_err(er)?;
+            n as f64 + if strip.is_some() { -0.5 } else { 0.4 },
+            420,
+            "time since the trial started (s)",
+        )?;
         let w = tl.bin_width();
         // Hog bursts first, so the marks are drawn over them: one span per run of bins
         // with the same shade.
@@ -196,7 +174,50 @@ impl Plot for TimelinePlot<'_> {
     }
 }
 
-const LEGEND_ROW_H: u32 = 26;
+/// A chart of lanes over time: lane `i` of `names` centred at y = n-1-i (the first on
+/// top), y from -0.5 to `y_top`, x from 0 to `x_max` along `x_desc`; the lane names
+/// (in at most `max_label_w` px) on the y axis, the mesh drawn.
+pub(crate) fn lane_chart<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    names: &[String],
+    x_max: f64,
+    y_top: f64,
+    max_label_w: u32,
+    x_desc: &str,
+) -> Result<ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>, String> {
+    let n = names.len().max(1);
+    let label_w = names.iter().map(|s| s.chars().count()).max().unwrap_or(8) as u32 * 9 + 30;
+    let mut chart = ChartBuilder::on(area)
+        .margin(15)
+        .x_label_area_size(55)
+        .y_label_area_size(label_w.clamp(120, max_label_w))
+        .build_cartesian_2d(0f64..x_max, -0.5f64..y_top)
+        .map_err(er)?;
+    let lab = names.to_vec();
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(n * 2 + 1)
+        .y_label_formatter(&move |v: &f64| {
+            let i = v.round();
+            if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < lab.len() {
+                lab[n - 1 - i as usize].clone()
+            } else {
+                String::new()
+            }
+        })
+        .x_desc(x_desc)
+        .x_label_formatter(&|v: &f64| super::tick(*v))
+        .label_style((FONT, 15))
+        .axis_desc_style((FONT, 17))
+        .light_line_style(RGBColor(240, 240, 240))
+        .bold_line_style(RGBColor(215, 215, 215))
+        .draw()
+        .map_err(er)?;
+    Ok(chart)
+}
+
+pub(crate) const LEGEND_ROW_H: u32 = 26;
 const LEGEND_FONT: f64 = 15.0;
 /// Swatch, gap to its text, gap to the next entry (px).
 const SWATCH: i32 = 16;
@@ -230,9 +251,9 @@ fn legend_entries(tl: &Timeline) -> Vec<(RGBColor, String)> {
 }
 
 /// The entries in rows that fit the width, each with its text width in px.
-type LegendRow = Vec<(RGBColor, String, i32)>;
+pub(crate) type LegendRow = Vec<(RGBColor, String, i32)>;
 
-fn legend_rows<DB: DrawingBackend>(
+pub(crate) fn legend_rows<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     entries: &[(RGBColor, String)],
 ) -> Result<Vec<LegendRow>, String> {
@@ -259,7 +280,7 @@ fn legend_rows<DB: DrawingBackend>(
 }
 
 /// Each row centred: a swatch, then its label.
-fn draw_legend_rows<DB: DrawingBackend>(
+pub(crate) fn draw_legend_rows<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     rows: &[LegendRow],
 ) -> Result<(), String> {

@@ -136,6 +136,14 @@ pub fn what_ran(run: &RunDoc, rig: &str, kind: &str, extra: Vec<(String, String)
         kv.push(("profile".into(), p));
     }
     kv.extend(extra);
+    kv.extend(provenance(run));
+    Block::KeyVals(kv)
+}
+
+/// When and how it ran, where, with which xrunrig, and whether it was cut short: the
+/// end of "What ran" for every kind.
+pub fn provenance(run: &RunDoc) -> Vec<(String, String)> {
+    let mut kv: Vec<(String, String)> = Vec::new();
     if let (Some(a), Some(b)) = (&run.started, &run.ended) {
         kv.push(("ran".into(), format!("{a} to {b}")));
     }
@@ -167,7 +175,7 @@ pub fn what_ran(run: &RunDoc, rig: &str, kind: &str, extra: Vec<(String, String)
     if let Some(e) = &run.error {
         kv.push(("error".into(), e.clone()));
     }
-    Block::KeyVals(kv)
+    kv
 }
 
 /// For a guest run under TCG: the figures are of an emulated machine. Said next to
@@ -233,7 +241,10 @@ pub fn kernel(run: &RunDoc, has_run: bool) -> Vec<Block> {
                     "after trial {} of {}: {}; {} ({})",
                     st.after_trial,
                     st.of.map_or("?".into(), |n| n.to_string()),
-                    st.console_excerpt.first().map_or("-", |l| l.as_str()),
+                    st.line
+                        .as_deref()
+                        .or(st.console_excerpt.first().map(|l| l.as_str()))
+                        .unwrap_or("-"),
                     st.reason.as_deref().unwrap_or("-"),
                     st.console_log.as_deref().unwrap_or("console not saved")
                 ),

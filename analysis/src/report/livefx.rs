@@ -10,7 +10,9 @@ use crate::load::livefx::{LRow, LivefxData};
 use crate::out::Ctx;
 use crate::plot::cdf::{Figure, Panel, PanelKind, Series, hist_ccdf, hist_cdf, hist_steps};
 use crate::plot::timeline::TimelinePlot;
-use crate::stats::{fmt_p, mann_whitney_hist, rate_p, sureness, zero_events_upper_per_hour};
+use crate::stats::{
+    fmt_p, holm, log_welch, overdispersed_rate, sureness, zero_events_upper_per_hour,
+};
 use results::livefx::Cause;
 
 /// `sureness` in terms of audio time rather than trials.
@@ -41,6 +43,10 @@ pub struct Case<'a> {
     pub callback: Option<&'a Dist>,
     pub lateness: Option<&'a Dist>,
     pub wake: Option<&'a Dist>,
+    /// Each trial's dropouts and seconds of audio (`trial_dropouts`).
+    pub trial_dropouts: Vec<(u64, f64)>,
+    /// Each trial's callback p99 in µs (empty without cycle files).
+    pub trial_callback_p99_us: Vec<f64>,
 }
 
 impl Case<'_> {
@@ -49,6 +55,29 @@ impl Case<'_> {
     pub fn trouble(&self) -> u64 {
         self.xruns.max(self.real_misses) + self.discontinuities.unwrap_or(0)
     }
+}
+
+/// Each trial's dropouts (counted as `Case::trouble` counts them) and seconds of audio,
+/// for one setting and variant: the per-trial counts the verdicts compare. Empty when
+/// the period is unknown.
+pub fn trial_dropouts(d: &LivefxData, setting: &str, variant: &str) -> Vec<(u64, f64)> {
+    let Some(period_us) = d.row(setting, variant).and_then(|r| r.period_us()) else {
+        return vec![];
+    };
+    d.trials
+        .iter()
+        .filter(|t| t.setting == setting && t.variant == variant)
+        .map(|t| {
+            let c = &t.counts;
+            let real = c
+                .misses_not_injected
+                .unwrap_or(c.deadline_misses.saturating_sub(c.injected));
+            (
+                c.xruns.max(real) + c.discontinuities.unwrap_or(0),
+                c.cycles as f64 * period_us / 1e6,
+            )
+        })
+        .collect()
 }
 
 pub fn cases(d: &LivefxData) -> Vec<Case<'_>> {
@@ -102,6 +131,17 @@ pub fn cases(d: &LivefxData) -> Vec<Case<'_>> {
                 callback: lat.map(|l| &l.callback).filter(|h| !h.is_empty()),
                 lateness: lat.map(|l| &l.lateness).filter(|h| !h.is_empty()),
                 wake: lat.map(|l| &l.wake).filter(|h| !h.is_empty()),
+                trial_dropouts: trial_dropouts(d, &s, &v),
+                trial_callback_p99_us: d
+                    .trial_latency
+                    .get(&(s.clone(), v.clone()))
+                    .map(|ts| {
+                        ts.iter()
+                            .filter_map(|t| t.callback_p99_ns)
+                            .map(|ns| ns as f64 / 1e3)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
                 setting: s,
                 variant: v,
             }
@@ -471,6 +511,118 @@ fn rate_fmt(x: f64) -> String {
     }
 }
 
+/// Trials a side below which the report tests no difference (between-trial variation
+/// cannot be estimated from fewer).
+pub const MIN_TRIALS_FOR_TEST: usize = 3;
+
+/// Settings against the first one, per variant; with one setting, variants against the
+/// first variant: one line each, with per-trial tests (dropouts as rates allowing
+/// over-dispersion, callback p99s by Welch's t on their logarithms) whose p-values are
+/// Holm-adjusted over every test in the lines. Returns the lines and the smallest
+/// adjusted p of a dropout test.
+pub fn contrasts(cs: &[Case]) -> (Vec<String>, Option<f64>) {
+    let multi_setting = cs.iter().any(|c| c.setting != cs[0].setting);
+    struct Line<'c> {
+        c: &'c Case<'c>,
+        base: &'c Case<'c>,
+        rate: Option<f64>,
+        lat: Option<f64>,
+    }
+    let mut lines: Vec<Line> = Vec::new();
+    for c in cs {
+        let base = if multi_setting {
+            cs.iter().find(|b| b.variant == c.variant)
+        } else {
+            cs.iter().find(|b| b.setting == c.setting)
+        };
+        let Some(base) = base else { continue };
+        if std::ptr::eq(base, c) || c.audio_s.is_none() || base.audio_s.is_none() {
+            continue;
+        }
+        let enough = |a: usize, b: usize| a.min(b) >= MIN_TRIALS_FOR_TEST;
+        let rate = enough(c.trial_dropouts.len(), base.trial_dropouts.len())
+            .then(|| overdispersed_rate(&base.trial_dropouts, &c.trial_dropouts))
+            .flatten()
+            .map(|r| r.p);
+        let lat = enough(
+            c.trial_callback_p99_us.len(),
+            base.trial_callback_p99_us.len(),
+        )
+        .then(|| log_welch(&base.trial_callback_p99_us, &c.trial_callback_p99_us))
+        .flatten()
+        .map(|w| w.p);
+        lines.push(Line { c, base, rate, lat });
+    }
+    let raw: Vec<f64> = lines
+        .iter()
+        .flat_map(|l| l.rate.into_iter().chain(l.lat))
+        .collect();
+    let adj = holm(&raw);
+    let tests = raw.len();
+    let mut next = adj.into_iter();
+    let mut best_p: Option<f64> = None;
+    let mut out = Vec::new();
+    for l in &lines {
+        // The adjusted p-values, in the order `raw` took them.
+        let rate_adj = l.rate.map(|_| next.next().unwrap_or(1.0));
+        let lat_adj = l.lat.map(|_| next.next().unwrap_or(1.0));
+        let (c, base) = (l.c, l.base);
+        let (cn, bn) = if multi_setting {
+            (c.setting.clone(), format!("under {}", base.setting))
+        } else {
+            (c.variant.clone(), format!("with {}", base.variant))
+        };
+        let (ka, kb) = (c.trouble(), base.trouble());
+        let (ta, tb) = (c.audio_s.unwrap_or(0.0), base.audio_s.unwrap_or(0.0));
+        let (na, nb) = (c.trial_dropouts.len(), base.trial_dropouts.len());
+        let mut s = format!(
+            "{cn}: {ka} dropouts (xruns or misses) against {kb} {bn} ({} against {} of audio, {na} and {nb} trial(s))",
+            fmt_dur(ta),
+            fmt_dur(tb)
+        );
+        let family = if tests > 1 {
+            format!(", Holm-adjusted over {tests} tests")
+        } else {
+            String::new()
+        };
+        match rate_adj {
+            Some(p) => {
+                best_p = Some(best_p.map_or(p, |b: f64| b.min(p)));
+                s += &format!(
+                    ", {} (per-trial rate test allowing over-dispersion{family}): {}",
+                    fmt_p(p),
+                    audio_sureness(p)
+                );
+            }
+            None if ka + kb > 0 => {
+                s += &format!(
+                    "; no test of the difference: {} trial(s) on a side, and telling a \
+                     difference from chance needs the variation between trials (run \
+                     --trials 5 or more)",
+                    na.min(nb)
+                )
+            }
+            None => {}
+        }
+        if let (Some(a), Some(b)) = (c.callback, base.callback)
+            && let (Some(pa), Some(pb)) = (a.quantile(0.99), b.quantile(0.99))
+        {
+            s += &format!(
+                "; callback p99 {} against {} ({:+.1} %",
+                fmt_us(pa as f64 / 1e3),
+                fmt_us(pb as f64 / 1e3),
+                100.0 * (pa as f64 - pb as f64) / (pb as f64).max(1.0),
+            );
+            s += &match lat_adj {
+                Some(p) => format!(", {} by Welch's t on the trials' p99s{family})", fmt_p(p)),
+                None => ", not tested: too few trials)".into(),
+            };
+        }
+        out.push(s + ".");
+    }
+    (out, best_p)
+}
+
 pub fn verdict(cs: &[Case]) -> (Vec<String>, String) {
     let multi_variant = cs.iter().any(|c| c.variant != cs[0].variant);
     let mut bullets = Vec::new();
@@ -491,61 +643,8 @@ pub fn verdict(cs: &[Case]) -> (Vec<String>, String) {
             Judgement::NotSuitable => not_ok.push(n),
         }
     }
-    // Settings against the first one, per variant; with one setting, variants against
-    // the first variant.
-    let multi_setting = cs.iter().any(|c| c.setting != cs[0].setting);
-    let mut best_p: Option<f64> = None;
-    for c in cs.iter() {
-        let base = if multi_setting {
-            cs.iter().find(|b| b.variant == c.variant)
-        } else {
-            cs.iter().find(|b| b.setting == c.setting)
-        };
-        let Some(base) = base else {
-            continue;
-        };
-        let (cn, bn) = if multi_setting {
-            (c.setting.clone(), base.setting.clone())
-        } else {
-            (c.variant.clone(), format!("with {}", base.variant))
-        };
-        if std::ptr::eq(base, c) {
-            continue;
-        }
-        let (Some(ta), Some(tb)) = (c.audio_s, base.audio_s) else {
-            continue;
-        };
-        let (ka, kb) = (c.trouble(), base.trouble());
-        let mut s = format!(
-            "{}: {ka} dropouts (xruns or misses) against {kb} {} ({} against {} of audio)",
-            cn,
-            if multi_setting {
-                format!("under {bn}")
-            } else {
-                bn.clone()
-            },
-            fmt_dur(ta),
-            fmt_dur(tb)
-        );
-        if ka + kb > 0 {
-            let p = rate_p(kb, tb, ka, ta);
-            best_p = Some(best_p.map_or(p, |b: f64| b.min(p)));
-            s += &format!(", {} (exact rate test): {}", fmt_p(p), audio_sureness(p));
-        }
-        if let (Some(a), Some(b)) = (c.callback, base.callback)
-            && let (Some(pa), Some(pb)) = (a.quantile(0.99), b.quantile(0.99))
-        {
-            let mw = mann_whitney_hist(a, b).map(|m| m.p).unwrap_or(1.0);
-            s += &format!(
-                "; callback p99 {} against {} ({:+.1} %, {})",
-                fmt_us(pa as f64 / 1e3),
-                fmt_us(pb as f64 / 1e3),
-                100.0 * (pa as f64 - pb as f64) / (pb as f64).max(1.0),
-                fmt_p(mw)
-            );
-        }
-        bullets.push(s + ".");
-    }
+    let (lines, best_p) = contrasts(cs);
+    bullets.extend(lines);
     let mut parts = Vec::new();
     if !ok.is_empty() {
         parts.push(format!(

@@ -1,9 +1,11 @@
 //! `xrunrig report DIR`: report.txt / .md / .html / .json, plots and exports, written
 //! into DIR.
 
+pub mod answer;
 pub mod common;
 pub mod livefx;
 pub mod trials;
+pub mod watch;
 
 use crate::doc::{self, Block, Doc};
 use crate::load::{self, Kind, Results};
@@ -41,10 +43,8 @@ pub struct Built {
 
 /// Builds the document, writing plots and exports on the way.
 pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
-    std::fs::create_dir_all(ctx.dir.join("plots"))
-        .map_err(|e| format!("cannot create plots/: {e}"))?;
-    std::fs::create_dir_all(ctx.dir.join("export"))
-        .map_err(|e| format!("cannot create export/: {e}"))?;
+    ctx.mkdir("plots")?;
+    ctx.mkdir("export")?;
     let mut doc = Doc {
         title: format!("xrunrig report: {}", res.rig),
         subtitle: None,
@@ -60,6 +60,7 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
     let part = match &res.kind {
         Kind::Trials(t) => trials_part(res, t, ctx)?,
         Kind::Livefx(d) => livefx_part(res, d, ctx)?,
+        Kind::Watch(w) => watch::part(res, w, ctx)?,
     };
     let Part {
         conclusion,
@@ -77,15 +78,7 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
         verdict_blocks.push(Block::Para(note));
     }
     doc.section("Verdict", verdict_blocks);
-    doc.section(
-        "What ran",
-        vec![common::what_ran(
-            &res.run,
-            &res.rig,
-            res.kind.name(),
-            what_ran,
-        )],
-    );
+    doc.section("What ran", vec![what_ran]);
     doc.section("Kernel", common::kernel(&res.run, res.has_run));
     doc.section("Settings in force", common::settings(&res.run));
     doc.section("Results", table.clone());
@@ -107,37 +100,42 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
     })
 }
 
-/// What one kind of rig contributes to the report; `build` lays it out the same way
-/// for every kind.
-struct Part {
-    conclusion: String,
-    verdict: Vec<String>,
-    table: Vec<Block>,
-    /// Lines added to "What ran".
-    what_ran: Vec<(String, String)>,
+/// What one kind of results contributes to the report; `build` lays it out the same
+/// way for every kind.
+pub struct Part {
+    pub conclusion: String,
+    pub verdict: Vec<String>,
+    pub table: Vec<Block>,
+    /// "What ran".
+    pub what_ran: Block,
     /// Sections after "Results", in order.
-    sections: Vec<(String, Vec<Block>)>,
-    plots: Vec<Block>,
+    pub sections: Vec<(String, Vec<Block>)>,
+    pub plots: Vec<Block>,
 }
 
 /// A trial rig's part, writing its plots and exports.
 fn trials_part(res: &Results, t: &load::trials::TrialsData, ctx: &mut Ctx) -> Result<Part, String> {
     let (bullets, conclusion) = trials::verdict(t);
     let trials_run = t.trials.len();
-    let what_ran = vec![(
-        "trials".to_string(),
-        format!(
-            "{} run{}",
-            trials_run,
-            res.run.trials.map_or(String::new(), |n| {
-                if t.until_decided.is_some() {
-                    format!(", at most {n} per setting and variant (--until-decided)")
-                } else {
-                    format!(", {n} per setting and variant")
-                }
-            })
-        ),
-    )];
+    let what_ran = common::what_ran(
+        &res.run,
+        &res.rig,
+        res.kind.name(),
+        vec![(
+            "trials".to_string(),
+            format!(
+                "{} run{}",
+                trials_run,
+                res.run.trials.map_or(String::new(), |n| {
+                    if t.until_decided.is_some() {
+                        format!(", at most {n} per setting and variant (--until-decided)")
+                    } else {
+                        format!(", {n} per setting and variant")
+                    }
+                })
+            ),
+        )],
+    );
     let table = vec![trials::table(t)];
     let ev = trials::evidence(t);
     let plots = trials::plots(t, ctx)?;
@@ -163,7 +161,7 @@ fn trials_part(res: &Results, t: &load::trials::TrialsData, ctx: &mut Ctx) -> Re
 fn livefx_part(res: &Results, d: &load::livefx::LivefxData, ctx: &mut Ctx) -> Result<Part, String> {
     let cs = livefx::cases(d);
     let (bullets, conclusion) = livefx::verdict(&cs);
-    let what_ran = livefx_what_ran(res, d);
+    let what_ran = common::what_ran(&res.run, &res.rig, res.kind.name(), livefx_what_ran(res, d));
     let table = livefx::tables(&cs);
     let ev = livefx::first_events(d);
     let plots = livefx::plots(d, &cs, ctx)?;
@@ -309,12 +307,7 @@ fn workers(run: &results::run::RunDoc) -> Option<String> {
 pub fn write_all(dir: &Path, redact: bool) -> Result<(String, Vec<String>), String> {
     let res = load::load(dir)?;
     let red = redactor_for(&res, redact);
-    let mut ctx = Ctx {
-        dir: dir.to_path_buf(),
-        red: red.clone(),
-        rig: res.rig.clone(),
-        files: vec![],
-    };
+    let mut ctx = Ctx::new(dir, red.clone(), res.rig.clone())?;
     let b = build(&res, &mut ctx)?;
     let mut files_doc = b.doc.clone();
     let mut listing: Vec<String> = ctx

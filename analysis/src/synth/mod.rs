@@ -4,6 +4,7 @@
 
 pub mod livefx;
 pub mod trials;
+pub mod watch;
 
 use results::run::{
     Cpus, KernelInfo, ProfileInfo, RigInfo, RunDoc, SchedFeatures, SettingInfo, VariantInfo,
@@ -43,6 +44,17 @@ pub(crate) fn write(path: &std::path::Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
+/// run.json's kernel in every synthetic directory.
+pub(crate) fn kernel() -> KernelInfo {
+    KernelInfo {
+        release: Some("0.0.0-synthetic".into()),
+        version: Some("#1 SMP PREEMPT_DYNAMIC synthetic".into()),
+        machine: Some("x86_64".into()),
+        cmdline: Some("synthetic=1".into()),
+        preemption: Some("PREEMPT_DYNAMIC (synthetic)".into()),
+    }
+}
+
 /// run.json of a synthetic run: every field a report reads, marked synthetic, and one
 /// field no version knows (readers must ignore it).
 pub fn run_json(
@@ -59,13 +71,7 @@ pub fn run_json(
         started: Some("2026-01-01T00:00:00Z".into()),
         ended: Some("2026-01-01T00:10:00Z".into()),
         host: Some("synthetic-host".into()),
-        kernel: Some(KernelInfo {
-            release: Some("0.0.0-synthetic".into()),
-            version: Some("#1 SMP PREEMPT_DYNAMIC synthetic".into()),
-            machine: Some("x86_64".into()),
-            cmdline: Some("synthetic=1".into()),
-            preemption: Some("PREEMPT_DYNAMIC (synthetic)".into()),
-        }),
+        kernel: Some(kernel()),
         cpus: Some(Cpus {
             model: Some("synthetic CPU".into()),
             count: Some(4),

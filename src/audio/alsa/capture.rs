@@ -21,7 +21,7 @@ pub(super) struct Capture {
 }
 
 /// The playback callback's end of the ring.
-pub(super) struct Input {
+pub struct Input {
     rx: rtrb::Consumer<f32>,
     /// Whether the ring held two periods since the last shortfall: consuming starts
     /// only then, so the two threads' wake-up order within a period never starves it.
@@ -96,14 +96,8 @@ pub(super) fn open(
     sched: Sched,
     xruns: Arc<AtomicU32>,
 ) -> Result<Capture, String> {
-    let dropped = Arc::new(AtomicU64::new(0));
-    let channels = config.channels.max(1) as usize;
-    let sink = Sink {
-        tx,
-        channels,
-        dropped: dropped.clone(),
-        sched: Some(sched),
-    };
+    let sink = Sink::new(tx, config.channels as usize, sched);
+    let dropped = sink.dropped.clone();
     let err = move |e: cpal::Error| {
         if e.kind() == cpal::ErrorKind::Xrun {
             xruns.fetch_add(1, Ordering::Relaxed);
@@ -128,8 +122,8 @@ pub(super) fn open(
     Ok(Capture { stream, dropped })
 }
 
-/// The capture callback's state.
-struct Sink {
+/// The capture callback's state: what cpal's capture thread runs each period (`push`).
+pub struct Sink {
     tx: rtrb::Producer<f32>,
     channels: usize,
     dropped: Arc<AtomicU64>,
@@ -138,8 +132,17 @@ struct Sink {
 }
 
 impl Sink {
+    pub(super) fn new(tx: rtrb::Producer<f32>, channels: usize, sched: Sched) -> Sink {
+        Sink {
+            tx,
+            channels: channels.max(1),
+            dropped: Arc::new(AtomicU64::new(0)),
+            sched: Some(sched),
+        }
+    }
+
     /// Channel 0 of each interleaved frame into the ring; what finds no room is counted.
-    fn push<T>(&mut self, data: &[T])
+    pub fn push<T>(&mut self, data: &[T])
     where
         T: cpal::SizedSample,
         f32: cpal::FromSample<T>,

@@ -11,6 +11,12 @@ mod names;
 mod probe;
 mod stream;
 
+/// The real-time parts without cpal, for tests that drive them (tests/livefx_noalloc.rs).
+#[doc(hidden)]
+pub use capture::Sink;
+#[doc(hidden)]
+pub use stream::{Callback, Convert, parts};
+
 use super::{Backend, BackendKind, Notes, Probe, ProbeSpec, Process, Stream, StreamSpec};
 use cpal::traits::{DeviceTrait, HostTrait};
 use std::sync::Arc;

@@ -4,10 +4,11 @@
 //! have played (`window`), from cpal's callback timestamps. With the loopback check, a
 //! capture stream on the cable's other side feeds the cycle's input (`capture`).
 
-use super::capture::{self, Capture};
+use super::capture::{self, Capture, Input, Sink};
 use super::{device, names};
 use crate::audio::stream::cpus_or_all;
 use crate::audio::{Cycle, Notes, Process, Stream, StreamInfo, StreamSpec};
+use crate::engine::thread::Sched;
 use crate::rig::limits::MAX_PERIOD;
 use crate::sys::now_ns;
 use cpal::traits::{DeviceTrait, StreamTrait};
@@ -76,9 +77,178 @@ pub(super) fn window(wake_ns: u64, queued_ns: u64, period_ns: u64, restarted: bo
     (deadline.saturating_sub(period_ns), deadline)
 }
 
+/// The playback side's real-time part: what cpal's worker thread runs each period
+/// (`cycle`), apart from cpal so it can be driven and measured without a card
+/// (tests/livefx_noalloc.rs counts its allocations). Everything it touches per cycle
+/// is preallocated here.
+pub struct Callback {
+    process: Box<dyn Process>,
+    /// The loopback ring's playback end.
+    input: Option<Input>,
+    /// Applied from the first cycle: cpal's worker is not FIFO by itself.
+    sched: Sched,
+    channels: usize,
+    rate: u32,
+    /// Sized for the largest period cpal may round ours up to; a callback with more
+    /// frames than this plays silence past it.
+    mono: Vec<f32>,
+    inbuf: Vec<f32>,
+    index: u64,
+    /// Playback underruns (cpal's error callback) and capture overruns since the last
+    /// cycle.
+    xruns: Arc<AtomicU32>,
+    capture_xruns: Arc<AtomicU32>,
+    stopping: Arc<AtomicBool>,
+    ended: Arc<AtomicBool>,
+}
+
+impl Callback {
+    fn new(
+        process: Box<dyn Process>,
+        input: Option<Input>,
+        sched: Sched,
+        channels: u16,
+        rate: u32,
+    ) -> Callback {
+        Callback {
+            process,
+            input,
+            sched,
+            channels: channels.max(1) as usize,
+            rate,
+            mono: vec![0.0; MAX_PERIOD as usize],
+            inbuf: vec![0.0; MAX_PERIOD as usize],
+            index: 0,
+            xruns: Arc::new(AtomicU32::new(0)),
+            capture_xruns: Arc::new(AtomicU32::new(0)),
+            stopping: Arc::new(AtomicBool::new(false)),
+            ended: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// One period: `data` is cpal's interleaved buffer, `queued_ns` what cpal's
+    /// timestamps say is still queued for the card (`window`).
+    pub fn cycle(&mut self, data: &mut [f32], queued_ns: u64) {
+        let wake = now_ns();
+        if self.ended.load(Ordering::Relaxed) {
+            data.iter_mut().for_each(|x| *x = 0.0);
+            return;
+        }
+        if self.stopping.load(Ordering::Relaxed) {
+            self.process.end();
+            self.ended.store(true, Ordering::SeqCst);
+            data.iter_mut().for_each(|x| *x = 0.0);
+            return;
+        }
+        if self.index == 0 {
+            // cpal's worker is not FIFO by default: raise and place it as the rig asks.
+            let _ = crate::engine::thread::apply_current(&self.sched);
+            self.process.rt_init();
+        }
+        // Playback underruns restart the stream (`window`); capture overruns do not.
+        let played = self.xruns.swap(0, Ordering::Relaxed);
+        let xruns_before = played + self.capture_xruns.swap(0, Ordering::Relaxed);
+        let frames = (data.len() / self.channels).min(self.mono.len());
+        let period_ns = frames as u64 * 1_000_000_000 / self.rate as u64;
+        let (start, deadline) = window(wake, queued_ns, period_ns, played > 0);
+        let inp = &mut self.inbuf[..frames];
+        match &mut self.input {
+            Some(i) => i.take(inp),
+            None => inp.fill(0.0),
+        }
+        let out = &mut self.mono[..frames];
+        out.iter_mut().for_each(|x| *x = 0.0);
+        let mut c = Cycle {
+            index: self.index,
+            frames: frames as u32,
+            start_ns: start,
+            deadline_ns: deadline,
+            wake_ns: wake,
+            xruns_before,
+            input: &self.inbuf[..frames],
+            output: out,
+        };
+        self.index += 1;
+        if !self.process.cycle(&mut c) {
+            self.stopping.store(true, Ordering::Relaxed);
+        }
+        interleave(&self.mono, data, self.channels);
+    }
+
+    /// What cpal's error callback does with an underrun.
+    pub fn xrun(&self) {
+        self.xruns.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// What `Stream::stop` asks: the next cycle ends the process on this thread.
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the process has ended.
+    pub fn ended(&self) -> bool {
+        self.ended.load(Ordering::SeqCst)
+    }
+}
+
+/// A period in an integer sample format: `cycle` fills a preallocated f32 buffer,
+/// converted sample by sample; past it is silence, as in `interleave`.
+pub struct Convert {
+    buf: Vec<f32>,
+}
+
+impl Convert {
+    /// Room for `samples` interleaved samples a period.
+    pub fn new(samples: usize) -> Convert {
+        Convert {
+            buf: vec![0.0; samples],
+        }
+    }
+
+    pub fn run<T>(
+        &mut self,
+        data: &mut [T],
+        queued_ns: u64,
+        cycle: &mut impl FnMut(&mut [f32], u64),
+    ) where
+        T: cpal::SizedSample + cpal::FromSample<f32>,
+    {
+        let n = data.len().min(self.buf.len());
+        cycle(&mut self.buf[..n], queued_ns);
+        for (o, s) in data.iter_mut().zip(&self.buf[..n]) {
+            *o = T::from_sample(*s);
+        }
+        data[n..].fill(T::EQUILIBRIUM);
+    }
+}
+
+/// The backend's real-time parts connected as `open` connects them, without cpal: the
+/// playback callback (reading the loopback ring when `loopback`), and the capture
+/// side's sink that fills that ring. For tests that drive them as cpal's two worker
+/// threads would (tests/livefx_noalloc.rs).
+#[doc(hidden)]
+pub fn parts(
+    process: Box<dyn Process>,
+    sched: Sched,
+    channels: u16,
+    rate: u32,
+    loopback: bool,
+) -> (Callback, Option<Sink>) {
+    let (sink, input) = if loopback {
+        let (tx, rx) = capture::ring(MAX_PERIOD as usize);
+        (
+            Some(Sink::new(tx, channels as usize, sched.clone())),
+            Some(rx),
+        )
+    } else {
+        (None, None)
+    };
+    (Callback::new(process, input, sched, channels, rate), sink)
+}
+
 pub(super) fn open(
     spec: &StreamSpec,
-    mut process: Box<dyn Process>,
+    process: Box<dyn Process>,
     notes: Arc<Notes>,
 ) -> Result<Box<dyn Stream>, String> {
     if !(1..=MAX_PERIOD).contains(&spec.period) {
@@ -97,10 +267,6 @@ pub(super) fn open(
         sample_rate: spec.rate,
         buffer_size: cpal::BufferSize::Fixed(spec.period),
     };
-    let xruns = Arc::new(AtomicU32::new(0));
-    let capture_xruns = Arc::new(AtomicU32::new(0));
-    let stopping = Arc::new(AtomicBool::new(false));
-    let ended = Arc::new(AtomicBool::new(false));
     let (rate, frames_nominal) = (spec.rate, spec.period);
     let cpus = cpus_or_all(spec);
     let sched = crate::engine::thread::Sched::fifo(spec.priority, cpus);
@@ -112,7 +278,7 @@ pub(super) fn open(
             lb.capture.as_deref(),
         )?),
     };
-    let (ring_tx, mut input) = match capture_name {
+    let (ring_tx, input) = match capture_name {
         Some(_) => {
             let (tx, rx) = capture::ring(MAX_PERIOD as usize);
             (Some(tx), Some(rx))
@@ -120,61 +286,12 @@ pub(super) fn open(
         None => (None, None),
     };
     let short = input.as_ref().map(|i| i.short.clone());
-    let (xr, st, en) = (xruns.clone(), stopping.clone(), ended.clone());
-    let cxr = capture_xruns.clone();
-    let sched_cb = sched.clone();
-    // Preallocated: the callback never allocates. Sized for the largest period cpal
-    // may round ours up to; a callback with more frames than this plays silence past it.
-    let mut mono = vec![0.0f32; MAX_PERIOD as usize];
-    let mut inbuf = vec![0.0f32; MAX_PERIOD as usize];
-    let mut index = 0u64;
+    // Preallocated: the callback never allocates.
+    let mut cb = Callback::new(process, input, sched.clone(), channels, rate);
+    let (xruns, capture_xruns) = (cb.xruns.clone(), cb.capture_xruns.clone());
+    let (stopping, ended) = (cb.stopping.clone(), cb.ended.clone());
     // The cycle itself, on f32 samples; `build` converts to the card's format.
-    let mut data_cb = move |data: &mut [f32], queued_ns: u64| {
-        let wake = now_ns();
-        if en.load(Ordering::Relaxed) {
-            data.iter_mut().for_each(|x| *x = 0.0);
-            return;
-        }
-        if st.load(Ordering::Relaxed) {
-            process.end();
-            en.store(true, Ordering::SeqCst);
-            data.iter_mut().for_each(|x| *x = 0.0);
-            return;
-        }
-        if index == 0 {
-            // cpal's worker is not FIFO by default: raise and place it as the rig asks.
-            let _ = crate::engine::thread::apply_current(&sched_cb);
-            process.rt_init();
-        }
-        // Playback underruns restart the stream (`window`); capture overruns do not.
-        let played = xr.swap(0, Ordering::Relaxed);
-        let xruns_before = played + cxr.swap(0, Ordering::Relaxed);
-        let frames = (data.len() / channels as usize).min(mono.len());
-        let period_ns = frames as u64 * 1_000_000_000 / rate as u64;
-        let (start, deadline) = window(wake, queued_ns, period_ns, played > 0);
-        let inp = &mut inbuf[..frames];
-        match &mut input {
-            Some(i) => i.take(inp),
-            None => inp.fill(0.0),
-        }
-        let out = &mut mono[..frames];
-        out.iter_mut().for_each(|x| *x = 0.0);
-        let mut c = Cycle {
-            index,
-            frames: frames as u32,
-            start_ns: start,
-            deadline_ns: deadline,
-            wake_ns: wake,
-            xruns_before,
-            input: &inbuf[..frames],
-            output: out,
-        };
-        index += 1;
-        if !process.cycle(&mut c) {
-            st.store(true, Ordering::Relaxed);
-        }
-        interleave(&mono, data, channels as usize);
-    };
+    let mut data_cb = move |data: &mut [f32], queued_ns: u64| cb.cycle(data, queued_ns);
     let (xr2, notes2) = (xruns.clone(), notes.clone());
     let err_cb = move |e: cpal::Error| match e.kind() {
         cpal::ErrorKind::Xrun => {
@@ -309,9 +426,8 @@ fn capture_device(playback: Option<&str>, named: Option<&str>) -> Result<String,
         })
 }
 
-/// An output stream in an integer sample format `T`: `cycle` fills a preallocated f32
-/// buffer, converted sample by sample; nothing allocates in the callback. Past `scratch`
-/// samples is silence, as in `interleave`.
+/// An output stream in an integer sample format `T` (`Convert`); nothing allocates in
+/// the callback.
 fn build<T>(
     d: &cpal::Device,
     config: cpal::StreamConfig,
@@ -322,16 +438,11 @@ fn build<T>(
 where
     T: cpal::SizedSample + cpal::FromSample<f32> + 'static,
 {
-    let mut buf = vec![0.0f32; scratch];
+    let mut conv = Convert::new(scratch);
     d.build_output_stream::<T, _, _>(
         config,
         move |data: &mut [T], info: &cpal::OutputCallbackInfo| {
-            let n = data.len().min(buf.len());
-            cycle(&mut buf[..n], queued_ns(info));
-            for (o, s) in data.iter_mut().zip(&buf[..n]) {
-                *o = T::from_sample(*s);
-            }
-            data[n..].fill(T::EQUILIBRIUM);
+            conv.run(data, queued_ns(info), &mut cycle)
         },
         err_cb,
         None,

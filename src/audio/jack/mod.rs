@@ -6,6 +6,7 @@
 //! guest's launcher) and read back from its command line (the doctor); `period` reads and
 //! sets a server's period as a client (putting back a period a killed run changed).
 
+pub mod passive;
 pub mod period;
 mod probe;
 pub mod server;

@@ -10,7 +10,7 @@ use jack::{Client, ClientOptions};
 pub const PROBE_CLIENT: &str = "xrunrig-probe";
 
 /// Points this process at a named server (the way jack_* tools take `-s NAME`).
-pub(super) fn select_server(device: &Option<String>) {
+pub(crate) fn select_server(device: &Option<String>) {
     if let Some(name) = device {
         // SAFETY: called while the process has no other thread reading the environment
         // concurrently (before any JACK client exists; libjack reads it at open).
@@ -28,7 +28,7 @@ pub fn server_name(device: &Option<String>) -> String {
 }
 
 /// Without libjack the jack crate's first call panics inside jack-sys: ask first.
-pub(super) fn library() -> Result<(), String> {
+pub(crate) fn library() -> Result<(), String> {
     jack::jack_sys::library()
         .map(|_| ())
         .map_err(|e| format!("no JACK client library ({e}): JACK is not installed"))

@@ -220,6 +220,28 @@ pub fn loaded_library(maps: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// Pids of live processes whose command line names server `name` (`-n NAME`): a
+/// private jackd's, for starting and cleaning one up (the tests, the benchmarks).
+pub fn serving(name: &str) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
+        if args
+            .windows(2)
+            .any(|w| (w[0] == b"-n" || w[0] == b"--name") && w[1] == name.as_bytes())
+        {
+            v.push(pid);
+        }
+    }
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,8 +16,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Client name on the JACK graph.
 pub const CLIENT_NAME: &str = "xrunrig-livefx";
 
-struct Notif {
-    notes: Arc<Notes>,
+/// The notification side every JACK client of ours shares (the livefx stream and
+/// `watch`'s passive client): xruns and server death into `Notes`.
+pub(crate) struct Notif {
+    pub notes: Arc<Notes>,
 }
 
 impl jack::NotificationHandler for Notif {
@@ -52,7 +54,7 @@ struct Proc {
     ending: Arc<AtomicBool>,
 }
 
-fn to_mono(usecs: u64, offset_ns: i64) -> u64 {
+pub(crate) fn to_mono(usecs: u64, offset_ns: i64) -> u64 {
     (usecs as i64 * 1000 + offset_ns).max(0) as u64
 }
 
@@ -170,7 +172,7 @@ impl Stream for JackStream {
 }
 
 /// CLOCK_MONOTONIC minus JACK's time base, from the tightest of a few paired readings.
-fn clock_offset(c: &Client) -> i64 {
+pub(crate) fn clock_offset(c: &Client) -> i64 {
     (0..16)
         .map(|_| {
             let a = now_ns();

@@ -5,9 +5,13 @@
 //!                       interval; `--trace` splits each wake-up with tracefs
 //!   livefx-bench floor  the cost of one livefx cycle with N workers and no plugin work
 //!   livefx-bench rss    resident memory of a long livefx run on the clock backend
+//!   livefx-bench watch  what `xrunrig watch` costs the livefx rig on a private jackd
+//!   livefx-bench calibrate  `xrunrig compare` on ≥ 20 A/A pairs of runs (how many it
+//!                       calls different) and on A/B pairs with a real disturbance
 //!
 //! `livefx-bench help SUBCOMMAND` lists the options.
 
+mod calibrate;
 mod cyclic;
 mod floor;
 mod pmqos;
@@ -15,6 +19,7 @@ mod rss;
 mod stats;
 mod trace;
 mod wake;
+mod watch;
 
 use clap::{Parser, Subcommand};
 
@@ -36,6 +41,10 @@ enum Cmd {
     Floor(floor::Args),
     /// Resident memory over a long livefx run on the clock backend.
     Rss(rss::Args),
+    /// The livefx rig on a private jackd with and without `xrunrig watch`, ABBA.
+    Watch(watch::Args),
+    /// `xrunrig compare` on A/A pairs (false calls) and A/B pairs (caught or not).
+    Calibrate(calibrate::Args),
 }
 
 fn main() {
@@ -43,6 +52,8 @@ fn main() {
         Cmd::Wake(a) => wake::main(&a),
         Cmd::Floor(a) => floor::main(&a),
         Cmd::Rss(a) => rss::main(&a),
+        Cmd::Watch(a) => watch::main(&a),
+        Cmd::Calibrate(a) => calibrate::main(&a),
     };
     std::process::exit(code);
 }

@@ -1,0 +1,444 @@
+//! `xrunrig watch`: a flight recorder beside a musician's own JACK or PipeWire session
+//! that says why each xrun happened. A passive client stamps every cycle
+//! (`audio::jack::passive`); the server's xrun reports (JACK's callback, or PipeWire's
+//! profiler as pw-top counts ERR: `pipewire`) are tied to the late cycle; the flight
+//! recorder (`recorder`) freezes the scheduler's story around it; `explain` names the
+//! late audio thread and what kept it (its own work, another task, interrupts, a PI
+//! lock's holder) with `instruments::story`, the explainer the livefx rig uses too.
+//! Results (`out`) are a directory a user can attach to a bug; `xrunrig report` reads it.
+
+pub mod cycles;
+pub mod explain;
+pub mod out;
+pub mod pipewire;
+pub mod recorder;
+pub mod threads;
+
+use crate::audio::jack::passive::{Passive, Stamp, WATCH_CLIENT};
+use crate::options::WatchOptions;
+use explain::{AudioThread, Explained};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// The least time between two freezes of the flight recorder (ms): reports in a burst
+/// share one freeze, whose cost (reading the ring as text; without a snapshot buffer,
+/// blind time too) is then paid once. The window of one freeze reaches back to its
+/// oldest report less --before.
+const MIN_FREEZE_MS: u64 = 1000;
+
+/// An xrun reported and not yet explained.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    t_ns: u64,
+    /// Set for PipeWire reports: the late cycle is known (start, deadline).
+    cycle: Option<(u64, u64)>,
+}
+
+pub fn main(o: &WatchOptions) -> i32 {
+    match run(o) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("xrunrig watch: {e}");
+            2
+        }
+    }
+}
+
+fn run(o: &WatchOptions) -> Result<i32, String> {
+    // Tracing state a killed run (or a killed watch) left behind.
+    crate::instruments::tracefs::warn_recovered(crate::instruments::recover());
+    let mut client = Passive::attach(&o.server, o.ring)?;
+    let pipewire = client.is_pipewire();
+    let server_kind = if pipewire { "pipewire" } else { "jack" };
+    let started_wall = crate::sys::utc_now();
+    let out_dir = match &o.out {
+        Some(d) => crate::output::new_results_dir(d, true)?,
+        None => crate::output::new_results_dir(
+            std::path::Path::new(&format!("watch-{}", started_wall.1)),
+            false,
+        )?,
+    };
+    let mut sink = out::Sink::create(&out_dir, o)?;
+    let mut recorder = match recorder::Recorder::start(o.buffer_kb, !o.no_snapshot) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            eprintln!("xrunrig watch: xruns are counted and timestamped but not explained: {e}");
+            sink.recorder.mode = "off".into();
+            sink.recorder.off_reason = Some(e);
+            None
+        }
+    };
+    if let Some(r) = &recorder {
+        sink.recorder.mode = r.mode.name().into();
+        sink.recorder.instance = r.instance().display().to_string();
+        sink.recorder.buffer_kb = r.buffer_kb;
+        sink.recorder.events = r.events.clone();
+        sink.recorder.missing_events = r.missing.clone();
+    }
+    sink.recorder.before_ns = o.before_ns;
+    sink.recorder.after_ns = o.after_ns;
+    let mut pw = if pipewire {
+        match pipewire::Profiler::start(WATCH_CLIENT) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                eprintln!("xrunrig watch: PipeWire's xruns cannot be counted: {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, stop.clone())
+            .map_err(|e| format!("cannot install a signal handler: {e}"))?;
+    }
+    let mut maps_seen = std::collections::HashMap::new();
+    let mut audio = find_audio(&client, pipewire, &mut maps_seen);
+    crate::note!(
+        "watching {} server '{}' ({} Hz, period {}): {} audio threads; flight recorder: {}; results: {}{}",
+        if pipewire { "PipeWire's JACK" } else { "JACK" },
+        client.server,
+        client.rate,
+        client.period,
+        audio.len(),
+        sink.recorder.mode,
+        out_dir.display(),
+        match o.duration_ns {
+            Some(d) => format!("; for {:.0} s", d as f64 / 1e9),
+            None => "; Ctrl-C to stop".into(),
+        }
+    );
+    let t0 = Instant::now();
+    let mut stamps: Vec<Stamp> = Vec::new();
+    let mut hist = cycles::History::new(history_len(o, client.rate, client.period));
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut last_refresh = Instant::now();
+    let mut last_freeze = Instant::now();
+    // The last freeze's text: the next window's start may be in it.
+    let mut prev_text: Option<String> = None;
+    let ended = loop {
+        // 20 reads a second: the ring holds --ring cycles, and a report waits --after
+        // (100 ms) anyway.
+        std::thread::sleep(Duration::from_millis(50));
+        stamps.clear();
+        client.drain(&mut stamps);
+        sink.cycles += stamps.len() as u64;
+        for s in &stamps {
+            hist.push(*s);
+        }
+        for n in client.notes.take_xruns() {
+            // Into the trace as a marker, so a kept window shows the report.
+            if let Some(r) = &recorder {
+                r.mark(&format!(
+                    "xrunrig xrun (JACK notification at {}.{:06})\n",
+                    n.t_ns / 1_000_000_000,
+                    n.t_ns % 1_000_000_000 / 1000
+                ));
+            }
+            pending.push(Pending {
+                t_ns: n.t_ns,
+                cycle: None,
+            });
+        }
+        if let Some(p) = pw.as_mut() {
+            for late in p.poll(&hist) {
+                if let Some(r) = &recorder {
+                    r.mark(&format!(
+                        "xrunrig xrun (PipeWire profiler) node={}\n",
+                        late.node
+                    ));
+                }
+                pending.push(Pending {
+                    t_ns: late.deadline_ns,
+                    cycle: Some((late.start_ns, late.deadline_ns)),
+                });
+                sink.pipewire_client(late.node);
+            }
+        }
+        let now = crate::sys::now_ns();
+        // Reports in a burst share one freeze: each freeze costs a read of the ring (and,
+        // without a snapshot buffer, blind time).
+        if pending.first().is_some_and(|p| now >= p.t_ns + o.after_ns)
+            && last_freeze.elapsed() >= Duration::from_millis(MIN_FREEZE_MS)
+        {
+            // A client that started since the last look is in the story too.
+            merge_audio(&mut audio, find_audio(&client, pipewire, &mut maps_seen));
+            handle(
+                &mut pending,
+                &mut recorder,
+                &hist,
+                &audio,
+                &mut sink,
+                o,
+                server_kind,
+                now,
+                &mut prev_text,
+            );
+            last_freeze = Instant::now();
+        }
+        if last_refresh.elapsed() > Duration::from_secs(5) {
+            merge_audio(&mut audio, find_audio(&client, pipewire, &mut maps_seen));
+            last_refresh = Instant::now();
+        }
+        if stop.load(Ordering::SeqCst) {
+            break "interrupted".to_string();
+        }
+        if client.notes.is_gone() {
+            break "server gone".to_string();
+        }
+        if o.duration_ns
+            .is_some_and(|d| t0.elapsed() >= Duration::from_nanos(d))
+        {
+            break "duration".to_string();
+        }
+    };
+    // Reports still waiting for their "after" window: give them what there is.
+    std::thread::sleep(Duration::from_nanos(o.after_ns.min(200_000_000)));
+    stamps.clear();
+    client.drain(&mut stamps);
+    for s in &stamps {
+        hist.push(*s);
+    }
+    for n in client.notes.take_xruns() {
+        pending.push(Pending {
+            t_ns: n.t_ns,
+            cycle: None,
+        });
+    }
+    if !pending.is_empty() {
+        merge_audio(&mut audio, find_audio(&client, pipewire, &mut maps_seen));
+        let now = crate::sys::now_ns();
+        handle(
+            &mut pending,
+            &mut recorder,
+            &hist,
+            &audio,
+            &mut sink,
+            o,
+            server_kind,
+            now,
+            &mut prev_text,
+        );
+    }
+    if let Some(p) = pw.take() {
+        sink.server_errors = Some(p.errors);
+        sink.pw_note = p.finish();
+    }
+    let duration_s = t0.elapsed().as_secs_f64();
+    if let Some(r) = &recorder {
+        sink.recorder.blind_ns = r.blind_ns;
+        sink.recorder.blind_max_ns = r.blind_max_ns;
+        sink.recorder.lost_events = r.overwritten();
+    }
+    let clients = client.clients();
+    let section_threads: Vec<_> = audio.iter().map(|a| a.task.clone()).collect();
+    let server_name = Some(client.server.clone());
+    let (rate, period) = (client.rate, client.period_now());
+    let offset = client.offset_ns;
+    client.close();
+    if let Some(r) = recorder.take() {
+        match r.end() {
+            Ok(lines) => sink.restored = lines,
+            Err(e) => eprintln!("xrunrig watch: {e}"),
+        }
+    }
+    let summary = sink.finish(out::Finish {
+        server: server_kind,
+        server_name,
+        rate,
+        period,
+        duration_s,
+        ended: &ended,
+        started: started_wall.0,
+        clients,
+        threads: section_threads,
+        clock_offset_ns: offset,
+    })?;
+    crate::output::mark_complete(&out_dir)?;
+    crate::output::console::report(&out::verdict(&summary, &out_dir));
+    crate::output::console::document(&summary);
+    Ok(0)
+}
+
+/// How many cycles of history to keep: the longest window a report can reach back to,
+/// and a second more.
+fn history_len(o: &WatchOptions, rate: u32, period: u32) -> usize {
+    let period_ns = (period.max(1) as u64 * 1_000_000_000 / rate.max(1) as u64).max(1);
+    // At least 1024: PipeWire's profiler rows arrive a second or two late and are tied
+    // to these stamps.
+    ((o.before_ns + o.after_ns + 1_000_000_000) / period_ns + 16).clamp(1024, 1 << 20) as usize
+}
+
+/// The audio threads now: the real-time threads of every client's process (by the pid
+/// the server gives, else by the audio library it has mapped) and the server's.
+fn find_audio(
+    client: &Passive,
+    pipewire: bool,
+    seen: &mut std::collections::HashMap<i32, bool>,
+) -> Vec<AudioThread> {
+    let me = std::process::id() as i32;
+    let mut named: Vec<(i32, String)> = client
+        .clients()
+        .into_iter()
+        .filter_map(|(n, pid)| pid.map(|p| (p, n)))
+        .collect();
+    // Only JACK's own clients of this server: a client of another server on the same
+    // machine is not in this session.
+    let jack_server = (!pipewire).then_some(client.server.as_str());
+    for pid in threads::audio_processes(seen, jack_server) {
+        if !named.iter().any(|(p, _)| *p == pid) {
+            let name = threads::process_name(pid).unwrap_or_else(|| format!("pid {pid}"));
+            named.push((pid, name));
+        }
+    }
+    let server_names = if pipewire {
+        &["pipewire", "pipewire-media-session", "wireplumber"][..]
+    } else {
+        &["jackd", "jackdbus"][..]
+    };
+    let mut out = Vec::new();
+    for (pid, name) in named {
+        let process = threads::process_name(pid).unwrap_or_default();
+        let server = server_names.contains(&process.as_str());
+        for th in threads::rt_threads(&[pid]) {
+            out.push(AudioThread {
+                task: th.task(),
+                client: if pid == me {
+                    WATCH_CLIENT.to_string()
+                } else {
+                    name.clone()
+                },
+                server,
+            });
+        }
+    }
+    out
+}
+
+/// Adds threads not seen before (a thread that has gone stays: a report may still name
+/// it), up to a bound.
+fn merge_audio(seen: &mut Vec<AudioThread>, now: Vec<AudioThread>) {
+    for a in now {
+        if let Some(s) = seen.iter_mut().find(|s| s.task.tid == a.task.tid) {
+            *s = a;
+        } else if seen.len() < 4096 {
+            seen.push(a);
+        }
+    }
+}
+
+/// Freezes the recorder once for the reports waiting, explains each, writes them.
+#[allow(clippy::too_many_arguments)]
+fn handle(
+    pending: &mut Vec<Pending>,
+    recorder: &mut Option<recorder::Recorder>,
+    hist: &cycles::History,
+    audio: &[AudioThread],
+    sink: &mut out::Sink,
+    o: &WatchOptions,
+    source: &str,
+    now: u64,
+    prev: &mut Option<String>,
+) {
+    let frozen = recorder.as_mut().map(|r| r.freeze());
+    let (text, blind) = match frozen {
+        Some(Ok(f)) => (Some(f.text), f.blind_ns),
+        Some(Err(e)) => {
+            eprintln!("xrunrig watch: the flight recorder could not be read: {e}");
+            (None, 0)
+        }
+        None => (None, 0),
+    };
+    let taken: Vec<Pending> = pending.drain(..).filter(|p| p.t_ns <= now).collect();
+    let from = taken
+        .iter()
+        .map(|p| p.t_ns)
+        .min()
+        .unwrap_or(now)
+        .saturating_sub(o.before_ns);
+    let (window_text, span) = match &text {
+        Some(t) => {
+            let (w, span) = recorder::window(t, from, now);
+            // A freeze holds what came since the one before (the snapshot swap, or the
+            // ring cleared after a read): the part of the window before it is in the
+            // previous freeze's text.
+            match (prev.as_deref(), span) {
+                (Some(old), Some((first, last))) if first > from => {
+                    let (mut early, espan) = recorder::window(old, from, first.saturating_sub(1));
+                    for l in w.lines().filter(|l| !l.starts_with('#')) {
+                        early.push_str(l);
+                        early.push('\n');
+                    }
+                    (Some(early), Some((espan.map_or(first, |e| e.0), last)))
+                }
+                _ => (Some(w), span),
+            }
+        }
+        None => (None, None),
+    };
+    *prev = text;
+    let recs = window_text
+        .as_deref()
+        .map(|w| crate::instruments::parse::parse_text(w).0)
+        .unwrap_or_default();
+    let mut kept: Option<String> = None;
+    for p in taken {
+        let cands = match p.cycle {
+            // The late cycle, and the one before it: a node still busy with that one
+            // is late for this one too (PipeWire flags both).
+            Some((s, d)) => {
+                let mut v: Vec<explain::Cycle> = hist
+                    .candidates(s, 1)
+                    .into_iter()
+                    .filter(|c| c.start_ns < s)
+                    .collect();
+                v.push(explain::Cycle {
+                    start_ns: s,
+                    deadline_ns: d,
+                    frame: hist.frame_at(s),
+                });
+                v
+            }
+            None => hist.candidates(p.t_ns, 4),
+        };
+        let reaches = |c: &explain::Cycle| span.is_some_and(|(a, _)| a <= c.start_ns);
+        let e: Explained = if window_text.is_none() {
+            explain::no_trace(&cands, "the flight recorder is off")
+        } else if cands.is_empty() {
+            explain::no_trace(
+                &cands,
+                "the passive client saw no cycle before this report (the server stopped calling it)",
+            )
+        } else if !cands.last().is_some_and(reaches) {
+            explain::no_trace(
+                &cands,
+                "the trace does not reach back to the late cycle (raise --buffer-kb)",
+            )
+        } else {
+            let e = explain::explain(&recs, &cands, audio);
+            match (e.cycle, recorder.as_ref()) {
+                (Some(c), Some(r)) if r.blind_during(c.start_ns, c.deadline_ns) => {
+                    explain::no_trace(
+                        &cands,
+                        "tracing was off during this cycle (no snapshot buffer on this kernel: \
+                         the ring is read with tracing stopped)",
+                    )
+                }
+                _ => e,
+            }
+        };
+        if kept.is_none()
+            && let Some(w) = &window_text
+            && sink.windows_kept < o.keep as u64
+        {
+            kept = sink.keep_window(w);
+        }
+        sink.xrun(&e, p.t_ns, source, kept.clone(), blind);
+    }
+}

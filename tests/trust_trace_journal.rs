@@ -1,0 +1,186 @@
+//! The trace journal is read back as untrusted input (issue 25, item 1), end to end with
+//! the real binary as root: a forged journal whose instance's control files are links
+//! to a stand-in for /etc/shadow is refused and nothing is written through them; a
+//! journal from another boot (or one that cannot name its boot) never unmounts the
+//! tracefs; `xrunrig restore --discard` drops a refused journal, naming it. Needs root
+//! (tracefs, root's restore path).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use support::run::{assert_root, serial, text, xrunrig_in as xrunrig};
+
+const ROOT: &str = "these tests mount tracefs and run root's restore path";
+const TRACEFS: &str = "/sys/kernel/tracing";
+
+fn tmp(tag: &str) -> PathBuf {
+    xrunrig::testkit::private_dir(&format!("tjournal-{tag}"))
+}
+
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+fn tracefs_mounted() -> bool {
+    std::fs::read_to_string("/proc/mounts")
+        .unwrap()
+        .lines()
+        .any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 2 && f[1] == TRACEFS && f[2] == "tracefs"
+        })
+}
+
+fn ensure_tracefs() {
+    if !tracefs_mounted() {
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tracefs", "none", TRACEFS])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "cannot mount tracefs at {TRACEFS}");
+    }
+}
+
+/// Written under the name version 1 used, so the same test runs against any xrunrig.
+fn journal(state: &Path, body: serde_json::Value) -> PathBuf {
+    let p = state.join("trace-journal.json");
+    std::fs::write(&p, body.to_string()).unwrap();
+    p
+}
+
+#[test]
+fn a_forged_trace_journal_writes_nothing_through_its_links() {
+    assert_root(ROOT);
+    let _g = serial();
+    let d = tmp("forged");
+    let victim = d.join("shadow");
+    std::fs::write(&victim, "root:secret\n").unwrap();
+    // A directory shaped like a tracefs instance, its control files links to the victim.
+    let forge = d.join("forge");
+    let inst = forge.join("instances/xrunrig-999999999");
+    std::fs::create_dir_all(inst.join("events")).unwrap();
+    std::os::unix::fs::symlink(&victim, inst.join("tracing_on")).unwrap();
+    std::os::unix::fs::symlink(&victim, inst.join("events/enable")).unwrap();
+    let j = journal(
+        &d,
+        serde_json::json!({"version": 1, "pid": 999999999u32, "started": "s",
+            "root": forge, "mounted_by_us": false, "instance": inst}),
+    );
+    let o = xrunrig(&["restore"], &d, &d);
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "root:secret\n",
+        "written through the link: {}",
+        text(&o)
+    );
+    assert!(
+        inst.is_dir(),
+        "the forged directory was removed: {}",
+        text(&o)
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("refused") && err.contains("not a tracefs mount point"),
+        "{err}"
+    );
+    assert!(err.contains("xrunrig restore --discard"), "{err}");
+    assert!(j.exists(), "a refused journal is kept for --discard");
+    // The same instance named under the real tracefs mount is refused too: a journal
+    // may only name instances xrunrig makes, and only where tracefs really is.
+    let j2 = journal(
+        &d,
+        serde_json::json!({"version": 1, "pid": 999999999u32, "started": "s",
+            "root": TRACEFS, "mounted_by_us": false, "instance": "/etc/xrunrig-1"}),
+    );
+    let o = xrunrig(&["restore"], &d, &d);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not under"),
+        "{}",
+        text(&o)
+    );
+    // --discard drops it, saying what it named, and undoes nothing.
+    let o = xrunrig(&["restore", "--discard"], &d, &d);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("/etc/xrunrig-1"),
+        "{}",
+        text(&o)
+    );
+    assert!(!j2.exists());
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root:secret\n");
+    let o = xrunrig(&["restore"], &d, &d);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+/// A journal that says "this run mounted tracefs" from before a reboot (or from a
+/// version that recorded no boot) must not unmount the tracefs mounted now: that one is
+/// systemd's (or another tool's), not ours.
+#[test]
+fn a_stale_trace_journal_never_unmounts_tracefs() {
+    assert_root(ROOT);
+    let _g = serial();
+    ensure_tracefs();
+    let d = tmp("stale");
+    for (tag, boot) in [("other boot", Some("not-this-boot")), ("no boot id", None)] {
+        let mut body = serde_json::json!({"version": 2, "pid": 999999999u32, "started": "s",
+            "root": TRACEFS, "mounted_by_us": true,
+            "instance": format!("{TRACEFS}/instances/xrunrig-999999999")});
+        match boot {
+            Some(b) => body["boot_id"] = b.into(),
+            None => body["version"] = 1.into(),
+        }
+        journal(&d, body);
+        let o = xrunrig(&["restore"], &d, &d);
+        let still = tracefs_mounted();
+        ensure_tracefs(); // for whatever runs next, if the old code unmounted it
+        assert!(still, "{tag}: tracefs was unmounted: {}", text(&o));
+        assert!(o.status.success(), "{tag}: {}", text(&o));
+        assert!(!d.join("trace-journal.json").exists(), "{tag}");
+    }
+    // This boot's journal naming an instance that is gone: nothing to remove, and the
+    // journal is cleared (it mounted nothing now mounted by it: mounted_by_us false).
+    journal(
+        &d,
+        serde_json::json!({"version": 2, "pid": 999999999u32, "started": "s",
+            "boot_id": boot_id(), "root": TRACEFS, "mounted_by_us": false,
+            "instance": format!("{TRACEFS}/instances/xrunrig-999999999")}),
+    );
+    let o = xrunrig(&["restore"], &d, &d);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(tracefs_mounted());
+    assert!(!d.join("trace-journal.json").exists());
+}
+
+/// A real instance left by a process that died (this boot, journal and all) is removed
+/// by `xrunrig restore` through the checked path.
+#[test]
+fn a_dead_runs_instance_is_removed() {
+    assert_root(ROOT);
+    let _g = serial();
+    ensure_tracefs();
+    let d = tmp("dead");
+    let inst = Path::new(TRACEFS).join("instances/xrunrig-999999998");
+    let _ = std::fs::remove_dir(&inst);
+    std::fs::create_dir(&inst).unwrap();
+    std::fs::write(inst.join("tracing_on"), "1").unwrap();
+    journal(
+        &d,
+        serde_json::json!({"version": 2, "pid": 999999998u32, "started": "s",
+            "boot_id": boot_id(), "root": TRACEFS, "mounted_by_us": false,
+            "instance": inst}),
+    );
+    let o = xrunrig(&["restore"], &d, &d);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!inst.exists(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("xrunrig-999999998 removed"),
+        "{}",
+        text(&o)
+    );
+}
