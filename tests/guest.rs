@@ -280,15 +280,38 @@ fn hrtick_cfs_counts_on_6_1_from_the_kept_trace() {
     check_guest_block(&run, "6.1.", "rigs/hrtick-repick.toml");
     let samples = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
     let mut long = std::collections::BTreeMap::new();
+    let mut p50 = std::collections::BTreeMap::new();
     for l in samples.lines() {
         let rec: Value = serde_json::from_str(l).unwrap();
-        let n = rec["metrics"]["long_a"][0].as_f64().unwrap();
-        long.insert(rec["setting"].as_str().unwrap().to_string(), n);
+        let setting = rec["setting"].as_str().unwrap().to_string();
+        long.insert(
+            setting.clone(),
+            rec["metrics"]["long_a"][0].as_f64().unwrap(),
+        );
+        p50.insert(setting, rec["metrics"]["p50_a"][0].as_f64().unwrap());
     }
-    let get = |s: &str| *long.get(s).unwrap_or_else(|| panic!("no {s} in {long:?}"));
-    assert!(get("HRTICK") <= 40.0, "{long:?}\n{text}");
-    assert!(get("NO_HRTICK-6ms") <= 40.0, "{long:?}\n{text}");
-    assert!(get("NO_HRTICK") >= 200.0, "{long:?}\n{text}");
+    let long_of = |s: &str| *long.get(s).unwrap_or_else(|| panic!("no {s} in {long:?}"));
+    let p50_of = |s: &str| *p50.get(s).unwrap_or_else(|| panic!("no {s} in {p50:?}"));
+    let seen = format!("intervals > 8 ms {long:?}, median interval (ms) {p50:?}\n{text}");
+    // The slice lengths, by the median interval: 3 ms slices ended on time by HRTICK,
+    // 9 ms slices rounded up to the 4 ms tick (12 ms) without it, and 3 ms slices ended
+    // at the next tick (4 ms) with the 6 ms latency.
+    assert!(p50_of("HRTICK") < 4.5, "{seen}");
+    assert!(p50_of("NO_HRTICK") >= 10.0, "{seen}");
+    assert!(
+        p50_of("NO_HRTICK-6ms") < 0.75 * p50_of("NO_HRTICK"),
+        "{seen}"
+    );
+    // Nearly every interval above 8 ms without HRTICK; under half as many with either
+    // fix. Not an absolute bound on the fixed settings: there the long intervals are the
+    // guest's vCPU threads held off by the host (4 vCPUs on 2 host CPUs under TCG),
+    // 0-4 on one machine, about 100 on another of the same kind (README).
+    assert!(long_of("NO_HRTICK") >= 200.0, "{seen}");
+    assert!(long_of("HRTICK") < 0.5 * long_of("NO_HRTICK"), "{seen}");
+    assert!(
+        long_of("NO_HRTICK-6ms") < 0.5 * long_of("NO_HRTICK"),
+        "{seen}"
+    );
     let trace_bytes: u64 = std::fs::read_dir(out.join("trace"))
         .unwrap()
         .flatten()

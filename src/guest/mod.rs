@@ -25,7 +25,7 @@ mod tables;
 
 use crate::audio::BackendChoice;
 use crate::exit::{EXIT_FAILED, EXIT_INTERRUPTED, EXIT_REFUSED};
-use crate::options::{GuestOptions, RunOptions, duration_arg};
+use crate::options::{GuestOptions, KernelChoice, RunOptions, duration_arg};
 use crate::rig::{self, Kind};
 use kernel::Kernel;
 use std::path::{Path, PathBuf};
@@ -466,6 +466,16 @@ pub fn check_patches(g: &GuestOptions) -> Result<(), String> {
     Ok(())
 }
 
+/// The order to build or fetch the kernels in: fewest patches first (stable), so that a
+/// patched build of a tree also built without the patch starts from a copy of that
+/// build (`build::resolve`) instead of compiling the whole kernel twice. The runs keep
+/// the order typed.
+fn resolve_order(kernels: &[KernelChoice]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..kernels.len()).collect();
+    order.sort_by_key(|&i| kernels[i].patches.len());
+    order
+}
+
 pub fn run_main(a: &RunOptions, g: &GuestOptions) -> i32 {
     let plan = match plan(a, g) {
         Ok(p) => p,
@@ -491,15 +501,16 @@ pub fn run_main(a: &RunOptions, g: &GuestOptions) -> i32 {
         eprintln!("xrunrig: {e}");
         return EXIT_REFUSED;
     }
-    let mut kernels = vec![];
-    for k in &g.kernels {
+    let mut resolved_at: Vec<Option<_>> = g.kernels.iter().map(|_| None).collect();
+    for i in resolve_order(&g.kernels) {
+        let k = &g.kernels[i];
         let resolved = if build::is_source(&k.spec) {
             build::resolve(&k.spec, &k.patches)
         } else {
             kernel::resolve(&k.spec, g.modules.as_deref())
         };
         match resolved {
-            Ok(x) => kernels.push(x),
+            Ok(x) => resolved_at[i] = Some(x),
             Err(e) => {
                 eprintln!("xrunrig: {e}");
                 return EXIT_REFUSED;
@@ -509,6 +520,8 @@ pub fn run_main(a: &RunOptions, g: &GuestOptions) -> i32 {
             return EXIT_INTERRUPTED;
         }
     }
+    // Run in the order typed, whatever order they were built in.
+    let kernels: Vec<_> = resolved_at.into_iter().flatten().collect();
     let (base, dirs) = result_dirs(a, &plan.rig.name, &kernels);
     for d in &dirs {
         if let Err(e) = crate::output::create_results_dir(d) {
@@ -568,6 +581,23 @@ mod tests {
     use super::*;
     use crate::cli::RunArgs;
     use clap::Parser;
+
+    /// A patched build typed before the unpatched one of the same tree is built after
+    /// it, so it can start from its copy (else a cold cache compiles the kernel twice).
+    #[test]
+    fn kernels_with_fewer_patches_are_built_first_in_typed_order() {
+        let k = |spec: &str, n: usize| KernelChoice {
+            spec: spec.into(),
+            patches: (0..n).map(|i| PathBuf::from(format!("p{i}"))).collect(),
+        };
+        let ks = [
+            k("debian-src:6.12", 2),
+            k("debian-src:6.12", 1),
+            k("debian:6.1", 0),
+            k("debian-src:6.12", 0),
+        ];
+        assert_eq!(resolve_order(&ks), [2, 3, 1, 0]);
+    }
 
     #[derive(Parser)]
     struct W {
