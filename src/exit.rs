@@ -1,6 +1,6 @@
 //! Exit codes, the same whether a run is on this machine or in a guest, and what each
 //! command means by them: `--help` (`cli::command()`), the man pages (`shell`) and
-//! README say these words. 0 done, 1 a finding (compare: a regression; doctor: a FAIL
+//! docs/command-line.md (its exit code table) say these words. 0 done, 1 a finding (compare: a regression; doctor: a FAIL
 //! that applies), 2 refused before anything ran or changed, 3 failed during the run,
 //! 130 interrupted.
 

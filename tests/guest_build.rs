@@ -6,7 +6,7 @@
 //!
 //! Needs what `.ci/setup` installs for these (build-essential flex bison bc libelf-dev
 //! libssl-dev patch, linux-source-6.12 through apt) and QEMU. The first build of
-//! 6.12 takes long on a small machine (see README); later runs use the build cache
+//! 6.12 takes long on a small machine (see docs/measured.md); later runs use the build cache
 //! (/var/cache/xrunrig/kbuild as root). XRUNRIG_SKIP_GUEST=1 skips them, visibly.
 
 mod support;

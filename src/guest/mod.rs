@@ -670,7 +670,7 @@ mod tests {
             ]
         );
         assert!(check_patches(&two).is_ok());
-        // The README's form: the second of two identical kernels is the patched one.
+        // The form docs/measured.md shows: the second of two identical kernels is the patched one.
         let ab = g(&[
             "--kernel",
             "debian-src:6.12",
