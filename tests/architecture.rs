@@ -1,5 +1,6 @@
 //! ARCHITECTURE.md stays true: every file or folder it names exists, and every function
-//! it names beside a file (`path.rs` `name()`) is defined in that file.
+//! it names beside a file (`path.rs` `name()`) is defined in that file. README.md stays
+//! the five-minute page, and no relative link in it or in docs/ is broken.
 
 use std::path::Path;
 
@@ -59,4 +60,112 @@ fn the_checker_finds_a_wrong_name() {
     assert_eq!(sp, ["src/run.rs", "main()", "src/nope.rs"]);
     assert!(is_path("src/nope.rs") && !repo().join("src/nope.rs").exists());
     assert!(!is_path("results::run::RunDoc") && !is_path("src/audio/NAME/"));
+}
+
+/// The targets of a markdown text's links and images, `](target)`, in order: the text up
+/// to the first `)`, space or quote (a title), with any `#anchor` cut off. Links outside
+/// the repository (a scheme, `mailto:`) and links within the page (`#anchor` alone) are
+/// left out; inside code blocks and spans `](` is code, not a link.
+fn link_targets(text: &str) -> Vec<String> {
+    let mut out = vec![];
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        // Drop code spans: the odd pieces between backticks.
+        let prose: String = line.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+        for piece in prose.split("](").skip(1) {
+            let end = piece.find([')', ' ', '"']).unwrap_or(piece.len());
+            let target = piece[..end].split('#').next().unwrap_or("");
+            if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            out.push(target.to_string());
+        }
+    }
+    out
+}
+
+/// The link targets of `file` (relative to the repository) that do not exist, each
+/// resolved from the file's own folder.
+fn broken_links(file: &str, text: &str) -> Vec<String> {
+    let dir = repo().join(file).parent().unwrap().to_path_buf();
+    link_targets(text)
+        .into_iter()
+        .filter(|t| !dir.join(t).exists())
+        .map(|t| format!("{file}: no such file or folder: {t}"))
+        .collect()
+}
+
+/// The pages a reader follows: README.md and every docs/*.md.
+fn pages() -> Vec<String> {
+    let mut pages = vec!["README.md".to_string()];
+    let mut docs: Vec<String> = std::fs::read_dir(repo().join("docs"))
+        .expect("docs/ exists")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".md"))
+        .map(|n| format!("docs/{n}"))
+        .collect();
+    docs.sort();
+    pages.extend(docs);
+    pages
+}
+
+/// README.md is the five-minute page (issue 26): under 300 lines, the rest in docs/;
+/// and every relative link and image in README.md and docs/*.md points at a file or
+/// folder that exists.
+#[test]
+fn readme_is_short_and_every_link_resolves() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(
+        lines < 300,
+        "README.md has {lines} lines; move detail into docs/"
+    );
+    let pages = pages();
+    assert!(pages.len() >= 5, "docs/ holds the rest: {pages:?}");
+    let mut links = 0;
+    let mut broken = vec![];
+    for page in &pages {
+        let text = std::fs::read_to_string(repo().join(page)).unwrap();
+        links += link_targets(&text).len();
+        broken.extend(broken_links(page, &text));
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+    // A guard against the parser above matching nothing.
+    assert!(links >= 20, "only {links} links found in {pages:?}");
+}
+
+#[test]
+fn the_link_checker_finds_a_wrong_link() {
+    let text = "see [the rigs](rigs/README.md#top), [gone](docs/nope.md), \
+                ![plot](analysis/figures/nope.png), [web](https://example.org/x), \
+                [here](#more) and `[code](not/a/link.md)`\n```\n[fenced](also/not.md)\n```\n";
+    assert_eq!(
+        link_targets(text),
+        [
+            "rigs/README.md",
+            "docs/nope.md",
+            "analysis/figures/nope.png"
+        ]
+    );
+    assert_eq!(
+        broken_links("README.md", text),
+        [
+            "README.md: no such file or folder: docs/nope.md",
+            "README.md: no such file or folder: analysis/figures/nope.png"
+        ]
+    );
+    // From docs/ a path is resolved from docs/: the same image needs `../`.
+    let from_docs = "![timeline](analysis/figures/watch-jackd-dummy-timeline.png) \
+                     ![timeline](../analysis/figures/watch-jackd-dummy-timeline.png)";
+    assert_eq!(
+        broken_links("docs/watch.md", from_docs),
+        ["docs/watch.md: no such file or folder: analysis/figures/watch-jackd-dummy-timeline.png"]
+    );
 }
