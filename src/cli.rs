@@ -485,7 +485,8 @@ pub struct CompareArgs {
     /// Relative change (percent) beyond which a significant regression fails the command.
     #[arg(long, default_value_t = 10.0)]
     pub threshold: f64,
-    /// Where to write the comparison's files (default: the first directory).
+    /// Where to write the comparison's files (default: a new `compare-A-vs-B` beside
+    /// the first directory; never into A or B).
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[arg(long)]
