@@ -310,16 +310,17 @@ mod tests {
 
     #[test]
     fn livefx_rows_print_one_line_each() {
-        let sum: LivefxSummary =
-            serde_json::from_value(serde_json::json!({"kind": "livefx", "rows": [
+        let sum: LivefxSummary = serde_json::from_str(
+            r#"{"kind": "livefx", "rows": [
                 {"setting": "A", "variant": "v", "backend": "jack", "period": 512, "cycles": 467,
                  "xruns": 2, "deadline_misses": 0, "discontinuities": 2,
                  "discontinuities_unexplained": 0, "roundtrip_frames": 1536},
                 {"setting": "B", "variant": "v", "backend": "clock", "period": 128, "cycles": 9,
                  "xruns": 0, "deadline_misses": 0, "discontinuities": null,
-                 "discontinuities_unexplained": null, "roundtrip_frames": null},
-            ]}))
-            .unwrap();
+                 "discontinuities_unexplained": null, "roundtrip_frames": null}
+            ]}"#,
+        )
+        .unwrap();
         let t = livefx_table(&sum);
         assert!(
             t.contains("A / v: jack, 512, 467, 2, 0, 2 (0), 1536\n"),
@@ -332,15 +333,16 @@ mod tests {
     /// used to have a header and no rows, combined.json `rows: []`).
     #[test]
     fn livefx_rows_across_kernels_make_one_table() {
-        let sum: LivefxSummary =
-            serde_json::from_value(serde_json::json!({"kind": "livefx", "rows": [
+        let sum: LivefxSummary = serde_json::from_str(
+            r#"{"kind": "livefx", "rows": [
                 {"setting": "NO_RT_PUSH_IPI", "variant": "pi", "backend": "clock", "period": 2048,
                  "rate": 48000, "cycles": 703, "xruns": 0, "deadline_misses": 35,
                  "injected": 0, "misses_not_injected": 35},
                 {"setting": "RT_PUSH_IPI", "variant": "pi", "backend": "clock", "period": 2048,
-                 "rate": 48000, "cycles": 703, "xruns": 0, "deadline_misses": 0},
-            ]}))
-            .unwrap();
+                 "rate": 48000, "cycles": 703, "xruns": 0, "deadline_misses": 0}
+            ]}"#,
+        )
+        .unwrap();
         let rows: Vec<LivefxKernelRow> = ["6.12.117-src", "6.12.117-src+0001-fix"]
             .iter()
             .flat_map(|k| {
