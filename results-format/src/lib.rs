@@ -88,13 +88,42 @@ pub fn cycles_file_trial(name: &str) -> Option<u32> {
         .ok()
 }
 
+/// Results written in a newer format than this version reads: what they mean may have
+/// changed, so they are refused rather than read as this format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewerFormat {
+    /// The file, as the message names it.
+    pub file: String,
+    pub format: u32,
+}
+
+impl std::fmt::Display for NewerFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} was written by a newer xrunrig (format {}); this one reads formats 0..={FORMAT_VERSION}: update xrunrig",
+            self.file, self.format
+        )
+    }
+}
+
+impl std::error::Error for NewerFormat {}
+
+/// For callers whose errors are messages (`?` in a function returning `Result<_, String>`).
+impl From<NewerFormat> for String {
+    fn from(e: NewerFormat) -> String {
+        e.to_string()
+    }
+}
+
 /// Refuses results written in a newer format than this version reads. `file` names the
 /// file for the message.
-pub fn check_format(format: u32, file: &str) -> Result<(), String> {
+pub fn check_format(format: u32, file: &str) -> Result<(), NewerFormat> {
     if format > FORMAT_VERSION {
-        return Err(format!(
-            "{file} was written by a newer xrunrig (format {format}); this one reads formats 0..={FORMAT_VERSION}: update xrunrig"
-        ));
+        return Err(NewerFormat {
+            file: file.to_string(),
+            format,
+        });
     }
     Ok(())
 }
@@ -133,8 +162,9 @@ mod tests {
         assert!(check_format(0, RUN_JSON).is_ok());
         assert!(check_format(FORMAT_VERSION, RUN_JSON).is_ok());
         let e = check_format(99, RUN_JSON).unwrap_err();
+        assert_eq!(e.format, 99);
         assert_eq!(
-            e,
+            e.to_string(),
             "run.json was written by a newer xrunrig (format 99); this one reads formats 0..=1: update xrunrig"
         );
     }

@@ -102,15 +102,41 @@ pub struct RunDoc {
     pub xrunrig_version: Option<String>,
 }
 
+/// Why a run.json could not be read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReadError {
+    /// Written by a newer xrunrig: refused, not read as this format.
+    NewerFormat(crate::NewerFormat),
+    /// Not JSON, or not an object: the reason, said for a reader.
+    Invalid(String),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::NewerFormat(e) => std::fmt::Display::fmt(e, f),
+            ReadError::Invalid(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+impl From<crate::NewerFormat> for ReadError {
+    fn from(e: crate::NewerFormat) -> ReadError {
+        ReadError::NewerFormat(e)
+    }
+}
+
 impl RunDoc {
     /// Reads run.json's text; refuses a newer format by name.
-    pub fn from_json(text: &str) -> Result<RunDoc, String> {
-        let v: Value =
-            serde_json::from_str(text).map_err(|e| format!("run.json is not valid JSON: {e}"))?;
+    pub fn from_json(text: &str) -> Result<RunDoc, ReadError> {
+        let v: Value = serde_json::from_str(text)
+            .map_err(|e| ReadError::Invalid(format!("run.json is not valid JSON: {e}")))?;
         RunDoc::from_value(v)
     }
 
-    pub fn from_value(v: Value) -> Result<RunDoc, String> {
+    pub fn from_value(v: Value) -> Result<RunDoc, ReadError> {
         // The version first: a newer format may have changed what the rest means.
         #[derive(Deserialize)]
         struct Head {
@@ -118,11 +144,11 @@ impl RunDoc {
             format: Value,
         }
         let head: Head = serde_json::from_value(v.clone())
-            .map_err(|e| format!("run.json is not an object: {e}"))?;
+            .map_err(|e| ReadError::Invalid(format!("run.json is not an object: {e}")))?;
         if let Some(f) = head.format.as_u64() {
             crate::check_format(u32::try_from(f).unwrap_or(u32::MAX), crate::RUN_JSON)?;
         }
-        serde_json::from_value(v).map_err(|e| format!("run.json: {e}"))
+        serde_json::from_value(v).map_err(|e| ReadError::Invalid(format!("run.json: {e}")))
     }
 }
 
@@ -251,10 +277,12 @@ impl SchedFeatures {
     }
 }
 
-/// The doctor's findings at the start of the run (`xrunrig doctor`'s checks).
-#[derive(Debug, Clone, Default, Serialize)]
+/// The doctor's findings at the start of the run (`xrunrig doctor`'s checks). The doctor
+/// builds this type, so run.json and `xrunrig doctor --json` hold what it found as is.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct DoctorSection {
     pub checks: Vec<Finding>,
+    /// How many checks have each status ("fail", "n/a", "pass", "warn").
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub counts: BTreeMap<String, u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -263,15 +291,114 @@ pub struct DoctorSection {
     pub version: Option<u64>,
 }
 
-/// One doctor check. Reading accepts the names other versions used for the same
-/// things (`level` for `status`, `message` for `found`, `hint` for `fix`, ...).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+impl DoctorSection {
+    /// The version of the section the doctor writes.
+    pub const VERSION: u64 = 1;
+
+    /// The doctor's checks, counted by status.
+    pub fn new(checks: Vec<Finding>) -> DoctorSection {
+        let counts = [Status::Fail, Status::Na, Status::Pass, Status::Warn]
+            .into_iter()
+            .map(|s| {
+                (
+                    s.as_str().to_string(),
+                    checks.iter().filter(|c| c.status == s).count() as u64,
+                )
+            })
+            .collect();
+        DoctorSection {
+            checks,
+            counts,
+            elapsed_ms: None,
+            version: Some(Self::VERSION),
+        }
+    }
+
+    pub fn count(&self, s: Status) -> usize {
+        self.checks.iter().filter(|c| c.status == s).count()
+    }
+}
+
+/// A doctor check's outcome, written "fail", "warn", "pass" or "n/a" (its `as_str`).
+/// Ordered worst first.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Status {
+    #[serde(rename = "fail")]
+    Fail,
+    #[serde(rename = "warn")]
+    Warn,
+    #[serde(rename = "pass")]
+    Pass,
+    /// The check could not be made (the finding says why).
+    #[default]
+    #[serde(rename = "n/a")]
+    Na,
+}
+
+impl Status {
+    /// The name written to disk.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Fail => "fail",
+            Status::Warn => "warn",
+            Status::Pass => "pass",
+            Status::Na => "n/a",
+        }
+    }
+
+    /// The name shown to people: "FAIL", "WARN", "PASS", "n/a".
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Fail => "FAIL",
+            Status::Warn => "WARN",
+            Status::Pass => "PASS",
+            Status::Na => "n/a",
+        }
+    }
+
+    /// A status as this or another version, or a hand-made file, spelt it ("WARN",
+    /// "warning", "error", "ok"); None for a word that names none of them.
+    pub fn parse(s: &str) -> Option<Status> {
+        let s = s.trim().to_lowercase();
+        Some(match s.as_str() {
+            "error" => Status::Fail,
+            "ok" => Status::Pass,
+            "n/a" | "na" => Status::Na,
+            _ if s.starts_with("fail") => Status::Fail,
+            _ if s.starts_with("warn") => Status::Warn,
+            _ if s.starts_with("pass") => Status::Pass,
+            _ if s.starts_with("skip") => Status::Na,
+            _ => return None,
+        })
+    }
+}
+
+/// A finding needs a status it knows; otherwise it is not read as one (the section
+/// then leaves it out).
+fn doctor_status<'de, D: Deserializer<'de>>(d: D) -> Result<Status, D::Error> {
+    let text = lenient::text(d)?;
+    text.as_deref()
+        .and_then(Status::parse)
+        .ok_or_else(|| serde::de::Error::custom(format!("not a doctor status: {text:?}")))
+}
+
+/// One doctor check: the doctor builds it (`new`, then `pass`, `warn`, `fail` or `na`)
+/// and run.json holds it. Fields are in alphabetical order, as they were written when
+/// the doctor's JSON went through an untyped value. An empty text is an absent field.
+/// Reading accepts the names other versions used for the same things (`level` for
+/// `status`, `message` for `found`, `hint` for `fix`, ...).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub area: Option<String>,
-    /// Free-form data behind the finding (limits, CPU lists), for tools.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<Value>,
+    #[serde(
+        default,
+        skip_serializing_if = "String::is_empty",
+        deserialize_with = "lenient::text_or_empty"
+    )]
+    pub area: String,
+    /// Data behind the finding (limits, CPU lists), for tools: what each check records
+    /// is its own (the doctor's typed data for it).
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub data: Value,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -280,56 +407,102 @@ pub struct Finding {
         deserialize_with = "lenient::text"
     )]
     pub fix: Option<String>,
+    /// For n/a, the reason the check could not be made.
     #[serde(
         default,
-        skip_serializing_if = "Option::is_none",
+        skip_serializing_if = "String::is_empty",
         alias = "value",
         alias = "detail",
         alias = "message",
-        deserialize_with = "lenient::text"
+        deserialize_with = "lenient::text_or_empty"
     )]
-    pub found: Option<String>,
+    pub found: String,
     #[serde(
         default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "lenient::text"
+        skip_serializing_if = "String::is_empty",
+        deserialize_with = "lenient::text_or_empty"
     )]
-    pub id: Option<String>,
+    pub id: String,
     #[serde(
         default,
-        skip_serializing_if = "Option::is_none",
+        skip_serializing_if = "String::is_empty",
         alias = "check",
         alias = "title",
-        deserialize_with = "lenient::text"
+        deserialize_with = "lenient::text_or_empty"
     )]
-    pub name: Option<String>,
-    /// "pass", "warn", "fail", "n/a".
+    pub name: String,
     #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
         alias = "level",
         alias = "result",
         alias = "verdict",
         alias = "state",
-        deserialize_with = "lenient::text"
+        deserialize_with = "doctor_status"
     )]
-    pub status: Option<String>,
+    pub status: Status,
     #[serde(
         default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "lenient::text"
+        skip_serializing_if = "String::is_empty",
+        deserialize_with = "lenient::text_or_empty"
     )]
-    pub why: Option<String>,
+    pub why: String,
 }
 
 impl Finding {
+    /// A check not made yet (n/a until it says what it found).
+    pub fn new(area: &str, id: &str, name: &str, why: &str) -> Finding {
+        Finding {
+            area: area.into(),
+            id: id.into(),
+            name: name.into(),
+            why: why.into(),
+            ..Default::default()
+        }
+    }
+    pub fn pass(mut self, found: impl Into<String>) -> Finding {
+        self.status = Status::Pass;
+        self.found = found.into();
+        self
+    }
+    pub fn warn(mut self, found: impl Into<String>, fix: impl Into<String>) -> Finding {
+        self.status = Status::Warn;
+        self.found = found.into();
+        self.fix = Some(fix.into());
+        self
+    }
+    pub fn fail(mut self, found: impl Into<String>, fix: impl Into<String>) -> Finding {
+        self.status = Status::Fail;
+        self.found = found.into();
+        self.fix = Some(fix.into());
+        self
+    }
+    /// The check could not be made, and why.
+    pub fn na(mut self, reason: impl Into<String>) -> Finding {
+        self.status = Status::Na;
+        self.found = reason.into();
+        self
+    }
+    pub fn with_fix(mut self, fix: impl Into<String>) -> Finding {
+        self.fix = Some(fix.into());
+        self
+    }
+    pub fn with_data(mut self, data: Value) -> Finding {
+        self.data = data;
+        self
+    }
+
     /// The name to show: `name`, else `id`.
     pub fn label(&self) -> Option<&str> {
-        self.name.as_deref().or(self.id.as_deref())
+        [&self.name, &self.id]
+            .into_iter()
+            .find(|s| !s.is_empty())
+            .map(String::as_str)
     }
     /// What was found, else why it matters.
     pub fn text(&self) -> Option<&str> {
-        self.found.as_deref().or(self.why.as_deref())
+        [&self.found, &self.why]
+            .into_iter()
+            .find(|s| !s.is_empty())
+            .map(String::as_str)
     }
 }
 
@@ -353,10 +526,10 @@ impl<'de> Deserialize<'de> for DoctorSection {
             _ => &v,
         };
         let finding = |name: Option<&str>, c: &Value| -> Option<Finding> {
+            // Without a status it knows, a value is not a finding (see `doctor_status`).
             let mut f: Finding = serde_json::from_value(c.clone()).ok()?;
-            f.status.as_ref()?;
-            if f.name.is_none() && f.id.is_none() {
-                f.name = name.map(String::from);
+            if f.name.is_empty() && f.id.is_empty() {
+                f.name = name.unwrap_or_default().to_string();
             }
             Some(f)
         };
@@ -635,8 +808,18 @@ mod tests {
     #[test]
     fn newer_format_is_refused_naming_both_versions() {
         let e = RunDoc::from_json(r#"{"format": 99, "host": "h"}"#).unwrap_err();
+        assert!(
+            matches!(&e, ReadError::NewerFormat(n) if n.format == 99),
+            "{e:?}"
+        );
+        let e = e.to_string();
         assert!(e.contains("format 99"), "{e}");
         assert!(e.contains("0..=1") && e.contains("update xrunrig"), "{e}");
+        // Not JSON is another error, not a newer format.
+        assert!(matches!(
+            RunDoc::from_json("{"),
+            Err(ReadError::Invalid(e)) if e.starts_with("run.json is not valid JSON")
+        ));
         assert_eq!(RunDoc::from_json("{}").unwrap().format, 0);
     }
 
@@ -686,11 +869,72 @@ mod tests {
         .unwrap();
         assert_eq!(d.checks.len(), 1);
         assert_eq!(d.checks[0].label(), Some("x"));
-        assert_eq!(d.checks[0].status.as_deref(), Some("WARN"));
+        assert_eq!(d.checks[0].status, Status::Warn);
         assert_eq!(d.checks[0].text(), Some("m"));
         let d: DoctorSection =
             serde_json::from_str(r#"{"kernel":[{"name":"hz","status":"pass"}],"n":3}"#).unwrap();
         assert_eq!(d.checks.len(), 1);
+        // Other spellings of a status; a value without one it knows is no finding.
+        let d: DoctorSection = serde_json::from_str(
+            r#"[{"id":"a","result":"error"},{"id":"b","state":"OK"},{"id":"c","verdict":"skipped"},
+                {"id":"d","status":"Warning"},{"id":"e","status":"later"},{"id":"f"}]"#,
+        )
+        .unwrap();
+        let got: Vec<(&str, Status)> = d.checks.iter().map(|c| (c.id.as_str(), c.status)).collect();
+        assert_eq!(
+            got,
+            [
+                ("a", Status::Fail),
+                ("b", Status::Pass),
+                ("c", Status::Na),
+                ("d", Status::Warn)
+            ]
+        );
+    }
+
+    /// What the doctor writes reads back through the same type as itself: no field lost
+    /// or renamed between writing and reading.
+    #[test]
+    fn a_doctor_section_reads_back_equal_to_itself() {
+        let checks = vec![
+            Finding::new(
+                "rights",
+                "rights.sched_fifo",
+                "SCHED_FIFO",
+                "the audio threads",
+            )
+            .fail("cannot be set", "run as root")
+            .with_data(serde_json::from_str(r#"{"max_ok": 0}"#).unwrap()),
+            Finding::new("kernel", "kernel.hz", "timer frequency", "the tick").pass("1000 Hz"),
+            Finding::new("audio", "audio.jack", "JACK server", "pro audio")
+                .na("no jackd process")
+                .with_fix("start one"),
+            Finding::new("cpus", "cpus.smt", "SMT", "siblings").warn("active", "nosmt"),
+        ];
+        let mut d = DoctorSection::new(checks);
+        d.elapsed_ms = Some(12.0);
+        assert_eq!(d.count(Status::Fail), 1);
+        assert_eq!(d.counts.get("n/a"), Some(&1));
+        let text = serde_json::to_string(&d).unwrap();
+        assert!(
+            text.starts_with(r#"{"checks":[{"area":"rights","data":{"max_ok":0},"fix":"run as root","found":"cannot be set","id":"rights.sched_fifo","name":"SCHED_FIFO","status":"fail","why""#),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                r#""counts":{"fail":1,"n/a":1,"pass":1,"warn":1},"elapsed_ms":12.0,"version":1}"#
+            ),
+            "{text}"
+        );
+        let back: DoctorSection = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, d);
+        // And inside a run.json.
+        let run = RunDoc {
+            doctor: Some(d.clone()),
+            ..Default::default()
+        };
+        let back = RunDoc::from_json(&serde_json::to_string(&run).unwrap()).unwrap();
+        assert_eq!(back.doctor, Some(d));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! tests/fixtures/format0-trials by `xrunrig run rigs/pi-inversion.toml --trials 2`)
 //! read through the typed format, and write back the same JSON.
 
-use results::run::{RunDoc, SchedFeatures};
+use results::run::{ReadError, RunDoc, SchedFeatures};
 use results::trials::{Summary, TrialRecord, TrialStatus};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -64,6 +64,8 @@ fn a_newer_run_json_is_refused_with_both_versions() {
     let mut v: Value = serde_json::from_str(&fixture(results::RUN_JSON)).unwrap();
     v["format"] = 99.into();
     let e = RunDoc::from_value(v).unwrap_err();
+    assert!(matches!(e, ReadError::NewerFormat(_)), "{e:?}");
+    let e = e.to_string();
     assert!(
         e.contains("newer xrunrig (format 99)") && e.contains("reads formats 0..=1"),
         "{e}"

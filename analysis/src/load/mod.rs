@@ -8,7 +8,7 @@ pub mod trials;
 pub mod watch;
 
 use results::SummaryHead;
-use results::run::RunDoc;
+use results::run::{ReadError, RunDoc};
 use std::path::{Path, PathBuf};
 
 pub use livefx::LivefxData;
@@ -142,7 +142,7 @@ pub fn load(dir: &Path) -> Result<Results, String> {
         Ok(text) => match RunDoc::from_json(&text) {
             Ok(r) => Some(r),
             // A newer format is refused, not read as if it were this one.
-            Err(e) if e.contains("newer xrunrig") => {
+            Err(ReadError::NewerFormat(e)) => {
                 return Err(format!("{}: {e}", dir.display()));
             }
             Err(_) => None,

@@ -2,7 +2,7 @@
 //! and the settings in force.
 
 use crate::doc::Block;
-use results::run::{Finding, RunDoc, SchedFeatures};
+use results::run::{Finding, RunDoc, SchedFeatures, Status};
 
 /// "10.0 s", "12 min 5 s", "20 h 50 min".
 pub fn fmt_dur(s: f64) -> String {
@@ -76,27 +76,16 @@ pub fn doctor(run: &RunDoc) -> Vec<String> {
     let Some(d) = &run.doctor else {
         return vec![];
     };
-    let rank = |s: &str| {
-        if s.starts_with("fail") || s == "error" {
-            0
-        } else {
-            1
-        }
-    };
-    let mut bad: Vec<(String, &Finding)> = d
+    // Failures first, then warnings, each in the doctor's order.
+    let mut bad: Vec<&Finding> = d
         .checks
         .iter()
-        .filter_map(|c| Some((c.status.as_deref()?.to_lowercase(), c)))
-        .filter(|(s, _)| s.starts_with("fail") || s.starts_with("warn") || s == "error")
+        .filter(|c| matches!(c.status, Status::Fail | Status::Warn))
         .collect();
-    bad.sort_by_key(|(s, _)| rank(s));
+    bad.sort_by_key(|c| c.status);
     bad.iter()
-        .map(|(status, c)| {
-            let mut s = format!(
-                "{}: {}",
-                status.to_uppercase(),
-                c.label().unwrap_or("check")
-            );
+        .map(|c| {
+            let mut s = format!("{}: {}", c.status.label(), c.label().unwrap_or("check"));
             if let Some(f) = c.text() {
                 s += &format!(": {f}");
             }
