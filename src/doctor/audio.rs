@@ -3,8 +3,9 @@
 
 use super::ctx::{Ctx, Proc};
 use super::probe::JackAnswer;
-use super::source::{Source, describe_err};
-use super::{Check, Mode};
+use super::source::{ProbeError, Source, describe_err};
+use super::{Check, Mode, data_of};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 const AREA: &str = "audio";
@@ -23,7 +24,8 @@ pub fn checks(src: &dyn Source, ctx: &Ctx, mode: Mode) -> Vec<Check> {
     ]
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// A sound card (audio.alsa_cards' data is a list of them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Card {
     pub index: u32,
     pub id: String,
@@ -83,8 +85,9 @@ pub fn cards(src: &dyn Source, ctx: &Ctx) -> Result<Vec<Card>, String> {
     }
 }
 
-/// A sound-related line of /proc/interrupts: IRQ number and handler names.
-#[derive(Debug, Clone, PartialEq)]
+/// A sound-related line of /proc/interrupts: IRQ number and handler names
+/// (audio.sound_irq's data is a list of them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IrqLine {
     pub irq: u32,
     pub names: String,
@@ -154,7 +157,7 @@ fn alsa_cards(cards: &Result<Vec<Card>, String>) -> Check {
                     .collect::<Vec<_>>()
                     .join(", "),
             )
-            .data(serde_json::json!(v.iter().map(|k| serde_json::json!({"index": k.index, "id": k.id, "driver": k.driver, "name": k.name})).collect::<Vec<_>>())),
+            .with_data(data_of(v)),
     }
 }
 
@@ -186,11 +189,7 @@ fn sound_irq(cards: &Result<Vec<Card>, String>, irqs: &Result<Vec<IrqLine>, Stri
         .map(|l| format!("IRQ {} ({}, {} interrupts)", l.irq, l.names, l.count))
         .collect::<Vec<_>>()
         .join("; ");
-    let c = c.data(serde_json::json!(
-        irqs.iter()
-            .map(|l| serde_json::json!({"irq": l.irq, "names": l.names, "count": l.count}))
-            .collect::<Vec<_>>()
-    ));
+    let c = c.with_data(data_of(irqs));
     if shared.is_empty() {
         c.pass(found)
     } else {
@@ -351,7 +350,7 @@ fn jack(
     src: &dyn Source,
     ctx: &Ctx,
     mode: Mode,
-    answer: &Option<Result<JackAnswer, String>>,
+    answer: &Option<Result<JackAnswer, ProbeError>>,
 ) -> Check {
     let c = Check::new(
         AREA,
@@ -398,15 +397,14 @@ fn jack(
                     .map_or(String::new(), |i| format!("; served by {i}")),
                 me.map_or(String::new(), |s| format!("; {}", s.2))
             );
-            let c = c.data(serde_json::json!({"server": a.server, "rate": a.rate,
-                "period": a.period, "kind": a.kind, "implementation": a.implementation}));
+            let c = c.with_data(data_of(a));
             if me.is_some_and(|s| !s.1) {
                 c.warn(found, rt_fix)
             } else {
                 c.pass(found)
             }
         }
-        Err(e) if e.contains("not recorded") => c.na(e.clone()),
+        Err(e @ ProbeError::NotRecorded(_)) => c.na(e.to_string()),
         Err(e) => {
             let want = crate::audio::jack::server_name(&None);
             if servers.iter().any(|s| s.0 == want) {
@@ -420,7 +418,7 @@ fn jack(
                     format!("select one with JACK_DEFAULT_SERVER={}", other.0),
                 )
             } else {
-                c.na(e).with_fix(format!(
+                c.na(e.to_string()).with_fix(format!(
                     "to use JACK, start a server, e.g. {}",
                     example_jackd().join(" ")
                 ))
@@ -430,7 +428,7 @@ fn jack(
 }
 
 /// A PipeWire setting that changes what JACK clients get, and where it was read.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PwFinding {
     /// Where: "settings metadata", "node 'NAME'", "FILE:LINE".
     pub at: String,
@@ -635,7 +633,26 @@ pub fn pw_dump_live(limit: std::time::Duration) -> Result<String, String> {
     Ok(text)
 }
 
-fn pipewire(src: &dyn Source, ctx: &Ctx, answer: &Option<Result<JackAnswer, String>>) -> Check {
+/// audio.pipewire's data: the running PipeWire, what forces settings on JACK clients,
+/// and pw-dump's settings when it was read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PipewireData {
+    pub forced: Vec<PwFinding>,
+    pub pid: u32,
+    #[serde(flatten)]
+    pub settings: Option<PwSettings>,
+}
+
+/// The settings the PipeWire core runs with (from pw-dump).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PwSettings {
+    pub link_max_buffers: Option<u64>,
+    pub quantum: Option<u64>,
+    pub rate: Option<u64>,
+    pub version: Option<String>,
+}
+
+fn pipewire(src: &dyn Source, ctx: &Ctx, answer: &Option<Result<JackAnswer, ProbeError>>) -> Check {
     let c = Check::new(
         AREA,
         "audio.pipewire",
@@ -687,9 +704,12 @@ fn pipewire(src: &dyn Source, ctx: &Ctx, answer: &Option<Result<JackAnswer, Stri
         _ => {}
     }
     let mut forced = conf;
-    let mut data = serde_json::json!({"pid": p.pid});
+    let mut settings = None;
     if answer.is_some() {
-        match src.pipewire_dump().and_then(|t| parse_pw_dump(&t)) {
+        match src
+            .pipewire_dump()
+            .and_then(|t| parse_pw_dump(&t).map_err(ProbeError::Failed))
+        {
             Ok(st) => {
                 found.push(format!(
                     "version {}, quantum {}, rate {}, link.max-buffers {}",
@@ -710,12 +730,15 @@ fn pipewire(src: &dyn Source, ctx: &Ctx, answer: &Option<Result<JackAnswer, Stri
                             .into(),
                     );
                 }
-                data = serde_json::json!({"pid": p.pid, "version": st.version,
-                    "quantum": st.quantum, "rate": st.rate,
-                    "link_max_buffers": st.link_max_buffers});
+                settings = Some(PwSettings {
+                    link_max_buffers: st.link_max_buffers,
+                    quantum: st.quantum,
+                    rate: st.rate,
+                    version: st.version,
+                });
                 forced.extend(st.forced);
             }
-            Err(e) if e.contains("not recorded") => {}
+            Err(ProbeError::NotRecorded(_)) => {}
             Err(e) => found.push(format!("settings not read: {e}")),
         }
     }
@@ -734,13 +757,11 @@ fn pipewire(src: &dyn Source, ctx: &Ctx, answer: &Option<Result<JackAnswer, Stri
                 .into(),
         );
     }
-    data["forced"] = serde_json::json!(
-        forced
-            .iter()
-            .map(|f| serde_json::json!({"at": f.at, "key": f.key, "value": f.value}))
-            .collect::<Vec<_>>()
-    );
-    let c = c.data(data);
+    let c = c.with_data(data_of(PipewireData {
+        forced,
+        pid: p.pid,
+        settings,
+    }));
     let found = found.join("; ");
     if fixes.is_empty() {
         c.pass(found)
@@ -757,10 +778,10 @@ mod tests {
     /// The objects of a real pw-dump (PipeWire 0.3.65 with `pw-metadata -n settings 0
     /// clock.force-quantum 512`), cut to what the doctor reads, plus a JACK client node.
     fn dump(link_max_buffers: u64) -> String {
-        serde_json::json!([
+        r#"[
             {"id": 0, "type": "PipeWire:Interface:Core", "info": {"version": "0.3.65",
               "props": {"core.daemon": true, "default.clock.quantum": 1024,
-                "default.clock.rate": 48000, "link.max-buffers": link_max_buffers}}},
+                "default.clock.rate": 48000, "link.max-buffers": LINK_MAX_BUFFERS}}},
             {"id": 29, "type": "PipeWire:Interface:Metadata",
               "props": {"metadata.name": "settings"},
               "metadata": [
@@ -772,8 +793,8 @@ mod tests {
               "node.lock-quantum": "false"}}},
             {"id": 27, "type": "PipeWire:Interface:Node", "info": {"props": {
               "node.name": "Dummy-Driver", "node.driver": true}}}
-        ])
-        .to_string()
+        ]"#
+        .replace("LINK_MAX_BUFFERS", &link_max_buffers.to_string())
     }
 
     #[test]
@@ -807,12 +828,12 @@ mod tests {
         );
     }
 
-    fn pipewire_check(src: &Recorded, answer: Option<Result<JackAnswer, String>>) -> Check {
+    fn pipewire_check(src: &Recorded, answer: Option<Result<JackAnswer, ProbeError>>) -> Check {
         let ctx = Ctx::read(src);
         pipewire(src, &ctx, &answer)
     }
 
-    fn answer(kind: &str, what: &str) -> Option<Result<JackAnswer, String>> {
+    fn answer(kind: &str, what: &str) -> Option<Result<JackAnswer, ProbeError>> {
         Some(Ok(JackAnswer {
             server: "default".into(),
             rate: 48000,
@@ -826,9 +847,7 @@ mod tests {
     fn the_pipewire_check_flags_forced_settings_and_few_link_buffers() {
         let src = Recorded::empty()
             .file("/proc/701/comm", "pipewire\n")
-            .probes(serde_json::json!({
-                "pipewire_dump": serde_json::from_str::<Value>(&dump(1)).unwrap()
-            }));
+            .probes(&format!(r#"{{"pipewire_dump": {}}}"#, dump(1)));
         let c = pipewire_check(&src, answer("pipewire", "PipeWire 0.3.65"));
         assert_eq!(c.status, super::super::Status::Warn, "{c:?}");
         assert!(
@@ -840,11 +859,12 @@ mod tests {
         assert!(c.found.contains("link.max-buffers below 2"), "{}", c.found);
         assert!(c.fix.as_deref().unwrap().contains("clock.force-quantum 0"));
         // Nothing forced, enough buffers, PipeWire answering: a pass.
-        let clean = serde_json::json!([{"type": "PipeWire:Interface:Core", "info": {
-            "version": "0.3.65", "props": {"core.daemon": true, "link.max-buffers": 16}}}]);
         let src = Recorded::empty()
             .file("/proc/701/comm", "pipewire\n")
-            .probes(serde_json::json!({"pipewire_dump": clean}));
+            .probes(
+                r#"{"pipewire_dump": [{"type": "PipeWire:Interface:Core", "info": {
+                    "version": "0.3.65", "props": {"core.daemon": true, "link.max-buffers": 16}}}]}"#,
+            );
         let c = pipewire_check(&src, answer("pipewire", "PipeWire 0.3.65"));
         assert_eq!(c.status, super::super::Status::Pass, "{c:?}");
         // PipeWire runs but JACK clients reach jackd2's libjack: say how to reach it.

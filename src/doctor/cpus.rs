@@ -1,9 +1,10 @@
 //! CPUs: how many are online, frequency governor, SMT, isolated CPUs, irqbalance.
 
-use super::Check;
 use super::ctx::Ctx;
 use super::source::{Source, read_trim};
+use super::{Check, data_of};
 use crate::sys::{format_cpu_set, parse_cpu_list};
+use serde::{Deserialize, Serialize};
 
 const AREA: &str = "cpus";
 const CPU: &str = "/sys/devices/system/cpu";
@@ -16,6 +17,16 @@ pub fn checks(src: &dyn Source, ctx: &Ctx) -> Vec<Check> {
         isolated(src, ctx),
         irqbalance(ctx),
     ]
+}
+
+/// cpus.online's data: the online CPUs (what rigs pin to), and the present ones that
+/// are not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Online {
+    pub count: usize,
+    pub model: Option<String>,
+    pub offline: Vec<usize>,
+    pub online: Vec<usize>,
 }
 
 fn online(src: &dyn Source, ctx: &Ctx) -> Check {
@@ -53,9 +64,12 @@ fn online(src: &dyn Source, ctx: &Ctx) -> Check {
             .as_deref()
             .map_or(String::new(), |m| format!(" ({m})"))
     );
-    let c = c.data(
-        serde_json::json!({"count": on.len(), "online": on, "offline": offline, "model": model}),
-    );
+    let c = c.with_data(data_of(Online {
+        count: on.len(),
+        model,
+        offline: offline.clone(),
+        online: on,
+    }));
     if offline.is_empty() {
         c.pass(found)
     } else {
@@ -67,6 +81,13 @@ fn online(src: &dyn Source, ctx: &Ctx) -> Check {
             ),
         )
     }
+}
+
+/// One CPU's frequency governor (cpus.governor's data is a list of them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Governor {
+    pub cpu: usize,
+    pub governor: String,
 }
 
 fn governor(src: &dyn Source, ctx: &Ctx) -> Check {
@@ -95,10 +116,13 @@ fn governor(src: &dyn Source, ctx: &Ctx) -> Check {
         .filter(|(_, g)| g != "performance")
         .map(|(n, g)| format!("cpu{n}={g}"))
         .collect();
-    let c = c.data(serde_json::json!(
+    let c = c.with_data(data_of(
         govs.iter()
-            .map(|(n, g)| serde_json::json!({"cpu": n, "governor": g}))
-            .collect::<Vec<_>>()
+            .map(|(n, g)| Governor {
+                cpu: *n,
+                governor: g.clone(),
+            })
+            .collect::<Vec<_>>(),
     ));
     if slow.is_empty() {
         c.pass(format!("performance on all {} CPUs", govs.len()))
@@ -136,6 +160,15 @@ fn smt(src: &dyn Source) -> Check {
     }
 }
 
+/// cpus.isolated's data: as the kernel reports them, and as asked for on its command line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Isolated {
+    pub isolated: Option<String>,
+    pub isolcpus_param: Option<String>,
+    pub nohz_full: Option<String>,
+    pub nohz_full_param: Option<String>,
+}
+
 fn isolated(src: &dyn Source, ctx: &Ctx) -> Check {
     let c = Check::new(
         AREA,
@@ -166,8 +199,11 @@ fn isolated(src: &dyn Source, ctx: &Ctx) -> Check {
         p_iso.as_deref().unwrap_or("-"),
         p_nohz.as_deref().unwrap_or("-")
     );
-    c.pass(found).data(serde_json::json!({
-        "isolated": iso.ok(), "nohz_full": nohz, "isolcpus_param": p_iso, "nohz_full_param": p_nohz,
+    c.pass(found).with_data(data_of(Isolated {
+        isolated: iso.ok(),
+        isolcpus_param: p_iso,
+        nohz_full: nohz,
+        nohz_full_param: p_nohz,
     }))
 }
 

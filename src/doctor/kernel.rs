@@ -1,9 +1,10 @@
 //! The kernel: preemption model, threaded IRQs, timer frequency, PI futexes,
 //! high-resolution timers and lockdown.
 
-use super::Check;
 use super::ctx::{CHECK_LOCKDOWN, Ctx, bracketed};
-use super::source::{Source, describe_err};
+use super::source::{ProbeError, Source, describe_err};
+use super::{Check, data_of};
+use serde::{Deserialize, Serialize};
 
 const AREA: &str = "kernel";
 
@@ -18,8 +19,8 @@ pub fn checks(src: &dyn Source, ctx: &Ctx) -> Vec<Check> {
     ]
 }
 
-/// The preemption model and how it was learnt.
-#[derive(Debug, Clone, PartialEq)]
+/// The preemption model and how it was learnt (kernel.preemption's data).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Model {
     /// "rt", "full", "lazy", "voluntary", "none", or "" when unknown.
     pub model: String,
@@ -135,8 +136,7 @@ fn preemption(src: &dyn Source, ctx: &Ctx) -> Check {
          long system call on the same CPU delays it by milliseconds",
     );
     let m = model(src, ctx);
-    let data = serde_json::json!({"model": m.model, "dynamic": m.dynamic, "source": m.source});
-    let c = c.data(data);
+    let c = c.with_data(data_of(&m));
     let found = format!(
         "{}{} ({})",
         if m.model == "rt" {
@@ -206,6 +206,12 @@ fn threadirqs(ctx: &Ctx) -> Check {
     )
 }
 
+/// kernel.hz's data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hz {
+    pub hz: u32,
+}
+
 fn hz(ctx: &Ctx) -> Check {
     let c = Check::new(
         AREA,
@@ -236,7 +242,7 @@ fn hz(ctx: &Ctx) -> Check {
         1000.0 / hz.max(1) as f64,
         cfg.source
     );
-    let c = c.data(serde_json::json!({ "hz": hz }));
+    let c = c.with_data(data_of(Hz { hz }));
     if hz >= 1000 {
         c.pass(found)
     } else {
@@ -264,7 +270,7 @@ fn pi_futex(src: &dyn Source, ctx: &Ctx) -> Check {
     .unwrap_or_default();
     match src.pi_futex() {
         Ok(s) => c.pass(format!("work: {s}{cfg}")),
-        Err(e) if e.contains("not recorded") => c.na(e),
+        Err(e @ ProbeError::NotRecorded(_)) => c.na(e.to_string()),
         Err(e) => c.fail(
             format!("{e}{cfg}"),
             "use a kernel built with CONFIG_FUTEX_PI=y (all distribution kernels)",
@@ -293,8 +299,17 @@ fn hrtimers(src: &dyn Source, ctx: &Ctx) -> Check {
             format!("clock_getres(CLOCK_MONOTONIC) = {ns} ns: timers run at tick resolution{cfg}"),
             "use a kernel with CONFIG_HIGH_RES_TIMERS=y, and do not boot with highres=off",
         ),
-        Err(e) => c.na(e),
+        Err(e) => c.na(e.to_string()),
     }
+}
+
+/// kernel.lockdown's data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LockdownData {
+    pub at_least: Option<String>,
+    pub locked: Option<bool>,
+    pub mode: Option<String>,
+    pub securityfs_mounted: bool,
 }
 
 fn lockdown(ctx: &Ctx) -> Check {
@@ -315,9 +330,11 @@ fn lockdown(ctx: &Ctx) -> Check {
             String::new()
         }
     );
-    let c = c.data(serde_json::json!({
-        "mode": l.mode, "at_least": l.at_least, "locked": l.locked,
-        "securityfs_mounted": l.securityfs_mounted,
+    let c = c.with_data(data_of(LockdownData {
+        at_least: l.at_least.clone(),
+        locked: l.locked,
+        mode: l.mode.clone(),
+        securityfs_mounted: l.securityfs_mounted,
     }));
     match l.locked {
         Some(false) => c.pass(if l.mode.is_some() {

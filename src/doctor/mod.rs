@@ -16,98 +16,25 @@ pub mod source;
 pub mod tracing;
 
 use crate::cli::DoctorArgs;
+use results::run::DoctorSection;
 use serde::Serialize;
 use source::Source;
 
 pub use ctx::Ctx;
+/// A check is the results format's finding: the doctor builds what run.json holds.
+pub use results::run::{Finding as Check, Status};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub enum Status {
-    #[serde(rename = "fail")]
-    Fail,
-    #[serde(rename = "warn")]
-    Warn,
-    #[serde(rename = "pass")]
-    Pass,
-    #[serde(rename = "n/a")]
-    Na,
+/// A check's data for machines (e.g. the online CPU list), from the check's own type:
+/// its keys are that type's fields, and readers (`data_as`) use the same type.
+pub fn data_of(d: impl Serialize) -> serde_json::Value {
+    // Only a map with keys that are not strings fails to convert; no data type has one.
+    serde_json::to_value(d).expect("doctor data is a struct or a list of structs")
 }
 
-impl Status {
-    pub fn label(self) -> &'static str {
-        match self {
-            Status::Fail => "FAIL",
-            Status::Warn => "WARN",
-            Status::Pass => "PASS",
-            Status::Na => "n/a",
-        }
-    }
-}
-
-/// One finding. For n/a, `found` holds the reason the check could not be made.
-#[derive(Debug, Clone, Serialize)]
-pub struct Check {
-    pub area: &'static str,
-    pub id: &'static str,
-    pub name: &'static str,
-    pub status: Status,
-    pub found: String,
-    pub why: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
-    /// Parsed values for machines (e.g. the online CPU list).
-    #[serde(skip_serializing_if = "serde_json::Value::is_null")]
-    pub data: serde_json::Value,
-}
-
-impl Check {
-    pub fn new(
-        area: &'static str,
-        id: &'static str,
-        name: &'static str,
-        why: &'static str,
-    ) -> Check {
-        Check {
-            area,
-            id,
-            name,
-            status: Status::Na,
-            found: String::new(),
-            why,
-            fix: None,
-            data: serde_json::Value::Null,
-        }
-    }
-    pub fn pass(mut self, found: impl Into<String>) -> Check {
-        self.status = Status::Pass;
-        self.found = found.into();
-        self
-    }
-    pub fn warn(mut self, found: impl Into<String>, fix: impl Into<String>) -> Check {
-        self.status = Status::Warn;
-        self.found = found.into();
-        self.fix = Some(fix.into());
-        self
-    }
-    pub fn fail(mut self, found: impl Into<String>, fix: impl Into<String>) -> Check {
-        self.status = Status::Fail;
-        self.found = found.into();
-        self.fix = Some(fix.into());
-        self
-    }
-    pub fn na(mut self, reason: impl Into<String>) -> Check {
-        self.status = Status::Na;
-        self.found = reason.into();
-        self
-    }
-    pub fn with_fix(mut self, fix: impl Into<String>) -> Check {
-        self.fix = Some(fix.into());
-        self
-    }
-    pub fn data(mut self, v: serde_json::Value) -> Check {
-        self.data = v;
-        self
-    }
+/// A check's data read back as the type its check wrote; None when the check recorded
+/// none (it could not be made).
+pub fn data_as<T: serde::de::DeserializeOwned>(c: &Check) -> Option<T> {
+    T::deserialize(&c.data).ok()
 }
 
 /// How much the doctor may do: `connect_jack` opens a JACK client (up to 2 s), which
@@ -130,19 +57,17 @@ pub fn collect(src: &dyn Source, mode: Mode) -> Vec<Check> {
     v
 }
 
-/// The findings as JSON: `{"version","checks":[..],"counts":{..}}`.
-pub fn to_json(checks: &[Check]) -> serde_json::Value {
-    let count = |s: Status| checks.iter().filter(|c| c.status == s).count();
-    serde_json::json!({
-        "version": 1,
-        "counts": {
-            "fail": count(Status::Fail),
-            "warn": count(Status::Warn),
-            "pass": count(Status::Pass),
-            "n/a": count(Status::Na),
-        },
-        "checks": checks,
-    })
+/// `xrunrig doctor --json`: the findings, what the rig needs (with --rig) and the exit
+/// status. Fields in alphabetical order, as written when this went through an untyped
+/// value.
+#[derive(Serialize)]
+struct Report<'a> {
+    checks: &'a [Check],
+    counts: &'a std::collections::BTreeMap<String, u64>,
+    exit: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rig: Option<needs::RigNeeds<'a>>,
+    version: Option<u64>,
 }
 
 pub fn main(a: &DoctorArgs) -> i32 {
@@ -157,7 +82,8 @@ pub fn main(a: &DoctorArgs) -> i32 {
         None => None,
     };
     let src = source::Live::new();
-    let checks = collect(&src, Mode { connect_jack: true });
+    let found = DoctorSection::new(collect(&src, Mode { connect_jack: true }));
+    let checks = &found.checks;
     let prof = match &a.profile {
         Some(p) => match crate::knobs::profile::load(p) {
             Ok(p) => Some(p),
@@ -170,18 +96,22 @@ pub fn main(a: &DoctorArgs) -> i32 {
     };
     let needs = rig
         .as_ref()
-        .map(|r| needs::evaluate(r, prof.as_ref(), &checks, &src));
-    let code = exit_code(&checks, needs.as_deref());
+        .map(|r| needs::evaluate(r, prof.as_ref(), checks, &src));
+    let code = exit_code(checks, needs.as_deref());
     if a.json {
-        let mut v = to_json(&checks);
-        if let (Some(r), Some(n)) = (&rig, &needs) {
-            v["rig"] = needs::to_json(r, n);
-        }
-        v["exit"] = code.into();
-        crate::output::console::document(&v);
+        crate::output::console::document(&Report {
+            checks,
+            counts: &found.counts,
+            exit: code,
+            rig: rig
+                .as_ref()
+                .zip(needs.as_deref())
+                .map(|(r, n)| needs::rig_needs(r, n)),
+            version: found.version,
+        });
     } else {
         crate::output::console::report(&render::human(
-            &checks,
+            checks,
             rig.as_ref().zip(needs.as_deref()),
             code,
         ));
@@ -200,17 +130,16 @@ pub fn exit_code(checks: &[Check], needs: Option<&[needs::Need]>) -> i32 {
 
 /// The doctor's findings as recorded in every run.json: the same checks, read only,
 /// without connecting to JACK (its processes are still looked for), well under 200 ms.
-pub fn findings_for_run() -> serde_json::Value {
+pub fn findings_for_run() -> DoctorSection {
     let t0 = std::time::Instant::now();
-    let checks = collect(
+    let mut s = DoctorSection::new(collect(
         &source::Live::new(),
         Mode {
             connect_jack: false,
         },
-    );
-    let mut v = to_json(&checks);
-    v["elapsed_ms"] = (t0.elapsed().as_secs_f64() * 1000.0).round().into();
-    v
+    ));
+    s.elapsed_ms = Some((t0.elapsed().as_secs_f64() * 1000.0).round());
+    s
 }
 
 #[cfg(test)]

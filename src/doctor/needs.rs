@@ -5,22 +5,24 @@
 
 use super::ctx::Ctx;
 use super::source::Source;
-use super::{Check, Status};
+use super::{Check, Status, cpus, data_as, rights, sched};
 use crate::knobs::profile::{Change, Profile};
 use crate::rig::{Kind, Op, Protocol, Rig, ThreadPlan};
 use serde::Serialize;
 
+/// Fields in alphabetical order, as `xrunrig doctor --json` wrote them when they went
+/// through an untyped value.
 #[derive(Debug, Clone, Serialize)]
 pub struct Need {
-    /// The check this need rests on.
-    pub check: &'static str,
-    pub what: String,
-    pub met: bool,
     /// Advisory needs warn but do not change the exit code.
     pub advisory: bool,
-    pub found: String,
+    /// The check this need rests on.
+    pub check: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fix: Option<String>,
+    pub found: String,
+    pub met: bool,
+    pub what: String,
 }
 
 fn find<'a>(checks: &'a [Check], id: &str) -> Option<&'a Check> {
@@ -100,7 +102,8 @@ fn cpus(rig: &Rig, checks: &[Check]) -> Option<Need> {
         return None;
     }
     let online: Vec<usize> = find(checks, "cpus.online")
-        .and_then(|c| serde_json::from_value(c.data["online"].clone()).ok())
+        .and_then(data_as::<cpus::Online>)
+        .map(|d| d.online)
         .unwrap_or_default();
     let missing: Vec<usize> = need
         .iter()
@@ -149,7 +152,9 @@ fn sched_fifo(rig: &Rig, threads: &[&ThreadPlan], checks: &[Check]) -> Option<Ne
         .max()
         .or((rig.kind == Kind::Livefx).then_some(1))?;
     let c = find(checks, "rights.sched_fifo");
-    let max_ok = c.and_then(|c| c.data["max_ok"].as_i64()).unwrap_or(0);
+    let max_ok = c
+        .and_then(data_as::<rights::FifoMax>)
+        .map_or(0, |d| d.max_ok);
     Some(Need {
         check: "rights.sched_fifo",
         what: format!("SCHED_FIFO up to priority {p}"),
@@ -191,7 +196,7 @@ fn rt_throttling(
         .max()
         .unwrap_or(0);
     let c = find(checks, "sched.rt_throttling")?;
-    let rt = c.data["sched_rt_runtime_us"].as_i64()?;
+    let rt = data_as::<sched::RtThrottling>(c)?.sched_rt_runtime_us;
     if busy == 0 {
         return None;
     }
@@ -321,11 +326,21 @@ pub fn exit_code(needs: &[Need]) -> i32 {
     i32::from(needs.iter().any(|n| !n.met && !n.advisory))
 }
 
-pub fn to_json(rig: &Rig, needs: &[Need]) -> serde_json::Value {
-    serde_json::json!({
-        "name": rig.name,
-        "path": rig.path.display().to_string(),
-        "needs": needs,
-        "met": exit_code(needs) == 0,
-    })
+/// `xrunrig doctor --json --rig`'s `rig`: what the rig needs and whether this machine
+/// has it. Fields in alphabetical order (see `Need`).
+#[derive(Debug, Serialize)]
+pub struct RigNeeds<'a> {
+    pub met: bool,
+    pub name: &'a str,
+    pub needs: &'a [Need],
+    pub path: String,
+}
+
+pub fn rig_needs<'a>(rig: &'a Rig, needs: &'a [Need]) -> RigNeeds<'a> {
+    RigNeeds {
+        met: exit_code(needs) == 0,
+        name: &rig.name,
+        needs,
+        path: rig.path.display().to_string(),
+    }
 }

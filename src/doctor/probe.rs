@@ -7,8 +7,8 @@ use crate::engine::pimutex::{LockError, PiMutex};
 use crate::rig::Protocol;
 use std::time::Duration;
 
-/// A JACK server's answer to a client that connected.
-#[derive(Debug, Clone, PartialEq)]
+/// A JACK server's answer to a client that connected (audio.jack's data).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct JackAnswer {
     pub server: String,
     pub rate: u32,

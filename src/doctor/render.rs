@@ -90,7 +90,7 @@ pub fn human(checks: &[Check], rig: Option<(&Rig, &[Need])>, code: i32) -> Strin
             let fails: Vec<&str> = checks
                 .iter()
                 .filter(|c| c.status == Status::Fail)
-                .map(|c| c.name)
+                .map(|c| c.name.as_str())
                 .collect();
             if fails.is_empty() {
                 "exit status 0: no check fails".to_string()

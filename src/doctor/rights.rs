@@ -1,9 +1,10 @@
 //! The user's real-time rights: RLIMIT_RTPRIO, RLIMIT_MEMLOCK, the audio group, and
 //! whether SCHED_FIFO can actually be set.
 
-use super::Check;
 use super::ctx::{CAP_IPC_LOCK, CAP_SYS_NICE, Ctx};
-use super::source::{Source, describe_err};
+use super::source::{ProbeError, Source, describe_err};
+use super::{Check, data_of};
+use serde::{Deserialize, Serialize};
 
 const AREA: &str = "rights";
 
@@ -141,6 +142,12 @@ fn audio_group(src: &dyn Source, ctx: &Ctx) -> Check {
     }
 }
 
+/// rights.sched_fifo's data: the highest priority SCHED_FIFO could be set at (0: none).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FifoMax {
+    pub max_ok: i64,
+}
+
 fn sched_fifo(src: &dyn Source) -> Check {
     let c = Check::new(
         AREA,
@@ -152,16 +159,18 @@ fn sched_fifo(src: &dyn Source) -> Check {
     let fix = "run as root, or raise RLIMIT_RTPRIO (see above); in a container or cgroup \
                with RT group scheduling, give it RT runtime (cpu.rt_runtime_us)";
     match src.try_fifo(1) {
-        Err(e) if e.contains("not recorded") => c.na(e),
+        Err(e @ ProbeError::NotRecorded(_)) => c.na(e.to_string()),
         Err(e) => c
             .fail(format!("cannot be set, even at priority 1: {e}"), fix)
-            .data(serde_json::json!({"max_ok": 0})),
+            .with_data(data_of(FifoMax { max_ok: 0 })),
         Ok(()) => {
             let max = [99, 95, 90, 80, 70, 50, 20, 10, 1]
                 .into_iter()
                 .find(|p| src.try_fifo(*p).is_ok())
                 .unwrap_or(1);
-            let c = c.data(serde_json::json!({ "max_ok": max }));
+            let c = c.with_data(data_of(FifoMax {
+                max_ok: i64::from(max),
+            }));
             if max == 99 {
                 c.pass("works: set and read back at priorities 1 and 99 on a probe thread")
             } else {

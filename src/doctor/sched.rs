@@ -1,10 +1,11 @@
 //! Scheduler knobs: RT throttling, the fair server, RT_PUSH_IPI and HRTICK, and
 //! whether sched features can be read and written (and if not, why).
 
-use super::Check;
 use super::ctx::{CHECK_LOCKDOWN, Ctx};
 use super::source::{Source, describe_err, read_trim};
+use super::{Check, data_of};
 use crate::knobs::knob::{FEATURES_PATHS, parse_features};
+use serde::{Deserialize, Serialize};
 use std::io;
 
 const AREA: &str = "sched";
@@ -161,6 +162,13 @@ pub fn checks(src: &dyn Source, ctx: &Ctx) -> Vec<Check> {
     ]
 }
 
+/// sched.rt_throttling's data (-1: throttling off).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RtThrottling {
+    pub sched_rt_period_us: Option<i64>,
+    pub sched_rt_runtime_us: i64,
+}
+
 fn rt_throttling(src: &dyn Source) -> Check {
     let c = Check::new(
         AREA,
@@ -178,7 +186,10 @@ fn rt_throttling(src: &dyn Source) -> Check {
         return c.na(format!("sched_rt_runtime_us is not a number: '{rt}'"));
     };
     let period_us = period.as_deref().and_then(|p| p.parse::<i64>().ok());
-    let c = c.data(serde_json::json!({"sched_rt_runtime_us": rt, "sched_rt_period_us": period_us}));
+    let c = c.with_data(data_of(RtThrottling {
+        sched_rt_period_us: period_us,
+        sched_rt_runtime_us: rt,
+    }));
     if rt < 0 {
         return c.pass(
             "off (sched_rt_runtime_us = -1): RT threads may take a whole CPU; a runaway one \
@@ -205,6 +216,14 @@ fn rt_throttling(src: &dyn Source) -> Check {
     } else {
         c.pass(found)
     }
+}
+
+/// One CPU's fair server, as read (sched.fair_server's data is a list of them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FairServer {
+    pub cpu: String,
+    pub period_ns: String,
+    pub runtime_ns: String,
 }
 
 fn fair_server(src: &dyn Source, ctx: &Ctx) -> Check {
@@ -273,11 +292,21 @@ fn fair_server(src: &dyn Source, ctx: &Ctx) -> Check {
         .join("; ");
     let off = vals.iter().all(|v| v.1 == "0");
     c.pass(if off { format!("off: {found}") } else { found })
-        .data(serde_json::json!(
-            vals.iter()
-                .map(|(c, r, p)| serde_json::json!({"cpu": c, "runtime_ns": r, "period_ns": p}))
-                .collect::<Vec<_>>()
+        .with_data(data_of(
+            vals.into_iter()
+                .map(|(cpu, runtime_ns, period_ns)| FairServer {
+                    cpu,
+                    period_ns,
+                    runtime_ns,
+                })
+                .collect::<Vec<_>>(),
         ))
+}
+
+/// A sched feature's data (sched.rt_push_ipi, sched.hrtick).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeatureOn {
+    pub on: bool,
 }
 
 fn feature(f: &Features, id: &'static str, name: &'static str, why: &'static str) -> Check {
@@ -290,7 +319,7 @@ fn feature(f: &Features, id: &'static str, name: &'static str, why: &'static str
             let Some((_, on)) = list.iter().find(|(n, _)| n == name) else {
                 return c.na(format!("this kernel has no {name} feature in {path}"));
             };
-            let c = c.data(serde_json::json!({ "on": on }));
+            let c = c.with_data(data_of(FeatureOn { on: *on }));
             match (name, on) {
                 ("RT_PUSH_IPI", true) => c.pass(format!("on ({path})")),
                 ("RT_PUSH_IPI", false) => c.warn(
@@ -302,6 +331,18 @@ fn feature(f: &Features, id: &'static str, name: &'static str, why: &'static str
             }
         }
     }
+}
+
+/// sched.features' data: whether the features file could be read and written, and
+/// when not, why (and whether lockdown is the reason).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeaturesAccess {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lockdown: Option<bool>,
+    pub readable: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub writable: bool,
 }
 
 fn features_access(f: &Features) -> Check {
@@ -322,7 +363,12 @@ fn features_access(f: &Features) -> Check {
                 "readable and writable ({path}, {} features)",
                 list.len()
             ))
-            .data(serde_json::json!({"readable": true, "writable": true})),
+            .with_data(data_of(FeaturesAccess {
+                lockdown: None,
+                readable: true,
+                reason: None,
+                writable: true,
+            })),
         Features::Read {
             path,
             writable: Err(e),
@@ -332,13 +378,23 @@ fn features_access(f: &Features) -> Check {
                 format!("readable but not writable ({path}): {e}"),
                 "run as root (sudo)",
             )
-            .data(serde_json::json!({"readable": true, "writable": false, "reason": e})),
+            .with_data(data_of(FeaturesAccess {
+                lockdown: None,
+                readable: true,
+                reason: Some(e.clone()),
+                writable: false,
+            })),
         Features::Unreadable {
             reason,
             lockdown,
             fix,
         } => {
-            let c = c.data(serde_json::json!({"readable": false, "writable": false, "reason": reason, "lockdown": lockdown}));
+            let c = c.with_data(data_of(FeaturesAccess {
+                lockdown: Some(*lockdown),
+                readable: false,
+                reason: Some(reason.clone()),
+                writable: false,
+            }));
             let found = format!("not readable or writable: {reason}");
             if *lockdown {
                 c.fail(found, fix.clone())

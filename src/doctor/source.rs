@@ -5,8 +5,30 @@
 
 pub use super::probe::JackAnswer;
 use std::collections::BTreeMap;
+use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
+
+/// Why a probe gave no answer. A recorded machine that has no result for a probe makes
+/// its check n/a; a probe that ran and failed is a finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProbeError {
+    /// A recorded machine has no result for this probe (what it probes is named).
+    NotRecorded(&'static str),
+    /// The probe ran and failed: why, said for a reader.
+    Failed(String),
+}
+
+impl fmt::Display for ProbeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProbeError::NotRecorded(what) => write!(f, "{what}: not recorded for this machine"),
+            ProbeError::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for ProbeError {}
 
 /// What the checks may read or try. Everything is read-only: the probes that act
 /// (SCHED_FIFO, PI futex) do so on a short-lived thread of this process only.
@@ -18,18 +40,18 @@ pub trait Source {
     /// Opens for writing without writing, to learn whether a write would be allowed.
     fn probe_write(&self, path: &str) -> io::Result<()>;
     /// Sets SCHED_FIFO at `prio` on a short-lived thread and back; Err says why not.
-    fn try_fifo(&self, prio: i32) -> Result<(), String>;
+    fn try_fifo(&self, prio: i32) -> Result<(), ProbeError>;
     /// Takes a PTHREAD_PRIO_INHERIT mutex contended, so the kernel's PI futex path runs.
-    fn pi_futex(&self) -> Result<String, String>;
+    fn pi_futex(&self) -> Result<String, ProbeError>;
     /// clock_getres(CLOCK_MONOTONIC) in ns.
-    fn clock_res_ns(&self) -> Result<u64, String>;
+    fn clock_res_ns(&self) -> Result<u64, ProbeError>;
     /// The kernel log (dmesg), for the lockdown line printed at boot.
-    fn kernel_log(&self) -> Result<String, String>;
+    fn kernel_log(&self) -> Result<String, ProbeError>;
     /// Connects to the default JACK server without starting one, bounded in time.
-    fn jack(&self) -> Result<JackAnswer, String>;
+    fn jack(&self) -> Result<JackAnswer, ProbeError>;
     /// `pw-dump` of the PipeWire this process would reach (JSON text).
-    fn pipewire_dump(&self) -> Result<String, String> {
-        Err(not_recorded("pw-dump"))
+    fn pipewire_dump(&self) -> Result<String, ProbeError> {
+        Err(ProbeError::NotRecorded("pw-dump"))
     }
 }
 
@@ -93,23 +115,23 @@ impl Source for Live {
             .open(self.p(path))
             .map(|_| ())
     }
-    fn try_fifo(&self, prio: i32) -> Result<(), String> {
-        super::probe::try_fifo(prio)
+    fn try_fifo(&self, prio: i32) -> Result<(), ProbeError> {
+        super::probe::try_fifo(prio).map_err(ProbeError::Failed)
     }
-    fn pi_futex(&self) -> Result<String, String> {
-        super::probe::pi_futex()
+    fn pi_futex(&self) -> Result<String, ProbeError> {
+        super::probe::pi_futex().map_err(ProbeError::Failed)
     }
-    fn clock_res_ns(&self) -> Result<u64, String> {
-        super::probe::clock_res_ns()
+    fn clock_res_ns(&self) -> Result<u64, ProbeError> {
+        super::probe::clock_res_ns().map_err(ProbeError::Failed)
     }
-    fn kernel_log(&self) -> Result<String, String> {
-        super::probe::kernel_log()
+    fn kernel_log(&self) -> Result<String, ProbeError> {
+        super::probe::kernel_log().map_err(ProbeError::Failed)
     }
-    fn jack(&self) -> Result<JackAnswer, String> {
-        super::probe::jack(std::time::Duration::from_secs(2))
+    fn jack(&self) -> Result<JackAnswer, ProbeError> {
+        super::probe::jack(std::time::Duration::from_secs(2)).map_err(ProbeError::Failed)
     }
-    fn pipewire_dump(&self) -> Result<String, String> {
-        super::audio::pw_dump_live(std::time::Duration::from_secs(3))
+    fn pipewire_dump(&self) -> Result<String, ProbeError> {
+        super::audio::pw_dump_live(std::time::Duration::from_secs(3)).map_err(ProbeError::Failed)
     }
 }
 
@@ -200,9 +222,9 @@ impl Recorded {
         self.werr.insert(path.to_string(), errno);
         self
     }
-    /// Sets probe results (same shape as probes.json).
-    pub fn probes(mut self, v: serde_json::Value) -> Recorded {
-        self.probes = v;
+    /// Sets probe results: the text of a probes.json.
+    pub fn probes(mut self, json: &str) -> Recorded {
+        self.probes = serde_json::from_str(json).expect("probes are JSON");
         self
     }
 
@@ -237,10 +259,6 @@ impl Recorded {
     fn probe(&self, key: &str) -> Option<&serde_json::Value> {
         self.probes.get(key)
     }
-}
-
-fn not_recorded(what: &str) -> String {
-    format!("{what}: not recorded for this machine")
 }
 
 impl Source for Recorded {
@@ -302,35 +320,35 @@ impl Source for Recorded {
         }
         self.read_bytes(path).map(|_| ())
     }
-    fn try_fifo(&self, prio: i32) -> Result<(), String> {
+    fn try_fifo(&self, prio: i32) -> Result<(), ProbeError> {
         let p = self
             .probe("sched_fifo")
-            .ok_or_else(|| not_recorded("SCHED_FIFO"))?;
+            .ok_or(ProbeError::NotRecorded("SCHED_FIFO"))?;
         if let Some(e) = p.get("error").and_then(|e| e.as_str()) {
-            return Err(e.to_string());
+            return Err(ProbeError::Failed(e.to_string()));
         }
         match p.get("max_ok").and_then(|m| m.as_i64()) {
             Some(m) if i64::from(prio) <= m => Ok(()),
-            Some(_) => Err("Operation not permitted (EPERM)".into()),
-            None => Err(not_recorded("SCHED_FIFO")),
+            Some(_) => Err(ProbeError::Failed("Operation not permitted (EPERM)".into())),
+            None => Err(ProbeError::NotRecorded("SCHED_FIFO")),
         }
     }
-    fn pi_futex(&self) -> Result<String, String> {
+    fn pi_futex(&self) -> Result<String, ProbeError> {
         recorded_result(self.probe("pi_futex"), "PI futex")
     }
-    fn clock_res_ns(&self) -> Result<u64, String> {
+    fn clock_res_ns(&self) -> Result<u64, ProbeError> {
         self.probe("clock_res_ns")
             .and_then(|v| v.as_u64())
-            .ok_or_else(|| not_recorded("clock resolution"))
+            .ok_or(ProbeError::NotRecorded("clock resolution"))
     }
-    fn kernel_log(&self) -> Result<String, String> {
+    fn kernel_log(&self) -> Result<String, ProbeError> {
         self.read("/probes/dmesg")
-            .map_err(|_| not_recorded("kernel log"))
+            .map_err(|_| ProbeError::NotRecorded("kernel log"))
     }
-    fn jack(&self) -> Result<JackAnswer, String> {
-        let p = self.probe("jack").ok_or_else(|| not_recorded("JACK"))?;
+    fn jack(&self) -> Result<JackAnswer, ProbeError> {
+        let p = self.probe("jack").ok_or(ProbeError::NotRecorded("JACK"))?;
         if let Some(e) = p.get("error").and_then(|e| e.as_str()) {
-            return Err(e.to_string());
+            return Err(ProbeError::Failed(e.to_string()));
         }
         let num = |k: &str| p.get(k).and_then(|v| v.as_u64()).unwrap_or(0) as u32;
         Ok(JackAnswer {
@@ -348,21 +366,24 @@ impl Source for Recorded {
                 .map(str::to_string),
         })
     }
-    fn pipewire_dump(&self) -> Result<String, String> {
+    fn pipewire_dump(&self) -> Result<String, ProbeError> {
         let p = self
             .probe("pipewire_dump")
-            .ok_or_else(|| not_recorded("pw-dump"))?;
+            .ok_or(ProbeError::NotRecorded("pw-dump"))?;
         Ok(p.to_string())
     }
 }
 
-fn recorded_result(v: Option<&serde_json::Value>, what: &str) -> Result<String, String> {
-    let v = v.ok_or_else(|| not_recorded(what))?;
+fn recorded_result(
+    v: Option<&serde_json::Value>,
+    what: &'static str,
+) -> Result<String, ProbeError> {
+    let v = v.ok_or(ProbeError::NotRecorded(what))?;
     if let Some(e) = v.get("error").and_then(|e| e.as_str()) {
-        return Err(e.to_string());
+        return Err(ProbeError::Failed(e.to_string()));
     }
     v.get("ok")
         .and_then(|e| e.as_str())
         .map(str::to_string)
-        .ok_or_else(|| not_recorded(what))
+        .ok_or(ProbeError::NotRecorded(what))
 }

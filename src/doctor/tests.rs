@@ -4,7 +4,6 @@
 
 use super::source::{Recorded, Source};
 use super::*;
-use serde_json::json;
 use std::path::PathBuf;
 
 const QUICK: Mode = Mode {
@@ -26,8 +25,8 @@ fn get<'a>(v: &'a [Check], id: &str) -> &'a Check {
         .unwrap_or_else(|| panic!("no check {id}"))
 }
 
-fn ids(v: &[Check]) -> Vec<&'static str> {
-    v.iter().map(|c| c.id).collect()
+fn ids(v: &[Check]) -> Vec<String> {
+    v.iter().map(|c| c.id.clone()).collect()
 }
 
 #[test]
@@ -44,7 +43,8 @@ fn host_names_lockdown_cpus_preemption_throttling_and_no_sound() {
     let cpus = get(&v, "cpus.online");
     assert_eq!(cpus.status, Status::Pass);
     assert_eq!(cpus.data["count"], 2);
-    assert_eq!(cpus.data["online"], json!([0, 1]));
+    let online = data_as::<cpus::Online>(cpus).unwrap();
+    assert_eq!((online.count, online.online), (2, vec![0, 1]));
     assert!(cpus.found.starts_with("2 online {0,1}"), "{}", cpus.found);
     let p = get(&v, "kernel.preemption");
     assert_eq!(p.data["model"], "none");
@@ -146,7 +146,10 @@ fn guest_shows_writable_features_and_the_dummy_and_loopback_cards() {
             .contains("echo RT_PUSH_IPI > /sys/kernel/debug/sched/features")
     );
     let hr = get(&v, "sched.hrtick");
-    assert_eq!((hr.status, &hr.data["on"]), (Status::Pass, &json!(false)));
+    assert_eq!(
+        (hr.status, &hr.data["on"]),
+        (Status::Pass, &serde_json::Value::Bool(false))
+    );
     let fs = get(&v, "sched.fair_server");
     assert_eq!(fs.status, Status::Pass);
     assert_eq!(fs.found, "runtime 50 ms per 1000 ms on all 4 CPUs");
@@ -311,7 +314,7 @@ fn jack_and_pipewire_from_processes_and_the_probe() {
             "jackd\x00-n\x00studio\x00-R\x00-P\x0070\x00-d\x00alsa\x00-r\x0048000\x00-p\x00128\x00",
         )
         .file("/proc/701/comm", "pipewire\n")
-        .probes(json!({"jack": {"server": "studio", "rate": 48000, "period": 128}}));
+        .probes(r#"{"jack": {"server": "studio", "rate": 48000, "period": 128}}"#);
     let v = collect(&s, QUICK);
     let j = get(&v, "audio.jack");
     assert_eq!(j.status, Status::Pass);
@@ -333,7 +336,7 @@ fn jack_and_pipewire_from_processes_and_the_probe() {
     assert!(j.found.contains("; jackd 'studio' (pid 700"), "{}", j.found);
     assert_eq!(get(&v, "audio.pipewire").status, Status::Warn);
     // Only another, named server runs: say how to select it.
-    let s = s.probes(json!({"jack": {"error": "no JACK server 'default' answered"}}));
+    let s = s.probes(r#"{"jack": {"error": "no JACK server 'default' answered"}}"#);
     let j = get(&collect(&s, FULL), "audio.jack").clone();
     assert_eq!(j.status, Status::Warn, "{j:?}");
     assert_eq!(
@@ -343,7 +346,7 @@ fn jack_and_pipewire_from_processes_and_the_probe() {
     // The default server's jackd runs but does not answer: fail.
     let s = Recorded::empty()
         .file("/proc/700/comm", "jackd\n")
-        .probes(json!({"jack": {"error": "no JACK server 'default' answered"}}));
+        .probes(r#"{"jack": {"error": "no JACK server 'default' answered"}}"#);
     assert_eq!(get(&collect(&s, FULL), "audio.jack").status, Status::Fail);
 }
 
@@ -401,7 +404,7 @@ fn an_unprivileged_user_gets_warnings_with_fixes() {
         .file("/etc/group", "audio:x:29:\n")
         .file("/sys/kernel/debug/sched/features", "RT_PUSH_IPI NO_HRTICK\n")
         .file("/sys/kernel/security/lockdown", "[none] integrity confidentiality\n")
-        .probes(json!({"sched_fifo": {"error": "Operation not permitted (EPERM)"}}));
+        .probes(r#"{"sched_fifo": {"error": "Operation not permitted (EPERM)"}}"#);
     let v = collect(&s, QUICK);
     assert_eq!(get(&v, "rights.rtprio").status, Status::Fail);
     assert!(
@@ -583,7 +586,7 @@ fn live_probes_restore_and_leave_no_threads() {
         "the calling thread's policy is unchanged"
     );
     let v = findings_for_run();
-    assert!(v["checks"].as_array().unwrap().len() == 27);
+    assert!(v.checks.len() == 27);
     let names: Vec<String> = std::fs::read_dir("/proc/self/task")
         .unwrap()
         .flatten()
@@ -660,4 +663,67 @@ fn features_readable_but_write_refused_as_root_warns_with_the_error() {
     );
     assert_eq!(f.data["writable"], false);
     assert_eq!(get(&v, "sched.hrtick").data["on"], true);
+}
+
+/// A probe that ran and failed is a finding even when the system's reason happens to
+/// say "not recorded"; only a probe a recorded machine lacks makes its check n/a (the
+/// checks once told the two apart by the message's text).
+#[test]
+fn a_failed_probe_is_told_from_one_not_recorded_by_its_type() {
+    let s = Recorded::empty()
+        .probes(r#"{"sched_fifo": {"error": "policy not recorded by the kernel"}, "pi_futex": {"error": "FUTEX_LOCK_PI: not recorded"}}"#);
+    let v = collect(&s, FULL);
+    let f = get(&v, "rights.sched_fifo");
+    assert_eq!(f.status, Status::Fail, "{f:?}");
+    assert_eq!(
+        f.found,
+        "cannot be set, even at priority 1: policy not recorded by the kernel"
+    );
+    assert_eq!(get(&v, "kernel.pi_futex").status, Status::Fail);
+    // Not recorded at all: n/a, with the message it always had.
+    let v = collect(&Recorded::empty(), FULL);
+    for (id, found) in [
+        (
+            "rights.sched_fifo",
+            "SCHED_FIFO: not recorded for this machine",
+        ),
+        ("kernel.pi_futex", "PI futex: not recorded for this machine"),
+        (
+            "kernel.hrtimers",
+            "clock resolution: not recorded for this machine",
+        ),
+        ("audio.jack", "JACK: not recorded for this machine"),
+    ] {
+        let c = get(&v, id);
+        assert_eq!((c.status, c.found.as_str()), (Status::Na, found), "{id}");
+    }
+}
+
+/// The doctor builds run.json's doctor section as the results format's type: written
+/// and read back through that type, every machine's findings are equal to themselves,
+/// and the data the rig needs read back as the types that wrote them.
+#[test]
+fn the_doctor_section_reads_back_equal_to_itself() {
+    for name in ["host", "host-mounted", "guest", "guest-recorded"] {
+        let s = DoctorSection::new(collect(&fixture(name), FULL));
+        assert_eq!(s.checks.len(), 27, "{name}");
+        let back: DoctorSection =
+            serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(back, s, "{name}");
+    }
+    let v = collect(&fixture("host"), FULL);
+    assert_eq!(
+        data_as::<rights::FifoMax>(get(&v, "rights.sched_fifo")),
+        Some(rights::FifoMax { max_ok: 99 })
+    );
+    assert_eq!(
+        data_as::<sched::RtThrottling>(get(&v, "sched.rt_throttling")),
+        Some(sched::RtThrottling {
+            sched_rt_period_us: Some(1_000_000),
+            sched_rt_runtime_us: 950_000
+        })
+    );
+    // A check that could not be made has no data to read.
+    let none = collect(&Recorded::empty(), QUICK);
+    assert_eq!(data_as::<cpus::Online>(get(&none, "cpus.online")), None);
 }

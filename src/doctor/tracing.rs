@@ -1,8 +1,9 @@
 //! Tracing: tracefs mounted and the sched events the trace instrument uses.
 
-use super::Check;
 use super::ctx::Ctx;
 use super::source::{Source, describe_err};
+use super::{Check, data_of};
+use serde::{Deserialize, Serialize};
 
 const AREA: &str = "tracing";
 /// The events the trace instrument enables.
@@ -60,6 +61,15 @@ fn tracefs(ctx: &Ctx) -> (Check, Option<String>) {
     }
 }
 
+/// tracing.sched_events' data: the events directory, how many sched events it has and
+/// which of `EVENTS` it lacks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SchedEvents {
+    pub count: usize,
+    pub dir: String,
+    pub missing: Vec<String>,
+}
+
 fn sched_events(src: &dyn Source, dir: Option<&str>) -> Check {
     let c = Check::new(
         AREA,
@@ -87,7 +97,11 @@ fn sched_events(src: &dyn Source, dir: Option<&str>) -> Check {
         .filter(|e| !have.iter().any(|h| h == e))
         .collect();
     let n = have.iter().filter(|h| h.starts_with("sched_")).count();
-    let c = c.data(serde_json::json!({"dir": ev, "count": n, "missing": missing}));
+    let c = c.with_data(data_of(SchedEvents {
+        count: n,
+        dir: ev.clone(),
+        missing: missing.iter().map(|m| m.to_string()).collect(),
+    }));
     if missing.is_empty() {
         c.pass(format!("{ev}: {n} events, including {}", EVENTS.join(", ")))
     } else {

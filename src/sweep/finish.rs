@@ -7,9 +7,7 @@ use crate::output::provenance::{self, sha256_hex};
 use crate::output::summary::{self};
 use crate::output::{self, console, table};
 use crate::rig::{self};
-use results::run::{
-    DoctorSection, InstrumentsSection, ProfileInfo, RigInfo, RunDoc, SettingInfo, VariantInfo,
-};
+use results::run::{InstrumentsSection, ProfileInfo, RigInfo, RunDoc, SettingInfo, VariantInfo};
 
 /// What a rig kind adds to run.json beside what every run has.
 #[derive(Default)]
@@ -77,11 +75,8 @@ pub fn run_json(p: &Prepared, sw: &Swept, extra: RunExtra) -> RunDoc {
         interrupted: sw.interrupted,
         error: sw.fatal.clone(),
         mlockall: Some(results::run::Mlockall::from_result(sw.mlockall.clone())),
-        // The doctor writes its own JSON (also `xrunrig doctor --json`); run.json keeps
-        // it as the results format's doctor section.
-        doctor: serde_json::from_value::<Option<DoctorSection>>(crate::doctor::findings_for_run())
-            .ok()
-            .flatten(),
+        // The doctor builds the results format's doctor section itself.
+        doctor: Some(crate::doctor::findings_for_run()),
         instruments: extra.instruments,
         livefx: extra.livefx,
         guest: None,

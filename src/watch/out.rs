@@ -213,9 +213,7 @@ impl Sink {
             kernel: Some(crate::output::provenance::kernel()),
             cpus: Some(crate::output::provenance::cpus()),
             interrupted: f.ended == "interrupted",
-            doctor: serde_json::from_value(crate::doctor::findings_for_run())
-                .ok()
-                .flatten(),
+            doctor: Some(crate::doctor::findings_for_run()),
             knobs_original: self.restored.clone(),
             watch: Some(WatchSection {
                 server: f.server.into(),
