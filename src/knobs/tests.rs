@@ -368,15 +368,18 @@ fn rr_knob() -> Knob {
     }
 }
 
-fn write_raw_journal(dir: &Path, boot: Option<&str>, version: u32, entries: serde_json::Value) {
-    let mut j = serde_json::json!({
-        "version": version, "pid": 999_999_999u32, "started": "2026-01-01T00:00:00Z",
-        "command": "xrunrig run x", "entries": entries,
-    });
-    if let Some(b) = boot {
-        j["boot_id"] = b.into();
-    }
-    std::fs::write(journal_path(dir), j.to_string()).unwrap();
+/// A journal written by hand, as a forger or another version would: `entries` is the
+/// entries array's JSON text (not the typed journal, which could not hold a forgery).
+fn write_raw_journal(dir: &Path, boot: Option<&str>, version: u32, entries: &str) {
+    let boot = boot
+        .map(|b| format!(r#""boot_id": "{b}", "#))
+        .unwrap_or_default();
+    let j = format!(
+        r#"{{{boot}"version": {version}, "pid": 999999999, "started": "2026-01-01T00:00:00Z",
+            "command": "xrunrig run x", "entries": {entries}}}"#
+    );
+    let _: serde_json::Value = serde_json::from_str(&j).expect("the test's journal is JSON");
+    std::fs::write(journal_path(dir), j).unwrap();
 }
 
 #[test]
@@ -440,8 +443,8 @@ fn a_newer_journal_version_is_refused_with_what_to_do() {
         &dir,
         Some("boot-a"),
         99,
-        serde_json::json!([{"knob": {"kind": "sysctl", "name": "kernel.sched_rr_timeslice_ms",
-            "path": "/proc/sys/kernel/sched_rr_timeslice_ms"}, "original": "5"}]),
+        r#"[{"knob": {"kind": "sysctl", "name": "kernel.sched_rr_timeslice_ms",
+            "path": "/proc/sys/kernel/sched_rr_timeslice_ms"}, "original": "5"}]"#,
     );
     let e = recover(&io, &sd(&dir)).unwrap_err();
     assert!(e.contains("version is 99"), "{e}");
@@ -464,14 +467,15 @@ fn restore_refuses_entries_off_the_fixed_list_and_writes_the_rest() {
         "/proc/sys/kernel/sched_rr_timeslice_ms".into(),
         "37\n".into(),
     );
+    // The second entry is a listed name with another path: the path is what resolving
+    // gives, or nothing.
     write_raw_journal(
         &dir,
         Some("boot-a"),
         2,
-        serde_json::json!([
+        r#"[
             {"knob": {"kind": "sysctl", "name": "kernel.sched_rr_timeslice_ms",
                 "path": "/proc/sys/kernel/sched_rr_timeslice_ms"}, "original": "100"},
-            // A listed name with another path: the path is what resolving gives, or nothing.
             {"knob": {"kind": "sysctl", "name": "kernel.sched_rt_runtime_us",
                 "path": "/etc/shadow"}, "original": "root::0:"},
             {"knob": {"kind": "sysctl", "name": "kernel.core_pattern",
@@ -481,8 +485,8 @@ fn restore_refuses_entries_off_the_fixed_list_and_writes_the_rest() {
             {"knob": {"kind": "feature", "name": "NOT_IN_KERNEL",
                 "path": "/sys/kernel/debug/sched/features"}, "original": "on"},
             {"knob": {"kind": "feature", "name": "HRTICK",
-                "path": "/etc/shadow"}, "original": "on"},
-        ]),
+                "path": "/etc/shadow"}, "original": "on"}
+        ]"#,
     );
     let e = recover(&io, &sd(&dir)).unwrap_err();
     assert_eq!(e.matches("refused, not written").count(), 5, "{e}");
