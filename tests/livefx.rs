@@ -161,7 +161,7 @@ fn check_control(r: &Run) {
     assert_eq!(row["injected"], 0);
     // On a kernel without preemption (the doctor's kernel.preemption FAIL: 'none') a
     // woken worker waits for whatever system call holds its CPU: on this 2-vCPU VM 5 and
-    // 20 misses in 469 cycles in 2 of 10 runs, each "fx.0 had not woken up" or preempted
+    // 20 misses in 469 cycles in 2 of 11 runs, each "fx.0 had not woken up" or preempted
     // mid-work, late by 20-46 ms. There the control bounds them (a rig whose work did not
     // fit would miss every cycle); on a preemptible kernel it requires none.
     let run: Value =
