@@ -518,8 +518,14 @@ fn jack_without_a_server_is_refused_before_anything_changes() {
 
 /// The inversion rig: live workers need a bus lock that a low-priority worker holds
 /// while a FIFO 40 hog preempts it. With a PI bus the holder is boosted and the cycles
-/// stay on time; without PI they miss. The gap is wide (1 against 245 in 10 s here), so
-/// the assertion holds under other load.
+/// stay on time; without PI they miss, and the tool blames the bus and its holder.
+///
+/// Three trials, compared by their medians: the host of a VM stalls the guest's vCPUs
+/// now and then, and a stall lands in whichever variant is running. Measured on this
+/// 2-CPU VM (6 runs of `--trials 3 --duration 5s`): PI 0-9 misses per trial with one
+/// trial of 189 during a stall (no-PI's trial beside it: 224); no-PI 103-168 otherwise.
+/// A single trial compared once failed CI (a stall in the PI trial); a median of three
+/// needs two such trials.
 #[test]
 fn pi_locks_keep_the_inversion_rig_on_time() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -535,6 +541,8 @@ fn pi_locks_keep_the_inversion_rig_on_time() {
             "clock",
             "--duration",
             "5 s",
+            "--trials",
+            "3",
             "--out",
         ])
         .arg(&dir)
@@ -547,24 +555,43 @@ fn pi_locks_keep_the_inversion_rig_on_time() {
     );
     assert_eq!(o.status.code(), Some(0));
     let s = summary(&dir);
-    let misses = |v: &str| {
-        s["rows"]
+    let median = |v: &str| {
+        let mut m: Vec<u64> = s["trials"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|r| r["variant"] == v)
-            .unwrap()["deadline_misses"]
-            .as_u64()
-            .unwrap()
+            .filter(|t| t["variant"] == v)
+            .map(|t| t["deadline_misses"].as_u64().unwrap())
+            .collect();
+        assert_eq!(m.len(), 3, "three trials of {v}");
+        m.sort_unstable();
+        m[1]
     };
-    let (pi, no_pi) = (misses("pi"), misses("no-pi"));
+    let (pi, no_pi) = (median("pi"), median("no-pi"));
     assert!(
         no_pi >= 20,
-        "without PI the inversion makes cycles miss: {no_pi}"
+        "without PI the inversion makes cycles miss: median {no_pi}"
     );
     assert!(
         no_pi > 3 * pi,
-        "PI keeps them on time: pi {pi}, no-pi {no_pi}"
+        "PI keeps them on time: median pi {pi}, no-pi {no_pi}"
+    );
+    // The tool says why: most of no-PI's misses are a live worker waiting on the bus
+    // that 'ahead' held (measured: 339-399 of 345-500 per run).
+    let ev = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    let (mut misses, mut on_bus) = (0, 0);
+    for l in ev.lines() {
+        let e: Value = serde_json::from_str(l).unwrap();
+        if e["variant"] == "no-pi" && e["kind"] == "deadline_miss" {
+            misses += 1;
+            if e["lock"] == "bus" && e["holder"] == "ahead" {
+                on_bus += 1;
+            }
+        }
+    }
+    assert!(
+        on_bus * 2 > misses,
+        "{on_bus} of {misses} no-PI misses blamed on the bus holder"
     );
 }
 

@@ -174,10 +174,10 @@ fn pipewire_overruns_are_counted_as_pw_top_counts_and_explained() {
         );
     }
     // None invented: every late cycle reported overlaps an overrun (a cycle's slack).
-    let right = events
+    let away: Vec<&Value> = events
         .iter()
         .filter(|e| {
-            truth.iter().any(|w| {
+            !truth.iter().any(|w| {
                 let slack = 25_000_000;
                 let (s, dl) = (
                     e["cycle_start_ns"].as_u64().unwrap_or(0),
@@ -186,12 +186,25 @@ fn pipewire_overruns_are_counted_as_pw_top_counts_and_explained() {
                 s <= w.1 + slack && dl + slack >= w.0
             })
         })
-        .count();
-    assert_eq!(right, events.len(), "late cycles away from any overrun");
-    let selfs = events.iter().filter(|e| e["cause"] == "self").count();
+        .collect();
     assert!(
-        selfs * 10 >= events.len() * 9,
-        "{selfs} of {} named self",
+        away.is_empty(),
+        "late cycles away from any overrun: {away:?}; overruns {truth:?}"
+    );
+    // Of those the recorder saw, nine in ten or more are named self. Those it did not see:
+    // on this host (no snapshot buffer) each freeze stops tracing for up to ~50 ms while
+    // the ring is read, and an overrun every 0.85 s meets one now and then (measured in
+    // 8 runs: 0-3 of 19-20 late cycles "no-trace"); they must stay the exception.
+    let selfs = events.iter().filter(|e| e["cause"] == "self").count();
+    let unseen = events.iter().filter(|e| e["cause"] == "no-trace").count();
+    assert!(
+        selfs * 10 >= (events.len() - unseen) * 9,
+        "{selfs} of {} seen late cycles named self",
+        events.len() - unseen
+    );
+    assert!(
+        unseen * 4 <= events.len(),
+        "{unseen} of {} late cycles unseen by the recorder",
         events.len()
     );
 }

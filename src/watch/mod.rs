@@ -422,15 +422,19 @@ fn handle(
             )
         } else {
             let e = explain::explain(&recs, &cands, audio);
-            match (e.cycle, recorder.as_ref()) {
-                (Some(c), Some(r)) if r.blind_during(c.start_ns, c.deadline_ns) => {
-                    explain::no_trace(
-                        &cands,
-                        "tracing was off during this cycle (no snapshot buffer on this kernel: \
-                         the ring is read with tracing stopped)",
-                    )
-                }
-                _ => e,
+            let blind = |c: &explain::Cycle| {
+                recorder
+                    .as_ref()
+                    .is_some_and(|r| r.blind_during(c.start_ns, c.deadline_ns))
+            };
+            if told_from_a_blind_stretch(&e, &cands, blind) {
+                explain::no_trace(
+                    &cands,
+                    "tracing was off during this cycle (no snapshot buffer on this kernel: \
+                     the ring is read with tracing stopped)",
+                )
+            } else {
+                e
             }
         };
         if kept.is_none()
@@ -440,5 +444,48 @@ fn handle(
             kept = sink.keep_window(w);
         }
         sink.xrun(&e, p.t_ns, source, kept.clone(), blind);
+    }
+}
+
+/// Whether `e` rests on a stretch the recorder did not see: the cycle it names, or, for
+/// "nothing was behind", any cycle it looked at (a thread still busy with the cycle
+/// before, unseen, looks like nothing behind in this one).
+fn told_from_a_blind_stretch(
+    e: &Explained,
+    cands: &[explain::Cycle],
+    blind: impl Fn(&explain::Cycle) -> bool,
+) -> bool {
+    if e.cause == results::watch::Cause::Unexplained {
+        cands.iter().any(&blind)
+    } else {
+        e.cycle.as_ref().is_some_and(blind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_behind_is_not_claimed_when_the_cycle_before_was_unseen() {
+        let c = |s: u64| explain::Cycle {
+            start_ns: s,
+            deadline_ns: s + 10,
+            frame: None,
+        };
+        let cands = [c(0), c(10)];
+        let nothing = explain::explain(&[], &cands, &[]);
+        assert_eq!(nothing.cause, results::watch::Cause::Unexplained);
+        // The cycle before was blind: "nothing behind" cannot be said.
+        assert!(told_from_a_blind_stretch(&nothing, &cands, |x| x.start_ns == 0));
+        assert!(!told_from_a_blind_stretch(&nothing, &cands, |_| false));
+        // A story about a seen cycle stands though an earlier one was blind.
+        let told = Explained {
+            cause: results::watch::Cause::SelfWork,
+            cycle: Some(c(10)),
+            ..nothing.clone()
+        };
+        assert!(!told_from_a_blind_stretch(&told, &cands, |x| x.start_ns == 0));
+        assert!(told_from_a_blind_stretch(&told, &cands, |x| x.start_ns == 10));
     }
 }
