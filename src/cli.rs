@@ -436,7 +436,8 @@ pub struct WatchArgs {
     /// The flight recorder's ring per CPU, KiB (a larger ring reaches further back).
     #[arg(long, default_value_t = 2048, value_parser = clap::value_parser!(u32).range(64..=262_144))]
     pub buffer_kb: u32,
-    /// Stop tracing to read each window even where the kernel has a snapshot buffer.
+    /// Stop tracing to read each window even where the kernel has a snapshot buffer or
+    /// can read the ring while it records.
     #[arg(long)]
     pub no_snapshot: bool,
     /// Print summary.json's document on stdout.

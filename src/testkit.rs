@@ -64,6 +64,17 @@ fn test_name() -> String {
 /// <what>` straight to file descriptor 2 (past libtest's capture) and appended to `log`
 /// (the retries log, [`retry_log`]; a test of the mechanism gives its own).
 pub fn emulator_retry(log: Option<&std::path::Path>, what: &str) {
+    retry_line(log, what);
+}
+
+/// Says that the calling test's run was disturbed by the host, not by the project (a
+/// stretch where the machine itself stalled, measured by the run), and is retried once:
+/// the same `RETRY` line as an emulator fault, counted by `.ci/test` with them.
+pub fn host_retry(what: &str) {
+    retry_line(retry_log().as_deref(), &format!("host disturbance: {what}"));
+}
+
+fn retry_line(log: Option<&std::path::Path>, what: &str) {
     let line = format!("RETRY {}: {}\n", test_name(), what.replace('\n', " "));
     let _ = std::io::stderr().write_all(line.as_bytes());
     if let Some(p) = log

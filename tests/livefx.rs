@@ -88,6 +88,30 @@ fn cycles(dir: &Path, s: &Value) -> Vec<(u32, u64)> {
         .collect()
 }
 
+/// An injected run, run once more (said as a RETRY line, counted by `.ci/test`) when the
+/// host disturbed it: more than one cycle in ten missed without an injection. Quiet, this
+/// VM misses ~0 such cycles; CI once saw 902 of 1829 (workers not woken for the cycle:
+/// the host stalled the VM), and 6 injected overruns went unnoticed in that stretch.
+fn run_injected(tag: &str, args: &[&str], envs: &[(&str, &str)]) -> Run {
+    let r = run(tag, args, envs);
+    let Ok(t) = std::fs::read_to_string(r.dir.join("summary.json")) else {
+        return r;
+    };
+    let s: Value = serde_json::from_str(&t).expect("summary.json parses");
+    let row = &s["rows"][0];
+    let (other, cycles) = (
+        row["misses_not_injected"].as_u64().unwrap_or(0),
+        row["cycles"].as_u64().unwrap_or(0),
+    );
+    if other * 10 <= cycles {
+        return r;
+    }
+    testkit::host_retry(&format!(
+        "{other} of {cycles} cycles missed without an injection"
+    ));
+    run(&format!("{tag}-again"), args, envs)
+}
+
 /// The injected run's checks: returns (injected, misses on other cycles).
 fn check_injected(r: &Run, every: u64) -> (u64, u64) {
     assert_eq!(r.code, 0, "the run succeeds");
@@ -195,7 +219,7 @@ fn clock_injected_overruns_are_all_detected() {
     if !root() {
         return;
     }
-    let r = run(
+    let r = run_injected(
         "clock-inj",
         &[
             "--backend",
@@ -248,7 +272,7 @@ fn jack_injected_overruns_are_all_detected_and_xruns_reported() {
     let Some(j) = support::jackd::PrivateJackd::start("inj", 256) else {
         return;
     };
-    let r = run(
+    let r = run_injected(
         "jack-inj",
         &[
             "--backend",

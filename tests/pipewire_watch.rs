@@ -161,9 +161,9 @@ fn pipewire_overruns_are_counted_as_pw_top_counts_and_explained() {
         );
         s <= w.1 && dl >= w.0
     };
-    // One that fell while the recorder was blind (this host has no snapshot buffer: the
-    // ring is read with tracing stopped, and watch says "no-trace" rather than guess) is
-    // counted but cannot be named; the share named self is checked below.
+    // One that fell while the recorder was blind (tracing stopped while the ring was
+    // read: a kernel with neither a snapshot buffer nor pause-on-trace, or --no-snapshot)
+    // is counted but cannot be named; the share named self is checked below.
     for w in &truth {
         assert!(
             events.iter().any(|e| overlaps(e, w)
@@ -191,10 +191,11 @@ fn pipewire_overruns_are_counted_as_pw_top_counts_and_explained() {
         away.is_empty(),
         "late cycles away from any overrun: {away:?}; overruns {truth:?}"
     );
-    // Of those the recorder saw, nine in ten or more are named self. Those it did not see:
-    // on this host (no snapshot buffer) each freeze stops tracing for up to ~50 ms while
-    // the ring is read, and an overrun every 0.85 s meets one now and then (measured in
-    // 8 runs: 0-3 of 19-20 late cycles "no-trace"); they must stay the exception.
+    // Of those the recorder saw, nine in ten or more are named self. A recorder that
+    // never stops (snapshot swap, or live-read: this host) sees them all; one that stops
+    // to read is blind up to ~50 ms a freeze, and an overrun every 0.85 s meets that now
+    // and then (measured here in that mode, this host's before live-read: 0-3 of 19-20
+    // late cycles "no-trace" in 8 runs), which must stay the exception.
     let selfs = events.iter().filter(|e| e["cause"] == "self").count();
     let unseen = events.iter().filter(|e| e["cause"] == "no-trace").count();
     assert!(
@@ -202,9 +203,15 @@ fn pipewire_overruns_are_counted_as_pw_top_counts_and_explained() {
         "{selfs} of {} seen late cycles named self",
         events.len() - unseen
     );
+    let mode = summary["recorder"]["mode"].as_str().unwrap_or("");
+    let allowed = if mode == "stop-read-rearm" {
+        events.len() / 4
+    } else {
+        0
+    };
     assert!(
-        unseen * 4 <= events.len(),
-        "{unseen} of {} late cycles unseen by the recorder",
+        unseen <= allowed,
+        "{unseen} of {} late cycles unseen by the recorder (mode {mode})",
         events.len()
     );
 }

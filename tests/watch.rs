@@ -39,11 +39,12 @@ fn instances() -> Vec<String> {
 
 /// `xrunrig watch` on server `server` into `out`, started and attached (its trace
 /// instance exists) when this returns.
-fn start_watch(server: &str, out: &Path, state: &Path) -> Child {
+fn start_watch(server: &str, out: &Path, state: &Path, extra: &[&str]) -> Child {
     let child = Command::new(BIN)
         .args(["watch", "--server", server, "--out"])
         .arg(out)
         .args(["--before", "300 ms", "--duration", "120"])
+        .args(extra)
         .env("XRUNRIG_STATE_DIR", state)
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(out.with_extension("stderr")).unwrap())
@@ -127,8 +128,15 @@ fn overlaps(e: &Value, w: &(String, u64, u64, i64, i64)) -> bool {
     s <= w.2 + slack && d + slack >= w.1
 }
 
-fn xruns_logged(j: &PrivateJackd) -> usize {
-    j.log().matches("JackEngine::XRun").count()
+/// jackd's own count of the xruns it told its clients of: (all, the driver's). A client
+/// not finished is "JackEngine::XRun"; the dummy driver's timer woken past a cycle is
+/// "JackTimedDriver::Process XRun" (this VM's stalls), also sent to every client
+/// (jack2's JackTimedDriver::ProcessWait calls NotifyXRun before it logs). Measured:
+/// watch counted 14 where the engine's lines were 13 and the driver's 1.
+fn xruns_logged(j: &PrivateJackd) -> (usize, usize) {
+    let log = j.log();
+    let driver = log.matches("JackTimedDriver::Process XRun").count();
+    (log.matches("JackEngine::XRun").count() + driver, driver)
 }
 
 /// One scenario: the client (and `others`) for `secs` under watch; the watch result,
@@ -139,13 +147,26 @@ struct Scenario {
     client_truth: Vec<(String, u64, u64, i64, i64)>,
     other_truth: Vec<(String, u64, u64, i64, i64)>,
     jackd_xruns: usize,
+    /// Of those, the driver's own (its timer late: no client behind).
+    driver_xruns: usize,
 }
 
 fn scenario(tag: &str, client_args: &[&str], others: &[&[&str]], secs: u32) -> Option<Scenario> {
+    scenario_with(tag, &[], client_args, others, secs)
+}
+
+/// `scenario` with more flags for watch.
+fn scenario_with(
+    tag: &str,
+    watch_args: &[&str],
+    client_args: &[&str],
+    others: &[&[&str]],
+    secs: u32,
+) -> Option<Scenario> {
     let jack = PrivateJackd::start(&format!("w{tag}"), 1024)?;
     let d = tmp(tag);
     let out = d.join("watch");
-    let w = start_watch(&jack.name, &out, &d);
+    let w = start_watch(&jack.name, &out, &d, watch_args);
     let dur = secs.to_string();
     let clog = d.join("client.log");
     let olog = d.join("other.log");
@@ -184,7 +205,8 @@ fn scenario(tag: &str, client_args: &[&str], others: &[&[&str]], secs: u32) -> O
         events,
         client_truth: truth(&clog),
         other_truth: truth(&olog),
-        jackd_xruns: xruns_logged(&jack),
+        jackd_xruns: xruns_logged(&jack).0,
+        driver_xruns: xruns_logged(&jack).1,
     })
 }
 
@@ -192,12 +214,14 @@ fn share(hits: usize, all: usize) -> f64 {
     hits as f64 / all.max(1) as f64
 }
 
-/// Counted as jackd counted, at least a few, and 90 % or more attributed right.
+/// Counted as jackd counted, at least a few, and 90 % or more attributed right: the
+/// culprit's, or "unexplained" for as many as jackd's driver logged of its own (a late
+/// timer has no thread behind it, and watch says so).
 fn check(tag: &str, s: &Scenario, right: impl Fn(&Value) -> bool) {
     let n = s.events.len();
     eprintln!(
-        "{tag}: watch {n} xruns, jackd logged {}; summary by cause {}",
-        s.jackd_xruns, s.summary["by_cause"]
+        "{tag}: watch {n} xruns, jackd logged {} ({} the driver's); summary by cause {}",
+        s.jackd_xruns, s.driver_xruns, s.summary["by_cause"]
     );
     assert_eq!(
         n, s.jackd_xruns,
@@ -205,7 +229,12 @@ fn check(tag: &str, s: &Scenario, right: impl Fn(&Value) -> bool) {
         s.jackd_xruns
     );
     assert!(n >= 5, "{tag}: only {n} xruns: the culprit did not bite");
-    let hits = s.events.iter().filter(|e| right(e)).count();
+    let unexplained = s
+        .events
+        .iter()
+        .filter(|e| !right(e) && e["cause"] == "unexplained")
+        .count();
+    let hits = s.events.iter().filter(|e| right(e)).count() + unexplained.min(s.driver_xruns);
     let wrong: Vec<&Value> = s.events.iter().filter(|e| !right(e)).take(3).collect();
     assert!(
         share(hits, n) >= 0.9,
@@ -270,6 +299,50 @@ fn the_clients_own_overrun_is_self() {
             && s.client_truth
                 .iter()
                 .any(|w| e["late"]["tid"].as_i64() == Some(w.3) && overlaps(e, w))
+    });
+}
+
+/// `--no-snapshot`: the recorder stops tracing to read each window (what a kernel with
+/// neither a snapshot buffer nor pause-on-trace gets), says so and how long it was
+/// blind; an xrun in a blind stretch is counted and called no-trace, the rest named.
+#[test]
+fn a_recorder_that_stops_to_read_says_how_long_it_was_blind() {
+    assert_root(ROOT);
+    let _g = serial();
+    let Some(s) = scenario_with(
+        "stop",
+        &["--no-snapshot"],
+        &[
+            "--work-us",
+            "2000",
+            "--overrun-every",
+            "30",
+            "--overrun-us",
+            "30000",
+        ],
+        &[],
+        8,
+    ) else {
+        return;
+    };
+    let r = &s.summary["recorder"];
+    assert_eq!(r["mode"], "stop-read-rearm", "{r}");
+    let (blind, max) = (
+        r["blind_ns"].as_u64().unwrap(),
+        r["blind_max_ns"].as_u64().unwrap(),
+    );
+    assert!(
+        s.summary["windows_kept"].as_u64().unwrap() > 0,
+        "{}",
+        s.summary
+    );
+    assert!(blind > 0 && max > 0 && max <= blind, "{r}");
+    check("stop", &s, |e| {
+        e["cause"] == "no-trace"
+            || (e["cause"] == "self"
+                && s.client_truth
+                    .iter()
+                    .any(|w| e["late"]["tid"].as_i64() == Some(w.3) && overlaps(e, w)))
     });
 }
 
@@ -346,7 +419,7 @@ fn a_killed_watch_is_cleaned_up_by_the_next_start() {
         return;
     };
     let d = tmp("kill");
-    let w = start_watch(&jack.name, &d.join("w1"), &d);
+    let w = start_watch(&jack.name, &d.join("w1"), &d, &[]);
     let inst = format!("xrunrig-{}", w.id());
     let journal = d.join(format!("trace-journal-{}.json", w.id()));
     assert!(journal.exists());
@@ -354,7 +427,7 @@ fn a_killed_watch_is_cleaned_up_by_the_next_start() {
     w.kill().unwrap();
     w.wait().unwrap();
     assert!(instances().contains(&inst), "SIGKILL cannot remove it");
-    let w2 = start_watch(&jack.name, &d.join("w2"), &d);
+    let w2 = start_watch(&jack.name, &d.join("w2"), &d, &[]);
     assert!(!instances().contains(&inst), "the next start removed it");
     assert!(!journal.exists());
     let err = std::fs::read_to_string(d.join("w2").with_extension("stderr")).unwrap();

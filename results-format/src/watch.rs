@@ -142,8 +142,9 @@ pub struct XrunEvent {
 /// What the flight recorder could do.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Recorder {
-    /// "snapshot" (the kernel's snapshot buffer: no blind time), "stop-read-rearm"
-    /// (no snapshot on this kernel: tracing stops while a window is read), or "off".
+    /// "snapshot" (the kernel's snapshot buffer: no blind time), "live-read" (no
+    /// snapshot, the ring read while it records: no blind time), "stop-read-rearm"
+    /// (tracing stops while a window is read), or "off".
     pub mode: String,
     /// Why it is off, in one line with what to do.
     #[serde(default, skip_serializing_if = "Option::is_none")]

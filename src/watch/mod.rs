@@ -14,7 +14,7 @@ pub mod pipewire;
 pub mod recorder;
 pub mod threads;
 
-use crate::audio::jack::passive::{Passive, Stamp, WATCH_CLIENT};
+use crate::audio::jack::passive::{Passive, WATCH_CLIENT};
 use crate::options::WatchOptions;
 use explain::{AudioThread, Explained};
 use std::sync::Arc;
@@ -60,7 +60,7 @@ fn run(o: &WatchOptions) -> Result<i32, String> {
         )?,
     };
     let mut sink = out::Sink::create(&out_dir, o)?;
-    let mut recorder = match recorder::Recorder::start(o.buffer_kb, !o.no_snapshot) {
+    let recorder = match recorder::Recorder::start(o.buffer_kb, o.no_snapshot) {
         Ok(r) => Some(r),
         Err(e) => {
             eprintln!("xrunrig watch: xruns are counted and timestamped but not explained: {e}");
@@ -98,16 +98,27 @@ fn run(o: &WatchOptions) -> Result<i32, String> {
         signal_hook::flag::register(sig, stop.clone())
             .map_err(|e| format!("cannot install a signal handler: {e}"))?;
     }
-    let mut maps_seen = std::collections::HashMap::new();
-    let mut audio = find_audio(&client, pipewire, &mut maps_seen);
+    let mut w = Watcher {
+        o,
+        pipewire,
+        source: server_kind,
+        hist: cycles::History::new(history_len(o, client.rate, client.period)),
+        audio: Vec::new(),
+        maps_seen: std::collections::HashMap::new(),
+        sink,
+        pending: Vec::new(),
+        prev_text: None,
+        recorder,
+    };
+    w.refresh_audio(&client);
     crate::note!(
         "watching {} server '{}' ({} Hz, period {}): {} audio threads; flight recorder: {}; results: {}{}",
         if pipewire { "PipeWire's JACK" } else { "JACK" },
         client.server,
         client.rate,
         client.period,
-        audio.len(),
-        sink.recorder.mode,
+        w.audio.len(),
+        w.sink.recorder.mode,
         out_dir.display(),
         match o.duration_ns {
             Some(d) => format!("; for {:.0} s", d as f64 / 1e9),
@@ -115,75 +126,41 @@ fn run(o: &WatchOptions) -> Result<i32, String> {
         }
     );
     let t0 = Instant::now();
-    let mut stamps: Vec<Stamp> = Vec::new();
-    let mut hist = cycles::History::new(history_len(o, client.rate, client.period));
-    let mut pending: Vec<Pending> = Vec::new();
     let mut last_refresh = Instant::now();
     let mut last_freeze = Instant::now();
-    // The last freeze's text: the next window's start may be in it.
-    let mut prev_text: Option<String> = None;
     let ended = loop {
         // 20 reads a second: the ring holds --ring cycles, and a report waits --after
         // (100 ms) anyway.
         std::thread::sleep(Duration::from_millis(50));
-        stamps.clear();
-        client.drain(&mut stamps);
-        sink.cycles += stamps.len() as u64;
-        for s in &stamps {
-            hist.push(*s);
-        }
-        for n in client.notes.take_xruns() {
-            // Into the trace as a marker, so a kept window shows the report.
-            if let Some(r) = &recorder {
-                r.mark(&format!(
-                    "xrunrig xrun (JACK notification at {}.{:06})\n",
-                    n.t_ns / 1_000_000_000,
-                    n.t_ns % 1_000_000_000 / 1000
-                ));
-            }
-            pending.push(Pending {
-                t_ns: n.t_ns,
-                cycle: None,
-            });
-        }
+        w.take_news(&mut client);
         if let Some(p) = pw.as_mut() {
-            for late in p.poll(&hist) {
-                if let Some(r) = &recorder {
+            for late in p.poll(&w.hist) {
+                if let Some(r) = &w.recorder {
                     r.mark(&format!(
                         "xrunrig xrun (PipeWire profiler) node={}\n",
                         late.node
                     ));
                 }
-                pending.push(Pending {
+                w.pending.push(Pending {
                     t_ns: late.deadline_ns,
                     cycle: Some((late.start_ns, late.deadline_ns)),
                 });
-                sink.pipewire_client(late.node);
+                w.sink.pipewire_client(late.node);
             }
         }
         let now = crate::sys::now_ns();
         // Reports in a burst share one freeze: each freeze costs a read of the ring (and,
         // without a snapshot buffer, blind time).
-        if pending.first().is_some_and(|p| now >= p.t_ns + o.after_ns)
+        if w.pending
+            .first()
+            .is_some_and(|p| now >= p.t_ns + o.after_ns)
             && last_freeze.elapsed() >= Duration::from_millis(MIN_FREEZE_MS)
         {
-            // A client that started since the last look is in the story too.
-            merge_audio(&mut audio, find_audio(&client, pipewire, &mut maps_seen));
-            handle(
-                &mut pending,
-                &mut recorder,
-                &hist,
-                &audio,
-                &mut sink,
-                o,
-                server_kind,
-                now,
-                &mut prev_text,
-            );
+            w.explain_pending(&client, now);
             last_freeze = Instant::now();
         }
         if last_refresh.elapsed() > Duration::from_secs(5) {
-            merge_audio(&mut audio, find_audio(&client, pipewire, &mut maps_seen));
+            w.refresh_audio(&client);
             last_refresh = Instant::now();
         }
         if stop.load(Ordering::SeqCst) {
@@ -200,32 +177,16 @@ fn run(o: &WatchOptions) -> Result<i32, String> {
     };
     // Reports still waiting for their "after" window: give them what there is.
     std::thread::sleep(Duration::from_nanos(o.after_ns.min(200_000_000)));
-    stamps.clear();
-    client.drain(&mut stamps);
-    for s in &stamps {
-        hist.push(*s);
+    w.take_news(&mut client);
+    if !w.pending.is_empty() {
+        w.explain_pending(&client, crate::sys::now_ns());
     }
-    for n in client.notes.take_xruns() {
-        pending.push(Pending {
-            t_ns: n.t_ns,
-            cycle: None,
-        });
-    }
-    if !pending.is_empty() {
-        merge_audio(&mut audio, find_audio(&client, pipewire, &mut maps_seen));
-        let now = crate::sys::now_ns();
-        handle(
-            &mut pending,
-            &mut recorder,
-            &hist,
-            &audio,
-            &mut sink,
-            o,
-            server_kind,
-            now,
-            &mut prev_text,
-        );
-    }
+    let Watcher {
+        mut sink,
+        recorder,
+        audio,
+        ..
+    } = w;
     if let Some(p) = pw.take() {
         sink.server_errors = Some(p.errors);
         sink.pw_note = p.finish();
@@ -242,7 +203,7 @@ fn run(o: &WatchOptions) -> Result<i32, String> {
     let (rate, period) = (client.rate, client.period_now());
     let offset = client.offset_ns;
     client.close();
-    if let Some(r) = recorder.take() {
+    if let Some(r) = recorder {
         match r.end() {
             Ok(lines) => sink.restored = lines,
             Err(e) => eprintln!("xrunrig watch: {e}"),
@@ -333,117 +294,168 @@ fn merge_audio(seen: &mut Vec<AudioThread>, now: Vec<AudioThread>) {
     }
 }
 
-/// Freezes the recorder once for the reports waiting, explains each, writes them.
-#[allow(clippy::too_many_arguments)]
-fn handle(
-    pending: &mut Vec<Pending>,
-    recorder: &mut Option<recorder::Recorder>,
-    hist: &cycles::History,
-    audio: &[AudioThread],
-    sink: &mut out::Sink,
-    o: &WatchOptions,
-    source: &str,
-    now: u64,
-    prev: &mut Option<String>,
-) {
-    let frozen = recorder.as_mut().map(|r| r.freeze());
-    let (text, blind) = match frozen {
-        Some(Ok(f)) => (Some(f.text), f.blind_ns),
-        Some(Err(e)) => {
-            eprintln!("xrunrig watch: the flight recorder could not be read: {e}");
-            (None, 0)
+/// What the watch loop and its last look share: the cycles seen, the reports waiting,
+/// the audio threads, the recorder and where explained xruns go.
+struct Watcher<'a> {
+    o: &'a WatchOptions,
+    pipewire: bool,
+    /// Who reported the xruns ("jack" or "pipewire").
+    source: &'static str,
+    recorder: Option<recorder::Recorder>,
+    hist: cycles::History,
+    audio: Vec<AudioThread>,
+    maps_seen: std::collections::HashMap<i32, bool>,
+    sink: out::Sink,
+    pending: Vec<Pending>,
+    /// The last freeze's text: the next window's start may be in it.
+    prev_text: Option<String>,
+}
+
+impl Watcher<'_> {
+    /// The cycles stamped and the xruns the server reported since the last look.
+    fn take_news(&mut self, client: &mut Passive) {
+        let mut stamps = Vec::new();
+        client.drain(&mut stamps);
+        self.sink.cycles += stamps.len() as u64;
+        for s in stamps {
+            self.hist.push(s);
         }
-        None => (None, 0),
-    };
-    let taken: Vec<Pending> = pending.drain(..).filter(|p| p.t_ns <= now).collect();
-    let from = taken
-        .iter()
-        .map(|p| p.t_ns)
-        .min()
-        .unwrap_or(now)
-        .saturating_sub(o.before_ns);
-    let (window_text, span) = match &text {
-        Some(t) => {
-            let (w, span) = recorder::window(t, from, now);
-            // A freeze holds what came since the one before (the snapshot swap, or the
-            // ring cleared after a read): the part of the window before it is in the
-            // previous freeze's text.
-            match (prev.as_deref(), span) {
-                (Some(old), Some((first, last))) if first > from => {
-                    let (mut early, espan) = recorder::window(old, from, first.saturating_sub(1));
-                    for l in w.lines().filter(|l| !l.starts_with('#')) {
-                        early.push_str(l);
-                        early.push('\n');
-                    }
-                    (Some(early), Some((espan.map_or(first, |e| e.0), last)))
-                }
-                _ => (Some(w), span),
+        for n in client.notes.take_xruns() {
+            // Into the trace as a marker, so a kept window shows the report.
+            if let Some(r) = &self.recorder {
+                r.mark(&format!(
+                    "xrunrig xrun (JACK notification at {}.{:06})\n",
+                    n.t_ns / 1_000_000_000,
+                    n.t_ns % 1_000_000_000 / 1000
+                ));
             }
+            self.pending.push(Pending {
+                t_ns: n.t_ns,
+                cycle: None,
+            });
         }
-        None => (None, None),
-    };
-    *prev = text;
-    let recs = window_text
-        .as_deref()
-        .map(|w| crate::instruments::parse::parse_text(w).0)
-        .unwrap_or_default();
-    let mut kept: Option<String> = None;
-    for p in taken {
-        let cands = match p.cycle {
-            // The late cycle, and the one before it: a node still busy with that one
-            // is late for this one too (PipeWire flags both).
-            Some((s, d)) => {
-                let mut v: Vec<explain::Cycle> = hist
-                    .candidates(s, 1)
-                    .into_iter()
-                    .filter(|c| c.start_ns < s)
-                    .collect();
-                v.push(explain::Cycle {
-                    start_ns: s,
-                    deadline_ns: d,
-                    frame: hist.frame_at(s),
-                });
-                v
+    }
+
+    /// A client that started since the last look is in the story too.
+    fn refresh_audio(&mut self, client: &Passive) {
+        let now = find_audio(client, self.pipewire, &mut self.maps_seen);
+        merge_audio(&mut self.audio, now);
+    }
+
+    /// Freezes the recorder once for the reports waiting, explains each, writes them.
+    fn explain_pending(&mut self, client: &Passive, now: u64) {
+        self.refresh_audio(client);
+        let Watcher {
+            o,
+            source,
+            recorder: rec,
+            hist,
+            audio,
+            sink,
+            pending,
+            prev_text: prev,
+            ..
+        } = self;
+        let (o, source, hist, audio) = (*o, *source, &*hist, &audio[..]);
+        let frozen = rec.as_mut().map(|r| r.freeze());
+        let (text, blind) = match frozen {
+            Some(Ok(f)) => (Some(f.text), f.blind_ns),
+            Some(Err(e)) => {
+                eprintln!("xrunrig watch: the flight recorder could not be read: {e}");
+                (None, 0)
             }
-            None => hist.candidates(p.t_ns, 4),
+            None => (None, 0),
         };
-        let reaches = |c: &explain::Cycle| span.is_some_and(|(a, _)| a <= c.start_ns);
-        let e: Explained = if window_text.is_none() {
-            explain::no_trace(&cands, "the flight recorder is off")
-        } else if cands.is_empty() {
-            explain::no_trace(
-                &cands,
-                "the passive client saw no cycle before this report (the server stopped calling it)",
-            )
-        } else if !cands.last().is_some_and(reaches) {
-            explain::no_trace(
-                &cands,
-                "the trace does not reach back to the late cycle (raise --buffer-kb)",
-            )
-        } else {
-            let e = explain::explain(&recs, &cands, audio);
-            let blind = |c: &explain::Cycle| {
-                recorder
-                    .as_ref()
-                    .is_some_and(|r| r.blind_during(c.start_ns, c.deadline_ns))
+        let taken: Vec<Pending> = pending.drain(..).filter(|p| p.t_ns <= now).collect();
+        let from = taken
+            .iter()
+            .map(|p| p.t_ns)
+            .min()
+            .unwrap_or(now)
+            .saturating_sub(o.before_ns);
+        let (window_text, span) = match &text {
+            Some(t) => {
+                let (w, span) = recorder::window(t, from, now);
+                // A freeze holds what came since the one before (the snapshot swap, or the
+                // ring cleared after a read): the part of the window before it is in the
+                // previous freeze's text.
+                match (prev.as_deref(), span) {
+                    (Some(old), Some((first, last))) if first > from => {
+                        let (mut early, espan) =
+                            recorder::window(old, from, first.saturating_sub(1));
+                        for l in w.lines().filter(|l| !l.starts_with('#')) {
+                            early.push_str(l);
+                            early.push('\n');
+                        }
+                        (Some(early), Some((espan.map_or(first, |e| e.0), last)))
+                    }
+                    _ => (Some(w), span),
+                }
+            }
+            None => (None, None),
+        };
+        *prev = text;
+        let recs = window_text
+            .as_deref()
+            .map(|w| crate::instruments::parse::parse_text(w).0)
+            .unwrap_or_default();
+        let mut kept: Option<String> = None;
+        for p in taken {
+            let cands = match p.cycle {
+                // The late cycle, and the one before it: a node still busy with that one
+                // is late for this one too (PipeWire flags both).
+                Some((s, d)) => {
+                    let mut v: Vec<explain::Cycle> = hist
+                        .candidates(s, 1)
+                        .into_iter()
+                        .filter(|c| c.start_ns < s)
+                        .collect();
+                    v.push(explain::Cycle {
+                        start_ns: s,
+                        deadline_ns: d,
+                        frame: hist.frame_at(s),
+                    });
+                    v
+                }
+                None => hist.candidates(p.t_ns, 4),
             };
-            if told_from_a_blind_stretch(&e, &cands, blind) {
+            let reaches = |c: &explain::Cycle| span.is_some_and(|(a, _)| a <= c.start_ns);
+            let e: Explained = if window_text.is_none() {
+                explain::no_trace(&cands, "the flight recorder is off")
+            } else if cands.is_empty() {
                 explain::no_trace(
                     &cands,
-                    "tracing was off during this cycle (no snapshot buffer on this kernel: \
-                     the ring is read with tracing stopped)",
+                    "the passive client saw no cycle before this report (the server stopped calling it)",
+                )
+            } else if !cands.last().is_some_and(reaches) {
+                explain::no_trace(
+                    &cands,
+                    "the trace does not reach back to the late cycle (raise --buffer-kb)",
                 )
             } else {
-                e
+                let e = explain::explain(&recs, &cands, audio);
+                let blind = |c: &explain::Cycle| {
+                    rec.as_ref()
+                        .is_some_and(|r| r.blind_during(c.start_ns, c.deadline_ns))
+                };
+                if told_from_a_blind_stretch(&e, &cands, blind) {
+                    explain::no_trace(
+                        &cands,
+                        "tracing was off during this cycle (no snapshot buffer on this kernel: \
+                         the ring is read with tracing stopped)",
+                    )
+                } else {
+                    e
+                }
+            };
+            if kept.is_none()
+                && let Some(w) = &window_text
+                && sink.windows_kept < o.keep as u64
+            {
+                kept = sink.keep_window(w);
             }
-        };
-        if kept.is_none()
-            && let Some(w) = &window_text
-            && sink.windows_kept < o.keep as u64
-        {
-            kept = sink.keep_window(w);
+            sink.xrun(&e, p.t_ns, source, kept.clone(), blind);
         }
-        sink.xrun(&e, p.t_ns, source, kept.clone(), blind);
     }
 }
 

@@ -11,6 +11,7 @@
 //! busy time shows which; one shift of the row numbers matches that sequence.
 
 use super::cycles::History;
+use crate::audio::jack::passive::{SIGNATURE_US, signature_bit};
 use std::collections::HashMap;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -32,19 +33,6 @@ pub struct Follower {
     pub id: u32,
     pub busy_us: i64,
     pub status: i32,
-}
-
-/// The passive client's extra work under PipeWire (µs): well above the few µs its
-/// callback takes, so a row shows it, and a sliver of a period.
-pub const SIGNATURE_US: u64 = 40;
-
-/// Whether cycle `index` of the passive client carries the signature: a bit of
-/// splitmix64's output, so a run of 48 cycles or more matches no other shift's.
-pub fn signature_bit(index: u64) -> bool {
-    let mut z = index.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    (z ^ (z >> 31)) & 1 == 1
 }
 
 /// One row of pw-profiler's log: the driver's period as it measured it (its signal

@@ -3,8 +3,10 @@
 //! own, in overwrite mode, so the ring always holds the last moments; at an xrun the
 //! window around it is frozen and kept. Where the kernel has the snapshot buffer
 //! (CONFIG_TRACER_SNAPSHOT: Debian's kernels) freezing is a buffer swap and the
-//! recorder is never blind; where it has not, tracing stops while the buffer is read,
-//! then restarts, and the blind time is recorded. The instance is journaled
+//! recorder is never blind; where it has not but reading `trace` need not pause the
+//! ring (the `pause-on-trace` option, 0: Linux 5.10 on), the ring is read while it goes
+//! on recording, also never blind; else (or with `--no-snapshot`) tracing stops while
+//! the buffer is read, then restarts, and the blind time is recorded. The instance is journaled
 //! (`instruments::tracefs`): every exit path, and the next start after a kill -9,
 //! removes it.
 
@@ -30,6 +32,8 @@ pub const EVENTS: &[&str] = &[
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     Snapshot,
+    /// `trace` read with recording going on (pause-on-trace 0).
+    LiveRead,
     StopRead,
 }
 
@@ -37,6 +41,7 @@ impl Mode {
     pub fn name(self) -> &'static str {
         match self {
             Mode::Snapshot => "snapshot",
+            Mode::LiveRead => "live-read",
             Mode::StopRead => "stop-read-rearm",
         }
     }
@@ -67,7 +72,8 @@ pub struct Recorder {
 
 impl Recorder {
     /// Starts recording; Err says in one line why the recorder cannot run and what to do.
-    pub fn start(buffer_kb: u32, allow_snapshot: bool) -> Result<Recorder, String> {
+    /// `stop_to_read`: stop tracing to read each window whatever the kernel offers.
+    pub fn start(buffer_kb: u32, stop_to_read: bool) -> Result<Recorder, String> {
         if !crate::sys::is_root() {
             return Err(
                 "not root: the flight recorder needs tracefs (run `xrunrig watch` as root to have \
@@ -98,8 +104,12 @@ impl Recorder {
         // The snapshot buffer is allocated now (echo 1 allocates it and takes a first
         // snapshot), so freezing later allocates nothing.
         let snap = inst.join("snapshot");
-        let mode = if allow_snapshot && snap.exists() && write_file(&snap, "1").is_ok() {
+        let mode = if stop_to_read {
+            Mode::StopRead
+        } else if snap.exists() && write_file(&snap, "1").is_ok() {
             Mode::Snapshot
+        } else if write_file(&inst.join("options/pause-on-trace"), "0").is_ok() {
+            Mode::LiveRead
         } else {
             Mode::StopRead
         };
@@ -143,6 +153,16 @@ impl Recorder {
                 write_file(&inst.join("snapshot"), "1")?;
                 let text = read_chunked(&inst.join("snapshot"))
                     .map_err(|e| format!("cannot read the snapshot: {e}"))?;
+                Ok(Frozen {
+                    text,
+                    blind_ns: 0,
+                    at_ns,
+                })
+            }
+            Mode::LiveRead => {
+                // Not cleared after: what comes during the read stays for the next one.
+                let text = read_chunked(&inst.join("trace"))
+                    .map_err(|e| format!("cannot read the trace: {e}"))?;
                 Ok(Frozen {
                     text,
                     blind_ns: 0,

@@ -309,6 +309,9 @@ fn recorder_text(w: &WatchData) -> String {
             r.off_reason.as_deref().unwrap_or("no reason recorded")
         ),
         "snapshot" => "the kernel's snapshot buffer: no blind time".into(),
+        "live-read" => "the ring read while it went on recording (no snapshot buffer on this \
+                        kernel; pause-on-trace off): no blind time"
+            .into(),
         "stop-read-rearm" => format!(
             "stop-read-rearm (no snapshot buffer on this kernel): blind {} in all, \
              longest {}, while windows were read",

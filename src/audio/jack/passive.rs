@@ -17,6 +17,19 @@ use std::sync::Arc;
 /// The client's name on the graph.
 pub const WATCH_CLIENT: &str = "xrunrig-watch";
 
+/// The passive client's extra work under PipeWire (µs): well above the few µs its
+/// callback takes, so a row shows it, and a sliver of a period.
+pub const SIGNATURE_US: u64 = 40;
+
+/// Whether cycle `index` of the passive client carries the signature: a bit of
+/// splitmix64's output, so a run of 48 cycles or more matches no other shift's.
+pub fn signature_bit(index: u64) -> bool {
+    let mut z = index.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) & 1 == 1
+}
+
 /// One cycle as the passive client saw it (CLOCK_MONOTONIC ns).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Stamp {
@@ -61,8 +74,8 @@ impl jack::ProcessHandler for Stamper {
                 ..Default::default()
             },
         };
-        if self.signature && crate::watch::pipewire::signature_bit(self.index) {
-            let until = now_ns() + crate::watch::pipewire::SIGNATURE_US * 1000;
+        if self.signature && signature_bit(self.index) {
+            let until = now_ns() + SIGNATURE_US * 1000;
             while now_ns() < until {
                 std::hint::spin_loop();
             }
