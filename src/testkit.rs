@@ -42,7 +42,7 @@ pub fn skip_log() -> Option<PathBuf> {
     Some(exe.parent()?.parent()?.join("xrunrig-skips.log"))
 }
 
-/// Where emulator retries are appended.
+/// Where retries (an emulator fault, a host stall) are appended.
 pub const RETRY_LOG: &str = "XRUNRIG_RETRY_LOG";
 
 /// `$XRUNRIG_RETRY_LOG`, else beside the test binary: target/<profile>/xrunrig-retries.log.
