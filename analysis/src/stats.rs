@@ -463,7 +463,9 @@ pub fn overdispersed_rate(a: &[(u64, f64)], b: &[(u64, f64)]) -> Option<RateTest
         }
     };
     let lower = |x: f64| {
-        if x + 1.0 > n {
+        // Whole only at x = n: for a real x within 1 of n (counts divided by φ) the tail
+        // is still below 1 (n − x > 0 is a valid beta parameter).
+        if x >= n {
             1.0
         } else {
             1.0 - inc_beta(x + 1.0, n - x, share)
@@ -785,6 +787,81 @@ mod tests {
         assert!(overdispersed_rate(&a[..1], &b[..1]).is_none());
         // Trials without audio are left out.
         assert!(overdispersed_rate(&[(3, 0.0), (1, 1.0)], &[(0, 1.0)]).is_none());
+    }
+
+    // Reference values for the tests below: an independent computation in Python 3's
+    // standard library — the regularized incomplete beta by its hypergeometric series
+    // (x^a (1-x)^b / (a B(a,b)) · 2F1(a+b, 1; a+1; x), summed to 1e-17, I_x = 1 − I_(1−x)
+    // above x = 0.5) over math.lgamma, checked against the closed forms above (t with df
+    // 1: 0.25 to 3e-16; df 2 to 1e-17; R's 2·pt(-2, 5) = 0.1019395) — and the
+    // quasi-Poisson steps as the doc comment of `overdispersed_rate` writes them.
+
+    #[test]
+    fn student_t_at_infinity_and_welch_at_its_edges() {
+        assert_eq!(student_t_sf(f64::INFINITY, 5.0), 0.0);
+        assert_eq!(student_t_sf(f64::NEG_INFINITY, 5.0), 1.0);
+        // Two values a side are enough; one on either side, or a value not finite, not.
+        assert!(welch(&[1.0, 2.0], &[3.0, 5.0], 0.0).is_some());
+        assert!(welch(&[1.0, 2.0], &[3.0], 0.0).is_none());
+        assert!(welch(&[1.0, 2.0], &[3.0, f64::NAN], 0.0).is_none());
+        assert!(welch(&[f64::INFINITY, 2.0], &[3.0, 4.0], 0.0).is_none());
+        // Two different constants with no floor: certain, the sign of b - a.
+        let w = welch(&[2.0; 3], &[5.0; 4], 0.0).unwrap();
+        assert_eq!((w.t, w.df, w.p), (f64::INFINITY, 5.0, 0.0));
+        let w = welch(&[5.0; 4], &[2.0; 3], 0.0).unwrap();
+        assert_eq!((w.t, w.df, w.p), (f64::NEG_INFINITY, 5.0, 0.0));
+        // The floor of log values (1 % resolution, variance 1e-4 / 12): 1000 against
+        // 1005 three times each, t = ln(1.005) / sqrt(2 · 1e-4/12 / 3), df 4.
+        let w = log_welch(&[1000.0; 3], &[1005.0; 3]).unwrap();
+        near(w.t, 2.1160346543430326, 1e-12);
+        near(w.p, 0.10179573214818075, 1e-10);
+        // Geometric means only of positive finite values.
+        for v in [&[][..], &[1.0, -1.0], &[0.0, 1.0], &[1.0, f64::INFINITY]] {
+            assert!(geo_mean(v).is_none(), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn inc_beta_takes_the_branch_that_converges() {
+        // Large, equal parameters either side of the mean: the continued fraction taken
+        // on the wrong side is off by 2e-8 at 5000 and wrong outright at 1e5.
+        for (a, b, x, want) in [
+            (5000.0, 5000.0, 0.49, 0.022742032324754427),
+            (5000.0, 5000.0, 0.51, 0.9772579676752455),
+            (1e5, 1e5, 0.498, 0.03681873885149573),
+            (1e5, 1e5, 0.502, 0.9631812611485042),
+        ] {
+            near(inc_beta(a, b, x), want, 1e-9);
+        }
+        // Just below the switch, x = a / (a + b + 2): the right side agrees with the
+        // series to 6e-14, the other is 1.2e-9 off.
+        near(
+            inc_beta(1e5, 1e5, 1e5 / 200_002.0),
+            0.498215902210984,
+            1e-11,
+        );
+    }
+
+    #[test]
+    fn over_dispersed_rates_match_the_reference() {
+        // φ > 1 from both sides (Pearson's χ² 11.07 over df 3), events on both sides.
+        let a = [(12, 10.0), (3, 10.0), (9, 10.0)];
+        let b = [(30, 10.0), (14, 10.0)];
+        let r = overdispersed_rate(&a, &b).unwrap();
+        assert_eq!(r.df, 3);
+        near(r.dispersion, 3.6893939393939394, 1e-12);
+        near(r.p, 0.05635003600438989, 1e-10);
+        // A's few events in a sliver of the exposure: its effective count (0.66) is
+        // within 1 of the total, and B's lower tail is still a real tail.
+        let a = [(5, 0.01), (0, 0.01), (0, 0.01)];
+        let b = [(2, 50.0), (18, 50.0)];
+        let r = overdispersed_rate(&a, &b).unwrap();
+        near(r.dispersion, 7.6, 1e-12);
+        near(r.p, 0.024182136168564128, 1e-10);
+        // Three trials in all are enough; trials without exposure do not count.
+        assert!(overdispersed_rate(&[(1, 1.0), (2, 1.0)], &[(3, 1.0)]).is_some());
+        assert!(overdispersed_rate(&[(1, 1.0), (2, 1.0)], &[(3, 0.0)]).is_none());
+        assert!(overdispersed_rate(&[], &[(1, 1.0), (2, 1.0), (3, 1.0)]).is_none());
     }
 
     #[test]
