@@ -228,19 +228,54 @@ fn alsa_plays_on_snd_aloop_counts_injected_overruns_and_loops_back() {
     }
     let device = "hw:Loopback,0";
     let (period, every) = (768, 25);
-    let out = run_alsa(
-        "aloop",
-        device,
-        period as u32,
-        &[
-            "--inject-every",
-            "25",
-            "--inject-factor",
-            "1.5",
-            "--loopback",
-        ],
+    let attempt = |tag: &str| {
+        let out = run_alsa(
+            tag,
+            device,
+            period as u32,
+            &[
+                "--inject-every",
+                "25",
+                "--inject-factor",
+                "1.5",
+                "--loopback",
+            ],
+        );
+        let (found, injected) = check_aloop(&out, device, period, every);
+        (out, found, injected)
+    };
+    // Checked: the overruns with the loop locked and quiet before them. A guest whose own
+    // xruns leave fewer than a third of them so has not given the test its premise: run
+    // once more, said as a RETRY line (CI saw 3 of 12 once, with xruns on 54 of 321
+    // cycles of the emulated machine; the three checked were all found).
+    let (mut out, mut found, mut injected) = attempt("aloop");
+    if found * 3 < injected {
+        xrunrig::testkit::host_retry(&format!(
+            "only {found} of {injected} injected overruns had the loop locked and quiet before them"
+        ));
+        (out, found, injected) = attempt("aloop-again");
+    }
+    assert!(
+        found * 3 >= injected,
+        "only {found} of {injected} injected overruns had the loop locked and quiet before them"
     );
-    let flags = check_card(&out, device, period, every);
+    let row = &json(&out.join("summary.json"))["rows"][0];
+    let disc = row["discontinuities"].as_u64().expect("loopback figures");
+    assert!(
+        found > 0 && disc >= found,
+        "{disc} discontinuities, {found} overruns"
+    );
+    eprintln!(
+        "{device}: loopback round trip {} frames, {disc} discontinuities ({} unexplained) \
+         for {found} injected overruns checked",
+        row["roundtrip_frames"], row["discontinuities_unexplained"]
+    );
+}
+
+/// The loopback run's checks; (overruns checked, overruns injected). Every overrun
+/// checked must be found.
+fn check_aloop(out: &Path, device: &str, period: u64, every: u64) -> (u64, u64) {
+    let flags = check_card(out, device, period, every);
     let s = json(&out.join("summary.json"));
     let row = &s["rows"][0];
     let run = json(&out.join("run.json"));
@@ -285,20 +320,7 @@ fn alsa_plays_on_snd_aloop_counts_injected_overruns_and_loops_back() {
         );
         found += 1;
     }
-    assert!(
-        found * 3 >= injected,
-        "only {found} of {injected} injected overruns had the loop locked and quiet before them"
-    );
-    let disc = row["discontinuities"].as_u64().expect("loopback figures");
-    assert!(
-        found > 0 && disc >= found,
-        "{disc} discontinuities, {found} overruns"
-    );
-    eprintln!(
-        "{device}: loopback round trip {rt} frames, {disc} discontinuities ({} unexplained) \
-         for {found} injected overruns checked",
-        row["discontinuities_unexplained"]
-    );
+    (found, injected)
 }
 
 /// snd-dummy, named by card only (`hw:CARD=Dummy`: device 0).

@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The least time between two freezes of the flight recorder (ms): reports in a burst
-/// share one freeze, whose cost (reading the ring as text; without a snapshot buffer,
-/// blind time too) is then paid once. The window of one freeze reaches back to its
+/// share one freeze, whose cost (reading the ring as text; in stop-read mode, blind
+/// time too) is then paid once. The window of one freeze reaches back to its
 /// oldest report less --before.
 const MIN_FREEZE_MS: u64 = 1000;
 
@@ -150,7 +150,7 @@ fn run(o: &WatchOptions) -> Result<i32, String> {
         }
         let now = crate::sys::now_ns();
         // Reports in a burst share one freeze: each freeze costs a read of the ring (and,
-        // without a snapshot buffer, blind time).
+        // in stop-read mode, blind time).
         if w.pending
             .first()
             .is_some_and(|p| now >= p.t_ns + o.after_ns)
@@ -441,8 +441,8 @@ impl Watcher<'_> {
                 if told_from_a_blind_stretch(&e, &cands, blind) {
                     explain::no_trace(
                         &cands,
-                        "tracing was off during this cycle (no snapshot buffer on this kernel: \
-                         the ring is read with tracing stopped)",
+                        "tracing was off during this cycle (the recorder stops tracing while \
+                         it reads the ring: stop-read mode)",
                     )
                 } else {
                     e

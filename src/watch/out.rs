@@ -306,7 +306,8 @@ pub fn verdict(s: &WatchSummary, dir: &Path) -> String {
             s.recorder.off_reason.as_deref().unwrap_or("unknown")
         )),
         "stop-read-rearm" => out.push_str(&format!(
-            "flight recorder: no snapshot buffer on this kernel, so tracing stopped {} in all \
+            "flight recorder: stop-read mode (no snapshot buffer or live read on this kernel, \
+             or --no-snapshot), so tracing stopped {} in all \
              (longest {}) while windows were read\n",
             ms(s.recorder.blind_ns),
             ms(s.recorder.blind_max_ns)
