@@ -131,8 +131,9 @@ fn overlaps(e: &Value, w: &(String, u64, u64, i64, i64)) -> bool {
 /// jackd's own count of the xruns it told its clients of: (all, the driver's). A client
 /// not finished is "JackEngine::XRun"; the dummy driver's timer woken past a cycle is
 /// "JackTimedDriver::Process XRun" (this VM's stalls), also sent to every client
-/// (jack2's JackTimedDriver::ProcessWait calls NotifyXRun before it logs). Measured:
-/// watch counted 14 where the engine's lines were 13 and the driver's 1.
+/// (jack2's common/JackTimedDriver.cpp `ProcessWait()`, read at commit 07fad27e, calls
+/// NotifyXRun, then logs that line). Measured: watch counted 14 where the engine's lines
+/// were 13 and the driver's 1.
 fn xruns_logged(j: &PrivateJackd) -> (usize, usize) {
     let log = j.log();
     let driver = log.matches("JackTimedDriver::Process XRun").count();
