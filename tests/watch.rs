@@ -21,6 +21,15 @@ use support::jackd::PrivateJackd;
 use support::run::{BIN, assert_root, serial};
 
 const CULPRITS: &str = env!("CARGO_BIN_EXE_watch-culprits");
+/// The client's own 30 ms overrun every 30 cycles (the "self" culprit).
+const OWN_OVERRUN: &[&str] = &[
+    "--work-us",
+    "2000",
+    "--overrun-every",
+    "30",
+    "--overrun-us",
+    "30000",
+];
 const ROOT: &str = "watch's flight recorder needs tracefs, the culprits SCHED_FIFO";
 
 fn tmp(tag: &str) -> PathBuf {
@@ -279,19 +288,7 @@ fn a_fifo_spinner_on_the_clients_cpu_is_named() {
 fn the_clients_own_overrun_is_self() {
     assert_root(ROOT);
     let _g = serial();
-    let Some(s) = scenario(
-        "self",
-        &[
-            "--work-us",
-            "2000",
-            "--overrun-every",
-            "30",
-            "--overrun-us",
-            "30000",
-        ],
-        &[],
-        8,
-    ) else {
+    let Some(s) = scenario("self", OWN_OVERRUN, &[], 8) else {
         return;
     };
     assert!(!s.client_truth.is_empty());
@@ -310,20 +307,7 @@ fn the_clients_own_overrun_is_self() {
 fn a_recorder_that_stops_to_read_says_how_long_it_was_blind() {
     assert_root(ROOT);
     let _g = serial();
-    let Some(s) = scenario_with(
-        "stop",
-        &["--no-snapshot"],
-        &[
-            "--work-us",
-            "2000",
-            "--overrun-every",
-            "30",
-            "--overrun-us",
-            "30000",
-        ],
-        &[],
-        8,
-    ) else {
+    let Some(s) = scenario_with("stop", &["--no-snapshot"], OWN_OVERRUN, &[], 8) else {
         return;
     };
     let r = &s.summary["recorder"];
