@@ -194,7 +194,31 @@ fn a_jobs_end_is_judged_retryable_only_for_the_emulator_or_lavas_infrastructure(
     );
     // A wrong number is a failed test case, and the job still passes: the test's own
     // assertions judge it. A job without a result is a failure.
+    let case = |name: &str, result: &str| {
+        format!(
+            "{{\"dt\": \"t\", \"lvl\": \"results\", \"msg\": {{\"case\": \"{name}\", \"definition\": \"0_xrunrig\", \"result\": \"{result}\"}}}}\n"
+        )
+    };
+    let run_failed = case("run", "fail");
+    let j = lava::judge(&format!("{boot}{run_failed}{pass}"));
+    assert_eq!(j.end, End::Passed);
     assert!(matches!(lava::judge(&boot).end, End::Failed(_)));
+    // The run's case failed while the guest's timers stopped (CI, 2026-12-02: the job
+    // passed, the run's 1 s trial outlived its 73 s bound): the emulator's, retried.
+    let j = lava::judge(&format!("{boot}{stall}{run_failed}{pass}"));
+    assert!(
+        matches!(&j.end, End::Retryable(Why { what, .. }) if what.contains("'run' failed")),
+        "{j:?}"
+    );
+    // Passed cases beside the stall: the job passed.
+    let j = lava::judge(&format!("{boot}{stall}{}{pass}", case("run", "pass")));
+    assert_eq!(j.end, End::Passed);
+    // A failed case beside a kernel crash: never retried.
+    let j = lava::judge(&format!("{boot}{panic}{run_failed}{pass}"));
+    assert!(
+        matches!(&j.end, End::Failed(e) if e.contains("kernel crashed")),
+        "{j:?}"
+    );
     // lava-run's YAML escapes and tags read.
     let v =
         lava::line(r#"{"dt": "t", "lvl": "target", "msg": "1 \xD7 1 \e[0m", "endtc": ! "637"}"#)
@@ -225,9 +249,10 @@ fn lava_run_boots_the_guest_kernel_and_reports_every_row() {
     let device = lava::device(None, &d);
     // A fault of the emulator (or of LAVA's infrastructure) is retried once; a
     // second, a kernel crash, a timeout or a failed case fails the test.
-    let (done, retries) = lava::run_retrying(testkit::retry_log().as_deref(), |n| {
-        lava::lava_run(&job, &device, &k, &d, n)
-    });
+    let (done, retries) =
+        lava::run_retrying(lava::Budget::genuine_only(testkit::retry_log()), |n| {
+            lava::lava_run(&job, &device, &k, &d, n)
+        });
     eprintln!("retries: {retries:?}");
     let log = done.log;
     let cases = lava::lava_cases(&log);

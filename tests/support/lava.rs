@@ -13,9 +13,11 @@
 //!   retried.
 //!
 //! LAVA's own retry of a failed boot (the job's `failure_retry`) is judged the same way
-//! from the console of the boot it retried. One retry in a test, whichever did it, is
-//! allowed: said as `RETRY …` and logged with the guest tests' retries
-//! (`xrunrig::testkit::emulator_retry`); a second fails the test.
+//! from the console of the boot it retried. Beyond the faults a test makes on purpose,
+//! one retry in a test, whichever did it, is allowed: said as `RETRY …` and logged with
+//! the guest tests' retries (`xrunrig::testkit::emulator_retry`); a second fails the
+//! test. A job LAVA passed whose run case failed with such a fault on the console is
+//! one of them (LAVA passes a job whatever its cases say).
 
 #![allow(dead_code)]
 
@@ -271,6 +273,19 @@ impl Job {
         let lines: Vec<&str> = self.log.lines().collect();
         lines[lines.len().saturating_sub(n)..].join("\n")
     }
+
+    /// The last `n` lines the device printed (its console, as LAVA logged it): what a
+    /// failed case said of itself.
+    pub fn console_tail(&self, n: usize) -> String {
+        let lines: Vec<String> = self
+            .log
+            .lines()
+            .filter_map(line)
+            .filter(|v| v["lvl"] == "target")
+            .filter_map(|v| v["msg"].as_str().map(str::to_string))
+            .collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
 }
 
 /// `lava-run` of `job` on `device`, its output in `dir/out-N` and its log in
@@ -337,6 +352,14 @@ pub fn line(l: &str) -> Option<Value> {
         }
     }
     serde_json::from_str(&s).ok()
+}
+
+/// The first of the xrunrig definition's test cases that failed.
+fn failed_case(log: &str) -> Option<String> {
+    lava_cases(log)
+        .into_iter()
+        .find(|c| c.1 == "fail")
+        .map(|c| c.0)
 }
 
 /// The job's own result (`case: job`, definition `lava`).
@@ -500,7 +523,25 @@ pub fn judge(log: &str) -> Judged {
         }
     }
     let end = match end(log) {
-        Some(e) if e["result"] == "pass" => End::Passed,
+        // LAVA passes a job whose test cases failed: the run's own case failing under
+        // an emulator fault on the console (a guest whose timers stopped mid-run, as in
+        // CI on 2026-12-02: the run's 1 s trial never ended, its 73 s bound did) is
+        // the emulator's, retried; one failing with nothing of the emulator's is the
+        // test's to judge (`check_results`).
+        Some(e) if e["result"] == "pass" => match failed_case(log) {
+            Some(case) => match console_fault(&console) {
+                Some(f) if f.cause != Cause::Kernel => End::Retryable(Why {
+                    line: f.line,
+                    what: format!("the test case '{case}' failed: {}", f.reason),
+                }),
+                Some(f) => End::Failed(format!(
+                    "the test case '{case}' failed and the guest kernel crashed ({}): {}",
+                    f.line, f.reason
+                )),
+                None => End::Passed,
+            },
+            None => End::Passed,
+        },
         Some(e) => {
             let error = e["error_msg"].as_str().unwrap_or("no error message");
             let infra = e["error_type"] == "Infrastructure";
@@ -514,28 +555,72 @@ pub fn judge(log: &str) -> Judged {
     Judged { boot_retries, end }
 }
 
+/// Whose retries a test's jobs may take, and where each is said.
+#[derive(Clone, Debug)]
+pub struct Budget {
+    /// Faults the test makes on purpose (what it tests): retried, logged to `made_log`.
+    pub made: usize,
+    pub made_log: Option<PathBuf>,
+    /// Where the one fault the emulator may make on its own beyond those is logged:
+    /// CI's retries log (`xrunrig::testkit::retry_log`), or a test's own when its
+    /// faults stand for the emulator's (a test of the rule itself).
+    pub genuine_log: Option<PathBuf>,
+}
+
+impl Budget {
+    /// No fault made on purpose: one of the emulator's, logged to `log`.
+    pub fn genuine_only(log: Option<PathBuf>) -> Budget {
+        Budget {
+            made: 0,
+            made_log: None,
+            genuine_log: log,
+        }
+    }
+
+    /// `made` faults made on purpose, logged to `log`; one of the emulator's beyond
+    /// them, logged to CI's retries log.
+    pub fn made(made: usize, log: &Path) -> Budget {
+        Budget {
+            made,
+            made_log: Some(log.to_path_buf()),
+            genuine_log: xrunrig::testkit::retry_log(),
+        }
+    }
+}
+
 /// Runs `attempt` (attempt N's job) under the rule: LAVA's boot retries and a job that
-/// failed for a reason not the project's count as retries; one is allowed (said and
-/// logged to `log`), the job run a second time when it failed so; a second fails the
-/// test, as does any other failure. Returns the passed job and its retries.
+/// failed for a reason not the project's count as retries; the test's `made` faults and
+/// one more are allowed (each said and logged), the job run a second time when it
+/// failed so; one more fails the test, as does any other failure. Returns the passed
+/// job and its retries, the made ones first.
 #[track_caller]
-pub fn run_retrying(log: Option<&Path>, mut attempt: impl FnMut(usize) -> Job) -> (Job, Vec<Why>) {
+pub fn run_retrying(b: Budget, mut attempt: impl FnMut(usize) -> Job) -> (Job, Vec<Why>) {
     let mut retries: Vec<Why> = vec![];
     for n in 0.. {
         let job = attempt(n);
         let j = judge(&job.log);
         let said = |w: &Why, how: &str, retries: &mut Vec<Why>| {
             retries.push(w.clone());
-            if retries.len() > 1 {
+            let made = retries.len() <= b.made;
+            if retries.len() > b.made + 1 {
                 let all: Vec<&str> = retries.iter().map(|w| w.line.as_str()).collect();
                 panic!(
-                    "a second fault not the project's in the same test ({all:?}); one is \
-                     retried, two are not (log: {}):\n{}",
+                    "a second fault not the project's in the same test ({all:?}, {} of them \
+                     made by the test); one is retried, two are not (log: {}):\n{}",
+                    b.made,
                     job.log_path.display(),
                     job.tail(40)
                 );
             }
-            xrunrig::testkit::emulator_retry(log, &format!("{}; {how} ({})", w.line, w.what));
+            let (log, whose) = if made {
+                (&b.made_log, "made by the test")
+            } else {
+                (&b.genuine_log, "the emulator's own")
+            };
+            xrunrig::testkit::emulator_retry(
+                log.as_deref(),
+                &format!("{}; {how} ({}; {whose})", w.line, w.what),
+            );
         };
         for w in &j.boot_retries {
             said(w, "LAVA booted once more (failure_retry)", &mut retries);
