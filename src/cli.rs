@@ -3,7 +3,7 @@
 use crate::audio::BackendChoice;
 pub use crate::options::GuestJack;
 use crate::options::{
-    AccelChoice, AudioOptions, GuestOptions, KernelChoice, RunOptions, parse_cli_duration,
+    AccelChoice, AudioOptions, Choices, GuestOptions, KernelChoice, RunOptions, parse_cli_duration,
     valid_memory,
 };
 use crate::rig::limits::{
@@ -57,6 +57,19 @@ pub enum Cmd {
     Completions(CompletionsArgs),
     /// Print the man page (roff), or write one per command into a directory.
     Man(ManArgs),
+    /// Run a plan file as `xrunrig run --kernel` writes one for each guest kernel (the
+    /// run decided on the host: rig, profile and choices). Not for people: hidden.
+    #[command(name = "run-plan", hide = true)]
+    RunPlan(RunPlanArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunPlanArgs {
+    /// The plan file (JSON, `sweep::PlanFile`).
+    pub plan: PathBuf,
+    /// Results directory.
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 /// The command line's definition: the derive's, with each command's exit codes after
@@ -360,22 +373,24 @@ impl RunArgs {
             }),
             rig: self.rig,
             profile: self.profile,
-            trials: self.trials,
             out: self.out,
-            variants: self.variant,
-            settings: self.setting,
-            settings_as_is: self.settings_as_is,
-            max_time_ns: self.max_time,
-            until_decided: self.until_decided,
-            audio: AudioOptions {
-                backend: self.backend,
-                device: self.device,
-                period: self.period,
-                rate: self.rate,
-                duration_ns: self.duration,
-                inject_every: self.inject_every,
-                inject_factor: self.inject_factor,
-                loopback: self.loopback,
+            choices: Choices {
+                trials: self.trials,
+                variants: self.variant,
+                settings: self.setting,
+                settings_as_is: self.settings_as_is,
+                max_time_ns: self.max_time,
+                until_decided: self.until_decided,
+                audio: AudioOptions {
+                    backend: self.backend,
+                    device: self.device,
+                    period: self.period,
+                    rate: self.rate,
+                    duration_ns: self.duration,
+                    inject_every: self.inject_every,
+                    inject_factor: self.inject_factor,
+                    loopback: self.loopback,
+                },
             },
         }
     }

@@ -52,6 +52,7 @@ fn main() {
         },
         Cmd::Completions(a) => xrunrig::shell::completions_main(a.shell),
         Cmd::Man(a) => xrunrig::shell::man_main(a.out.as_deref()),
+        Cmd::RunPlan(a) => xrunrig::run::plan_main(&a.plan, &a.out),
     };
     std::process::exit(code);
 }

@@ -3,6 +3,7 @@
 //! bad value is refused before a results directory exists or a knob is touched.
 
 use crate::audio::BackendChoice;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// `xrunrig watch`, decided.
@@ -31,9 +32,21 @@ pub struct WatchOptions {
 pub struct RunOptions {
     pub rig: PathBuf,
     pub profile: Option<PathBuf>,
+    pub out: Option<PathBuf>,
+    /// What to run of the rig and profile (`sweep::Plan` decides from it).
+    pub choices: Choices,
+    /// Set when the run goes into guest kernels (`--kernel`).
+    pub guest: Option<GuestOptions>,
+}
+
+/// What the user chose beyond the rig and the profile: which settings and variants, how
+/// many trials, the stopping rule, the audio overrides and the bound. `sweep::Plan` is
+/// built from it with the rig and profile, on the host and (given in the plan file) in
+/// a guest kernel alike.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Choices {
     /// Trials per setting and variant; None: the rig's. Never 0.
     pub trials: Option<u32>,
-    pub out: Option<PathBuf>,
     /// Only these variants / settings; empty: all.
     pub variants: Vec<String>,
     pub settings: Vec<String>,
@@ -44,12 +57,10 @@ pub struct RunOptions {
     /// decided (or can no longer be); `trials` is the maximum.
     pub until_decided: bool,
     pub audio: AudioOptions,
-    /// Set when the run goes into guest kernels (`--kernel`).
-    pub guest: Option<GuestOptions>,
 }
 
 /// Command-line overrides of an audio rig's settings; None: the profile's or the rig's.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AudioOptions {
     pub backend: Option<BackendChoice>,
     pub device: Option<String>,
@@ -123,12 +134,6 @@ pub fn parse_cli_duration(s: &str) -> Result<u64, String> {
     crate::rig::units::parse_duration(t)
 }
 
-/// Nanoseconds written so `parse_cli_duration` reads them back exactly (for the command a
-/// guest runs).
-pub fn duration_arg(ns: u64) -> String {
-    format!("{ns}ns")
-}
-
 /// A QEMU memory size: digits with an optional M or G.
 pub fn valid_memory(m: &str) -> bool {
     let digits = m.trim_end_matches(['M', 'G', 'm', 'g']);
@@ -144,7 +149,7 @@ mod tests {
         assert_eq!(parse_cli_duration("10"), Ok(10_000_000_000));
         assert_eq!(parse_cli_duration("1.5"), Ok(1_500_000_000));
         assert_eq!(parse_cli_duration("250 ms"), Ok(250_000_000));
-        assert_eq!(parse_cli_duration(&duration_arg(1_234_567)), Ok(1_234_567));
+        assert_eq!(parse_cli_duration("1234567ns"), Ok(1_234_567));
         assert!(parse_cli_duration("ten").is_err());
         // cyclictest's -D 10m: minutes; ms stays milliseconds.
         assert_eq!(parse_cli_duration("10m"), Ok(600_000_000_000));

@@ -11,10 +11,7 @@ use std::sync::atomic::AtomicBool;
 
 /// Runs a prepared thread rig; the exit code says how it went.
 pub fn run_main(mut p: Prepared) -> i32 {
-    let estimate = match estimate_ns(&p) {
-        Ok(e) => e,
-        Err(e) => return refuse_run(&p, &e),
-    };
+    let estimate = p.estimate_ns;
     let mut inst = Instruments::from_rig(&p.rig, &p.dir);
     if let Err(e) = inst.before_run() {
         return refuse_run(&p, &e);
@@ -100,19 +97,6 @@ pub fn run_main(mut p: Prepared) -> i32 {
             livefx: None,
         },
         &metrics,
-    )
-}
-
-/// The run's time estimate: every trial at its bound plus the gap, checked (an overflow
-/// is an error, never a wrapped, tiny watchdog bound).
-pub fn estimate_ns(p: &Prepared) -> Result<u64, String> {
-    crate::rig::limits::run_estimate_ns(
-        &[p.rig.trial_timeout_ns, p.rig.trial_gap_ns],
-        &[
-            u64::from(p.trials),
-            p.settings.len() as u64,
-            p.variants.len() as u64,
-        ],
     )
 }
 

@@ -93,7 +93,7 @@ fn durations_take_bare_seconds_min_and_h() {
         match cli.cmd {
             Cmd::Run(a) => {
                 let o = a.into_options();
-                Ok::<_, String>((o.audio.duration_ns, o.max_time_ns))
+                Ok::<_, String>((o.choices.audio.duration_ns, o.choices.max_time_ns))
             }
             _ => unreachable!(),
         }
@@ -263,7 +263,7 @@ fn clap_ranges_are_the_caps_and_durations_say_must_be_positive() {
         .unwrap()
         .cmd
     {
-        Cmd::Run(a) => a.into_options().audio.duration_ns,
+        Cmd::Run(a) => a.into_options().choices.audio.duration_ns,
         _ => unreachable!(),
     };
     assert_eq!(dur("10m"), Some(600_000_000_000));

@@ -87,7 +87,10 @@ impl BackendKind {
 }
 
 /// A `--backend` value: auto, or one backend by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum BackendChoice {
     /// JACK if a server answers, else ALSA, else the clock.
     Auto,

@@ -72,6 +72,8 @@ pub struct Booted {
 /// What one boot runs: the commands of the sweep's parts left, and the test-only fault.
 pub struct Work {
     pub parts: Vec<Vec<String>>,
+    /// Each part's plan file: (guest path, plan).
+    pub plans: Vec<(String, crate::sweep::PlanFile)>,
     pub inject: initramfs::Inject,
 }
 
@@ -98,7 +100,15 @@ fn initramfs_for(c: &Ctx, k: &Kernel, s: &Scratch, w: &Work) -> Result<(PathBuf,
     }
     let spec = initramfs::Spec {
         xrunrig: c.xrunrig.to_path_buf(),
-        files: p.files.clone(),
+        files: w
+            .plans
+            .iter()
+            .map(|(path, plan)| {
+                serde_json::to_vec(plan)
+                    .map(|b| (path.clone(), b))
+                    .map_err(|e| format!("cannot write the guest's plan file: {e}"))
+            })
+            .collect::<Result<_, _>>()?,
         parts: w.parts.clone(),
         inject: w.inject,
         ship_cpus: p.ship_cpus.clone(),

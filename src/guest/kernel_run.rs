@@ -190,10 +190,11 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
             p.parts_left(&boots, done)
         };
         let work = boot::Work {
-            parts: parts
+            parts: (0..parts.len()).map(|i| p.command_for(i)).collect(),
+            plans: parts
                 .iter()
                 .enumerate()
-                .map(|(i, x)| p.command_for(x, i))
+                .map(|(i, x)| (HostPlan::plan_path(i), p.plan_for(x)))
                 .collect(),
             inject: if b == 0 { p.inject } else { Inject::None },
         };
@@ -342,12 +343,12 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
         resume::merge_decided(
             &p.order,
             &boots,
-            &p.rig,
-            p.profile.as_ref(),
+            &p.plan.rig,
+            p.plan.profile_file(),
             &run.kernel.release,
             (&started, &crate::sys::utc_now().0),
             &run.dir,
-            p.until.as_ref(),
+            p.plan.until.as_ref(),
         )?;
     }
     let mut guest = record::guest_section(c, &run.kernel, &outcome, accel, accel_note, channel);

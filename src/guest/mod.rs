@@ -1,10 +1,11 @@
 //! Running a rig inside a guest kernel under QEMU: `xrunrig run RIG --kernel K …`.
 //!
-//! The host checks the rig and profile (statically: the guest provides the CPUs),
-//! never touches its own knobs, builds an initramfs holding its own xrunrig binary,
-//! boots K, and the guest runs the ordinary `xrunrig run` (so profiles, the journal
-//! and restore all apply there). Results come back on a raw virtio-blk disk (or a
-//! second serial port where the kernel has no virtio-blk; see channel.rs) and land in
+//! The host decides the run (`sweep::Plan`; statically: the guest provides the CPUs),
+//! never touches its own knobs, builds an initramfs holding its own xrunrig binary and
+//! the plan as a file, boots K, and the guest runs that plan with the ordinary sweep
+//! (`xrunrig run-plan`: profiles, the journal and restore all apply there). Results
+//! come back on a raw virtio-blk disk (or a second serial port where the kernel has no
+//! virtio-blk; see channel.rs) and land in
 //! the host's results directory with run.json's "guest" provenance added.
 
 mod boot;
@@ -25,8 +26,9 @@ mod tables;
 
 use crate::audio::BackendChoice;
 use crate::exit::{EXIT_FAILED, EXIT_INTERRUPTED, EXIT_REFUSED};
-use crate::options::{GuestOptions, KernelChoice, RunOptions, duration_arg};
-use crate::rig::{self, Kind};
+use crate::options::{GuestOptions, KernelChoice, RunOptions};
+use crate::rig::Kind;
+use crate::sweep::{Plan, PlanFile};
 use kernel::Kernel;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -61,25 +63,18 @@ fn lpj() -> Option<u64> {
 
 /// Everything decided on the host before any guest boots.
 pub struct HostPlan {
-    pub rig: rig::Rig,
-    pub profile: Option<crate::knobs::profile::Profile>,
-    pub files: Vec<(String, Vec<u8>)>,
+    /// The run, decided once (`sweep::Plan`): each boot's guest is given it whole, or
+    /// narrowed to what a resumed boot has left, as a plan file (`plan_for`), and
+    /// builds the same plan from it.
+    pub plan: Plan,
     /// The whole run's command in the guest (its first boot's).
     pub command: Vec<String>,
     /// What the run sweeps, in the guest sweep's order: a resumed boot starts after
     /// the trials that came home.
     pub order: resume::Order,
-    /// The guest command's pieces, for a part of the sweep (see `command_for`).
-    head: Vec<String>,
-    tail: Vec<String>,
-    /// The --setting / --variant flags as given, for a part that covers them all.
-    settings_given: Vec<String>,
-    variants_given: Vec<String>,
-    settings_as_is: bool,
-    loopback: bool,
-    /// `--until-decided`: the rule the guest's sweep follows, checked here before any
-    /// boot and replayed by a merge of several boots.
-    pub until: Option<crate::sweep::decide::Rule>,
+    /// Where the plan file puts the rig and profile in the guest (named in its records).
+    rig_guest: PathBuf,
+    profile_guest: PathBuf,
     jack: Option<jack::Server>,
     /// Test-only: a fault the first boot makes on purpose (XRUNRIG_GUEST_TEST_INJECT).
     pub inject: initramfs::Inject,
@@ -111,36 +106,11 @@ fn env_secs(name: &str) -> Option<Duration> {
         .map(Duration::from_secs_f64)
 }
 
-/// Checks the rig, profile and options on the host and builds the guest command.
+/// Decides the run on the host (`sweep::Plan`: the guest decides nothing else) and
+/// checks what the guest machine needs.
 pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
-    let rig = rig::load(&a.rig).map_err(|e| e.to_string())?;
-    let profile = a
-        .profile
-        .as_ref()
-        .map(|p| crate::knobs::profile::load(p))
-        .transpose()?;
-    let setting_names: Vec<String> = profile
-        .as_ref()
-        .map(|p| p.settings.iter().map(|s| s.name.clone()).collect())
-        .unwrap_or_else(|| vec!["as-is".into()]);
-    for s in &a.settings {
-        if !setting_names.contains(s) {
-            return Err(format!(
-                "no setting '{s}' in the profile; it has: {}",
-                setting_names.join(", ")
-            ));
-        }
-    }
-    for v in &a.variants {
-        if !rig.variants.iter().any(|x| &x.name == v) {
-            let names: Vec<&str> = rig.variants.iter().map(|x| x.name.as_str()).collect();
-            return Err(format!(
-                "no variant '{v}' in rig '{}'; it has: {}",
-                rig.name,
-                names.join(", ")
-            ));
-        }
-    }
+    let plan = Plan::new(a)?;
+    let rig = &plan.rig;
     let need = rig.cpus_used().iter().max().map_or(1, |m| *m as u32 + 1);
     let cpus = g.cpus.unwrap_or(need.max(4));
     if cpus < need {
@@ -151,30 +121,7 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
         ));
     }
     let memory = g.memory.clone().unwrap_or_else(|| "1G".into());
-    let au = &a.audio;
-
-    let rig_guest = format!("/xrunrig/rig/{}", file_name(&a.rig));
-    let mut files = vec![(rig_guest.clone(), rig.text.clone().into_bytes())];
-    let mut head: Vec<String> = vec!["/bin/xrunrig".into(), "run".into(), rig_guest];
-    if let (Some(p), Some(path)) = (&profile, &a.profile) {
-        let g = format!("/xrunrig/profile/{}", file_name(path));
-        files.push((g.clone(), p.text.clone().into_bytes()));
-        head.extend(["--profile".into(), g]);
-    }
-    let mut tail: Vec<String> = vec![];
-    let mut opt = |name: &str, v: Option<String>| {
-        if let Some(v) = v {
-            tail.extend([format!("--{name}"), v]);
-        }
-    };
-    opt("max-time", a.max_time_ns.map(duration_arg));
-    opt("backend", au.backend.map(|b| b.name().to_string()));
-    opt("device", au.device.clone());
-    opt("period", au.period.map(|x| x.to_string()));
-    opt("rate", au.rate.map(|x| x.to_string()));
-    opt("duration", au.duration_ns.map(duration_arg));
-    opt("inject-every", au.inject_every.map(|x| x.to_string()));
-    opt("inject-factor", au.inject_factor.map(|x| x.to_string()));
+    let au = &plan.choices.audio;
     // A guest has no running JACK server: start one on the snd-aloop card.
     let jack = match &rig.livefx {
         Some(cfg)
@@ -196,71 +143,26 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
     };
     if g.watch && jack.is_none() {
         return Err(
-            "--guest-watch watches the guest's JACK session: give --backend jack (or a rig whose              [livefx] backend is jack)"
+            "--guest-watch watches the guest's JACK session: give --backend jack (or a rig whose \
+             [livefx] backend is jack)"
                 .into(),
         );
     }
-    // The sweep's order as prepare() decides it: the profile's settings (filtered, in
-    // the profile's order; one "as-is" under --settings-as-is), the rig's variants.
-    let profile_changes = profile.as_ref().is_some_and(|p| p.changes_anything());
     let order = resume::Order {
-        trials: a.trials.unwrap_or(rig.trials),
-        settings: if a.settings_as_is && profile_changes {
-            vec!["as-is".into()]
-        } else {
-            setting_names
-                .iter()
-                .filter(|s| a.settings.is_empty() || a.settings.contains(s))
-                .cloned()
-                .collect()
-        },
-        variants: rig
-            .variants
-            .iter()
-            .map(|v| v.name.clone())
-            .filter(|v| a.variants.is_empty() || a.variants.contains(v))
-            .collect(),
+        trials: plan.trials,
+        settings: plan.setting_names(),
+        variants: plan.variant_names(),
     };
     let inject = test_inject()?;
-    let until = if a.until_decided {
-        Some(crate::sweep::decide::rule(
-            &rig,
-            &order.settings,
-            &order.variants,
-            order.trials,
-        )?)
-    } else {
-        None
-    };
-
-    // The guest's own bound (its watchdog) is estimate × 2 + 60 s; the host allows
-    // that plus boot and shipping, so the guest normally ends itself first.
-    let trials = a.trials.unwrap_or(rig.trials) as u64;
-    let n_settings = if a.settings.is_empty() {
-        setting_names.len()
-    } else {
-        a.settings.len()
-    } as u64;
-    let n_variants = if a.variants.is_empty() {
-        rig.variants.len()
-    } else {
-        a.variants.len()
-    } as u64;
-    let per_trial = match rig.kind {
-        Kind::Trials => [rig.trial_timeout_ns, rig.trial_gap_ns],
-        Kind::Livefx => [au.duration_ns.unwrap_or(60_000_000_000), 20_000_000_000],
-    };
-    // Checked: an overflow is an error, never a wrapped, tiny bound.
-    let estimate =
-        crate::rig::limits::run_estimate_ns(&per_trial, &[trials, n_settings, n_variants])?;
-    let inner = crate::rig::limits::watchdog_bound_ns(a.max_time_ns, estimate)?;
+    // The guest's own bound (its watchdog) is the plan's; the host allows that plus
+    // boot and shipping, so the guest normally ends itself first.
+    let inner = plan.bound_ns()?;
     let boot_bound = env_secs("XRUNRIG_GUEST_BOOT_TIMEOUT").unwrap_or(Duration::from_secs(90));
     let run_bound = boot_bound + Duration::from_nanos(inner) + Duration::from_secs(60);
     // A ready guest prints a line per trial (and /init one per shipped frame): one
     // trial's own watchdog bound (its estimate × 2 + 60 s) without a byte means its
     // timers stopped, not that the trial is long.
-    let one_trial = crate::rig::limits::run_estimate_ns(&per_trial, &[1])?;
-    let quiet_bound = Duration::from_nanos(crate::rig::limits::watchdog_bound_ns(None, one_trial)?);
+    let quiet_bound = Duration::from_nanos(plan.one_trial_bound_ns()?);
     let mut cmdline = BASE_CMDLINE.to_string();
     if let Some(l) = lpj() {
         cmdline.push_str(&format!(" lpj={l}"));
@@ -274,21 +176,21 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
         used.extend(l.cpus_used());
     }
     let ship_cpus = (0..cpus as usize).filter(|c| !used.contains(c)).collect();
+    let rig_guest = Path::new("/xrunrig/rig").join(file_name(&a.rig));
+    let profile_guest = Path::new("/xrunrig/profile").join(
+        a.profile
+            .as_deref()
+            .map(file_name)
+            .unwrap_or_else(|| "profile.toml".into()),
+    );
     let mut p = HostPlan {
         ship_cpus,
         audio: rig.kind == Kind::Livefx,
-        rig,
-        profile,
-        files,
+        plan,
         command: vec![],
         order,
-        head,
-        tail,
-        settings_given: a.settings.clone(),
-        variants_given: a.variants.clone(),
-        settings_as_is: a.settings_as_is,
-        loopback: au.loopback,
-        until,
+        rig_guest,
+        profile_guest,
         jack,
         inject,
         cpus,
@@ -298,7 +200,7 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
         boot_bound,
         quiet_bound,
     };
-    p.command = p.command_for(&p.whole(), 0);
+    p.command = p.command_for(0);
     Ok(p)
 }
 
@@ -331,7 +233,7 @@ impl HostPlan {
     /// records are a prefix of the order narrowed to them: a variant that stops never
     /// gets a trial again). Empty when nothing is left.
     pub fn parts_left(&self, boots: &[resume::Boot], done: u64) -> Vec<resume::Part> {
-        let Some(rule) = &self.until else {
+        let Some(rule) = &self.plan.until else {
             return resume::parts_from(&self.order, done);
         };
         let records: Vec<_> = boots
@@ -368,43 +270,42 @@ impl HostPlan {
         }
     }
 
-    /// The guest's `xrunrig run` for the boot's `i`th part of the sweep, into
-    /// /results/x/p`i`: the run's own flags, with --trials, --setting and --variant
-    /// narrowed to the part's.
-    pub fn command_for(&self, part: &resume::Part, i: usize) -> Vec<String> {
-        let mut c = self.head.clone();
-        c.extend(["--out".into(), format!("/results/x/p{i}")]);
-        c.extend(["--trials".into(), part.trials.to_string()]);
-        c.extend(self.tail.iter().cloned());
-        let variants = if part.variants == self.order.variants {
-            self.variants_given.clone()
-        } else {
-            part.variants.clone()
-        };
-        for v in variants {
-            c.extend(["--variant".into(), v]);
+    /// The plan a boot's part of the sweep is given: the run's own for the whole run,
+    /// else with its trials, settings and variants narrowed to the part's.
+    pub fn plan_for(&self, part: &resume::Part) -> PlanFile {
+        let mut c = self.plan.choices.clone();
+        if *part == self.whole() {
+            return self.plan.file(&self.rig_guest, &self.profile_guest, c);
         }
-        // Under --settings-as-is the one "as-is" setting is no profile name to give.
-        let settings = if part.settings == self.order.settings || self.settings_as_is {
-            self.settings_given.clone()
-        } else {
-            part.settings.clone()
-        };
-        for s in settings {
-            c.extend(["--setting".into(), s]);
-        }
-        if self.settings_as_is {
-            c.push("--settings-as-is".into());
-        }
-        if self.loopback {
-            c.push("--loopback".into());
+        c.trials = Some(part.trials);
+        c.variants = part.variants.clone();
+        // Under --settings-as-is the one "as-is" setting is no profile name to give:
+        // the user's own filter stays, and the plan replaces it again.
+        if !c.settings_as_is {
+            c.settings = part.settings.clone();
         }
         // The guest decides from its own trials: only a part that is the whole run has
         // them all. A resumed boot's parts run the undecided variants' remaining rounds
         // in full (`parts_left`), and the merge replays every record through the rule.
-        if self.until.is_some() && *part == self.whole() {
-            c.push("--until-decided".into());
-        }
+        c.until_decided = false;
+        self.plan.file(&self.rig_guest, &self.profile_guest, c)
+    }
+
+    /// Where the boot's `i`th part's plan file goes in the guest.
+    pub fn plan_path(i: usize) -> String {
+        format!("/xrunrig/plan/p{i}.json")
+    }
+
+    /// The guest's command for the boot's `i`th part: `xrunrig run-plan` of its plan
+    /// file (`plan_for`) into /results/x/p`i`, under the guest's jackd when it has one.
+    pub fn command_for(&self, i: usize) -> Vec<String> {
+        let c: Vec<String> = vec![
+            "/bin/xrunrig".into(),
+            "run-plan".into(),
+            HostPlan::plan_path(i),
+            "--out".into(),
+            format!("/results/x/p{i}"),
+        ];
         match &self.jack {
             Some(j) => j.wrap(&c),
             None => c,
@@ -522,7 +423,7 @@ pub fn run_main(a: &RunOptions, g: &GuestOptions) -> i32 {
     }
     // Run in the order typed, whatever order they were built in.
     let kernels: Vec<_> = resolved_at.into_iter().flatten().collect();
-    let (base, dirs) = result_dirs(a, &plan.rig.name, &kernels);
+    let (base, dirs) = result_dirs(a, &plan.plan.rig.name, &kernels);
     for d in &dirs {
         if let Err(e) = crate::output::create_results_dir(d) {
             eprintln!("xrunrig: {e}");
@@ -562,7 +463,7 @@ pub fn run_main(a: &RunOptions, g: &GuestOptions) -> i32 {
         runs.push(r);
     }
     match (base, runs.as_slice()) {
-        (Some(base), _) => tables::combined(&plan.rig.name, &base, &runs),
+        (Some(base), _) => tables::combined(&plan.plan.rig.name, &base, &runs),
         (None, [one]) => tables::document(&one.dir),
         _ => {}
     }
@@ -707,6 +608,16 @@ mod tests {
         );
     }
 
+    /// A plan file as the guest reads it: written, read back through `Plan::from_file`.
+    fn guest_reads(f: &PlanFile) -> Plan {
+        let d = crate::testkit::private_dir("plan-file");
+        let path = d.join("p0.json");
+        std::fs::write(&path, serde_json::to_vec(f).unwrap()).unwrap();
+        let p = Plan::from_file(&path).unwrap();
+        let _ = std::fs::remove_dir_all(&d);
+        p
+    }
+
     #[test]
     fn plan_builds_guest_command_and_cpus() {
         let prof = concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/rt-push-ipi.toml");
@@ -722,34 +633,40 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(p.cpus, 4);
-        let c = p.command.join(" ");
         assert_eq!(
-            c,
-            "/bin/xrunrig run /xrunrig/rig/pi-boost-affinity.toml --profile /xrunrig/profile/rt-push-ipi.toml \
-             --out /results/x/p0 --trials 8 --variant pi"
+            p.command.join(" "),
+            "/bin/xrunrig run-plan /xrunrig/plan/p0.json --out /results/x/p0"
         );
+        // The whole run's plan file: the rig and profile where the guest has them, and
+        // the guest's plan the host's.
+        let f = p.plan_for(&p.whole());
+        assert_eq!(f.rig.path, Path::new("/xrunrig/rig/pi-boost-affinity.toml"));
+        assert_eq!(f.rig.text, p.plan.rig.text);
+        let fp = f.profile.as_ref().unwrap();
+        assert_eq!(fp.path, Path::new("/xrunrig/profile/rt-push-ipi.toml"));
+        let g = guest_reads(&f);
+        assert_eq!(g.setting_names(), p.order.settings);
+        assert_eq!(g.variant_names(), ["pi"]);
+        assert_eq!(g.trials, 8);
+        assert_eq!(g.estimate_ns().unwrap(), p.plan.estimate_ns().unwrap());
         // The sweep's order as the guest runs it, and a resumed boot's parts narrowed
         // to what is left: after 3 of 16 (round 1's second setting, then rounds 2..7).
         assert_eq!(p.order.total(), 16);
         let parts = resume::parts_from(&p.order, 3);
-        let cmds: Vec<String> = parts
-            .iter()
-            .enumerate()
-            .map(|(i, x)| p.command_for(x, i).join(" "))
-            .collect();
+        assert_eq!(parts.len(), 2, "{parts:?}");
         let s1 = &p.order.settings[1];
-        assert_eq!(cmds.len(), 2, "{cmds:?}");
-        assert!(
-            cmds[0].ends_with(&format!(
-                "--out /results/x/p0 --trials 1 --variant pi --setting {s1}"
-            )),
-            "{cmds:?}"
+        let g0 = guest_reads(&p.plan_for(&parts[0]));
+        assert_eq!((g0.trials, g0.setting_names()), (1, vec![s1.clone()]));
+        assert_eq!(g0.variant_names(), ["pi"]);
+        let g1 = guest_reads(&p.plan_for(&parts[1]));
+        assert_eq!(
+            (g1.trials, g1.setting_names()),
+            (6, p.order.settings.clone())
         );
-        assert!(
-            cmds[1].ends_with("--out /results/x/p1 --trials 6 --variant pi"),
-            "{cmds:?}"
+        assert_eq!(
+            p.command_for(1).join(" "),
+            "/bin/xrunrig run-plan /xrunrig/plan/p1.json --out /results/x/p1"
         );
-        assert_eq!(p.files.len(), 2);
         assert!(!p.audio);
         assert!(p.cmdline.contains("console=ttyS0") && !p.cmdline.contains("nowatchdog"));
         // 8 trials × 2 settings × 1 variant × 4.2 s, doubled, + 60 s, + boot and shipping.
@@ -758,7 +675,8 @@ mod tests {
         );
         // Silence: one trial's bound (4 s + 0.2 s gap), doubled, + 60 s; not the run's.
         assert_eq!(p.quiet_bound, Duration::from_millis(2 * 4200 + 60_000));
-        // An audio trial's: its length and 20 s to start and stop, doubled, + 60 s.
+        // An audio trial's: its length, 5 s to open and close the stream and the rig's
+        // 300 ms gap, doubled, + 60 s: the estimate the guest's own watchdog uses.
         let lf = plan_of(&[
             concat!(env!("CARGO_MANIFEST_DIR"), "/rigs/livefx.toml"),
             "--kernel",
@@ -769,12 +687,57 @@ mod tests {
             "50",
         ])
         .unwrap();
-        assert_eq!(lf.quiet_bound, Duration::from_secs(2 * 30 + 60));
+        assert_eq!(lf.quiet_bound, Duration::from_millis(2 * 15_300 + 60_000));
         assert!(
             lf.run_bound > Duration::from_secs(50 * 30),
             "{:?}",
             lf.run_bound
         );
+        // Without a profile the guest gets none.
+        let np = plan_of(&args(&["--kernel", "debian:6.12"])).unwrap();
+        assert!(np.plan_for(&np.whole()).profile.is_none());
+    }
+
+    /// Issue 26: a setting filter given once reaches the guest as the host decided it,
+    /// through the plan file (no command line rebuilt): the same settings, variants,
+    /// trials and rule; and --settings-as-is too.
+    #[test]
+    fn the_guest_runs_the_plan_the_host_decided() {
+        let prof = concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/rt-push-ipi.toml");
+        let p = plan_of(&args(&[
+            "--profile",
+            prof,
+            "--kernel",
+            "debian:6.12",
+            "--setting",
+            "NO_RT_PUSH_IPI",
+            "--trials",
+            "3",
+        ]))
+        .unwrap();
+        assert_eq!(p.order.settings, ["NO_RT_PUSH_IPI"]);
+        let g = guest_reads(&p.plan_for(&p.whole()));
+        assert_eq!(g.setting_names(), p.plan.setting_names());
+        assert_eq!(g.variant_names(), p.plan.variant_names());
+        assert_eq!(g.trials, p.plan.trials);
+        assert_eq!(g.choices, p.plan.choices);
+        assert!(g.until.is_none());
+        // --settings-as-is: one "as-is" setting on both sides, the note said.
+        let p = plan_of(&args(&[
+            "--profile",
+            prof,
+            "--kernel",
+            "debian:6.12",
+            "--settings-as-is",
+        ]))
+        .unwrap();
+        assert_eq!(p.order.settings, ["as-is"]);
+        let g = guest_reads(&p.plan_for(&p.whole()));
+        assert_eq!(g.setting_names(), ["as-is"]);
+        assert!(g.settings_note.unwrap().contains("NOT in force"));
+        let parts = resume::parts_from(&p.order, 1);
+        let g = guest_reads(&p.plan_for(&parts[0]));
+        assert_eq!(g.setting_names(), ["as-is"]);
     }
 
     #[test]
@@ -788,17 +751,14 @@ mod tests {
             "--until-decided",
         ]))
         .unwrap();
-        assert!(
-            p.command.join(" ").ends_with("--trials 8 --until-decided"),
-            "{:?}",
-            p.command
-        );
+        let whole = p.plan_for(&p.whole());
+        assert!(whole.choices.until_decided);
+        let g = guest_reads(&whole);
+        assert_eq!(g.trials, 8);
+        assert!(g.until.is_some());
         // A resumed part runs its remaining rounds in full: the merge decides.
         let later = resume::parts_from(&p.order, 5);
-        assert!(
-            !p.command_for(&later[0], 0)
-                .contains(&"--until-decided".into())
-        );
+        assert!(!p.plan_for(&later[0]).choices.until_decided);
         // Boot 1 brought 2 rounds home: "pi" 0/2 vs 2/2 (open), "nopi" 0/2 vs 0/2
         // (undecidable), then round 3's first trial. What is left: "pi" alone, from
         // round 3's second setting on.
@@ -875,18 +835,16 @@ mod tests {
         );
         assert!(
             s.contains(
-                "JACK_DEFAULT_SERVER=xrunrig /bin/xrunrig run /xrunrig/rig/livefx-loopback.toml"
+                "JACK_DEFAULT_SERVER=xrunrig /bin/xrunrig run-plan /xrunrig/plan/p0.json --out /results/x/p0"
             ),
             "{s}"
         );
-        // Other backends run as they are.
+        // Other backends run as they are; the duration reaches the guest exactly.
         let p = a(&["--backend", "clock", "--duration", "1.5"]).unwrap();
-        assert!(
-            p.command.join(" ").contains("--duration 1500000000ns"),
-            "{:?}",
-            p.command
-        );
         assert_eq!(p.command[0], "/bin/xrunrig");
+        let g = guest_reads(&p.plan_for(&p.whole()));
+        assert_eq!(g.choices.audio.duration_ns, Some(1_500_000_000));
+        assert_eq!(g.choices.audio.backend, Some(BackendChoice::Clock));
     }
 
     #[test]

@@ -55,7 +55,7 @@ fn run(p: &mut Prepared) -> Result<i32, i32> {
     }
     let params = params::resolve_settings(p, &cfg)?;
     params::probe_named(p, &params)?;
-    let estimate = params::estimate_ns(p, &cfg).map_err(|e| crate::trials::refuse_run(p, &e))?;
+    let estimate = p.estimate_ns;
     let mut inst = crate::instruments::Instruments::from_rig(&p.rig, &p.dir);
     inst.before_run()
         .map_err(|e| crate::trials::refuse_run(p, &e))?;

@@ -128,23 +128,6 @@ pub fn announce(p: &Prepared, cfg: &Config, params: &[Params]) {
     }
 }
 
-/// The run's time estimate: each trial's length plus 5 s to open and close the stream
-/// and the gap, checked (an overflow is an error, never a wrapped watchdog bound).
-pub fn estimate_ns(p: &Prepared, cfg: &Config) -> Result<u64, String> {
-    crate::rig::limits::run_estimate_ns(
-        &[
-            cfg.duration_ns,
-            super::trial::OPEN_CLOSE_NS,
-            p.rig.trial_gap_ns,
-        ],
-        &[
-            u64::from(p.trials),
-            p.settings.len() as u64,
-            p.variants.len() as u64,
-        ],
-    )
-}
-
 /// Resolves one setting's audio parameters: command line over the setting's `audio`
 /// over the rig. `cache` keeps auto's probe per (backend, device), so it runs once.
 pub fn resolve(

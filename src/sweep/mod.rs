@@ -6,11 +6,13 @@
 
 pub mod decide;
 mod finish;
+pub mod plan;
 mod prepare;
 mod rounds;
 
 pub use finish::{RunExtra, finish, finish_with, run_json, sweep_exit};
-pub use prepare::{Machine, prepare, prepare_on};
+pub use plan::{Plan, PlanFile};
+pub use prepare::{Machine, prepare, prepare_file, prepare_on};
 pub use rounds::sweep;
 
 use crate::knobs::InForce;
@@ -50,6 +52,8 @@ pub struct Prepared {
     pub max_time_ns: Option<u64>,
     /// `--until-decided`: the stopping rule; `trials` is then each setting's maximum.
     pub until: Option<decide::Rule>,
+    /// The run's time estimate (`Plan::estimate_ns`): its watchdog bound comes from it.
+    pub estimate_ns: u64,
 }
 
 impl Prepared {

@@ -1,13 +1,14 @@
 //! Everything checked and decided before the first knob is touched.
 
 use super::Prepared;
+use super::plan::Plan;
 use crate::knobs::StateDir;
 use crate::knobs::knob::{KnobIo, RealIo};
-use crate::knobs::profile::{Profile, Setting};
+use crate::knobs::profile::Profile;
 use crate::knobs::{self};
 use crate::options::RunOptions;
 use crate::output::{self};
-use crate::rig::{self};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -21,11 +22,23 @@ pub struct Machine<'a> {
     pub state: StateDir,
 }
 
-/// Loads and checks the rig and profile, restores a killed run's leftovers, and checks
-/// the knobs can be written. Changes nothing except that restore, and creates no
-/// directory (`Prepared::create_dir` does, after the rig kind's checks). The caller
-/// holds the run lock (`knobs::lock`).
+/// Loads and checks the rig and profile (`Plan::new`), restores a killed run's
+/// leftovers, and checks the knobs can be written. Changes nothing except that restore,
+/// and creates no directory (`Prepared::create_dir` does, after the rig kind's checks).
+/// The caller holds the run lock (`knobs::lock`).
 pub fn prepare(args: &RunOptions) -> Result<Prepared, String> {
+    prepare_live(|| Plan::new(args), args.out.as_deref())
+}
+
+/// `prepare` of the plan a plan file holds (a guest kernel's run), into `out`.
+pub fn prepare_file(plan: &Path, out: &Path) -> Result<Prepared, String> {
+    prepare_live(|| Plan::from_file(plan), Some(out))
+}
+
+fn prepare_live(
+    plan: impl FnOnce() -> Result<Plan, String>,
+    out: Option<&Path>,
+) -> Result<Prepared, String> {
     let state = knobs::state()?;
     // Tracing state a killed run left (its trace instance, a tracefs it mounted).
     crate::instruments::tracefs::warn_recovered(crate::instruments::recover());
@@ -35,125 +48,65 @@ pub fn prepare(args: &RunOptions) -> Result<Prepared, String> {
         root: crate::sys::is_root(),
         state,
     };
-    prepare_on(args, &m)
+    prepare_on(plan, out, &m)
 }
 
-/// `prepare` on `m`, after the tracing state is recovered.
-pub fn prepare_on(args: &RunOptions, m: &Machine) -> Result<Prepared, String> {
+/// `prepare` on `m`, after the tracing state is recovered: a killed run's settings are
+/// restored first, whatever `plan` then says of the inputs.
+pub fn prepare_on(
+    plan: impl FnOnce() -> Result<Plan, String>,
+    out: Option<&Path>,
+    m: &Machine,
+) -> Result<Prepared, String> {
     let (io, state) = (m.io, &m.state);
-    // The run lock is held (run.rs): a journal here is from a run that is gone.
-    let changes_knobs = args.profile.is_some() && !args.settings_as_is;
-    match knobs::recover(io, state) {
-        Ok(None) => {}
-        Ok(Some(r)) if r.other_boot => {
-            eprintln!(
-                "xrunrig: a settings journal from before the last reboot (run pid {}, started {}) was found; \
-                 the reboot already reset those settings, so it was discarded, not replayed:",
-                r.journal.pid, r.journal.started
-            );
-            for l in r.lines {
-                eprintln!("  {l}");
-            }
-        }
-        Ok(Some(r)) => {
-            eprintln!(
-                "xrunrig: a previous run (pid {}, started {}) ended without restoring its settings; restored now:",
-                r.journal.pid, r.journal.started
-            );
-            for l in r.lines {
-                eprintln!("  {l}");
-            }
-        }
-        // A run that changes nothing may measure beside a journal it cannot restore,
-        // but says so; one that would change knobs must not add to it.
-        Err(e) if !changes_knobs => {
-            eprintln!(
-                "xrunrig: warning: {e}\nxrunrig: this run changes no kernel settings, so it goes ahead; \
-                 the machine may still hold that run's settings. Runs with a profile are refused until \
-                 `xrunrig restore` (or `xrunrig restore --discard`) clears the journal."
-            );
-        }
-        Err(e) => return Err(e),
+    let recovered = knobs::recover(io, state);
+    if let Ok(r) = &recovered {
+        say_recovered(r.as_ref());
     }
     // Checks [livefx] and [instruments] too: a bad rig is refused before anything runs.
-    let rig = rig::load(&args.rig).map_err(|e| e.to_string())?;
-    let profile = match &args.profile {
-        Some(p) => knobs::profile::load(p)?,
-        None => Profile::as_is(),
-    };
-    let mut settings = profile.settings.clone();
-    if !args.settings.is_empty() {
-        for s in &args.settings {
-            if !settings.iter().any(|x| &x.name == s) {
-                return Err(format!(
-                    "no setting '{s}' in profile '{}'; it has: {}",
-                    profile.name,
-                    names(settings.iter().map(|x| &x.name))
-                ));
-            }
+    let plan = plan()?;
+    if let Err(e) = recovered {
+        // A run that changes nothing may measure beside a journal it cannot restore,
+        // but says so; one that would change knobs must not add to it.
+        if plan.changes_knobs() {
+            return Err(e);
         }
-        settings.retain(|x| args.settings.contains(&x.name));
-    }
-    let mut variants: Vec<usize> = (0..rig.variants.len()).collect();
-    if !args.variants.is_empty() {
-        for v in &args.variants {
-            if !rig.variants.iter().any(|x| &x.name == v) {
-                return Err(format!(
-                    "no variant '{v}' in rig '{}'; it has: {}",
-                    rig.name,
-                    names(rig.variants.iter().map(|x| &x.name))
-                ));
-            }
-        }
-        variants.retain(|&i| args.variants.contains(&rig.variants[i].name));
-    }
-    let trials = args.trials.unwrap_or(rig.trials);
-    // Refused here, before the results directory exists, when the run has no rule.
-    let until = if args.until_decided {
-        if args.settings_as_is {
-            return Err("--until-decided compares two settings the run applies; \
-                        --settings-as-is applies none: leave one of them out"
-                .into());
-        }
-        let s: Vec<String> = settings.iter().map(|s| s.name.clone()).collect();
-        let v: Vec<String> = variants
-            .iter()
-            .map(|&i| rig.variants[i].name.clone())
-            .collect();
-        Some(super::decide::rule(&rig, &s, &v, trials)?)
-    } else {
-        None
-    };
-    rig.check_machine(&m.online_cpus)?;
-    let changes = settings.iter().any(|s| !s.changes.is_empty());
-    let (knobs, settings_note) = if !changes {
-        (vec![], None)
-    } else if args.settings_as_is {
-        let note = format!(
-            "--settings-as-is: profile '{}' was not applied; its settings {} were NOT in force, the machine's own were",
-            profile.name,
-            names(settings.iter().map(|x| &x.name))
+        eprintln!(
+            "xrunrig: warning: {e}\nxrunrig: this run changes no kernel settings, so it goes ahead; \
+             the machine may still hold that run's settings. Runs with a profile are refused until \
+             `xrunrig restore` (or `xrunrig restore --discard`) clears the journal."
         );
-        settings = vec![Setting {
-            name: "as-is".into(),
-            description: note.clone(),
-            changes: vec![],
-            audio: None,
-        }];
-        (vec![], Some(note))
-    } else {
+    }
+    plan.rig.check_machine(&m.online_cpus)?;
+    let knobs = if plan.changes_knobs() {
         let p = Profile {
-            settings: settings.clone(),
-            ..profile.clone()
+            settings: plan.settings.clone(),
+            ..plan.profile.clone()
         };
-        (knobs::preflight(io, &p, m.root)?, None)
+        knobs::preflight(io, &p, m.root)?
+    } else {
+        vec![]
     };
     // The directory is only named here: the rig kind creates it (`create_dir`) after
     // its own checks, so a refusal leaves nothing behind.
-    let dir = output::results_dir(&rig.name, args.out.as_deref());
-    if args.out.is_some() {
+    let dir = output::results_dir(&plan.rig.name, out);
+    if out.is_some() {
         output::check_results_dir(&dir)?;
     }
+    let estimate_ns = plan
+        .estimate_ns()
+        .map_err(|e| format!("{e}. Nothing was changed."))?;
+    let Plan {
+        rig,
+        profile,
+        settings,
+        settings_note,
+        variants,
+        trials,
+        until,
+        choices,
+        ..
+    } = plan;
     Ok(Prepared {
         rig,
         profile,
@@ -161,19 +114,42 @@ pub fn prepare_on(args: &RunOptions, m: &Machine) -> Result<Prepared, String> {
         variants,
         trials,
         dir,
-        dir_named: args.out.is_some(),
+        dir_named: out.is_some(),
         dir_created: false,
         knobs,
         settings_note,
         stop: Arc::new(AtomicBool::new(false)),
-        audio: args.audio.clone(),
-        max_time_ns: args.max_time_ns,
+        audio: choices.audio,
+        max_time_ns: choices.max_time_ns,
         until,
+        estimate_ns,
     })
 }
 
-fn names<'a>(it: impl Iterator<Item = &'a String>) -> String {
-    it.cloned().collect::<Vec<_>>().join(", ")
+/// Says what a killed run's journal held and what became of it.
+fn say_recovered(r: Option<&knobs::Recovered>) {
+    match r {
+        None => {}
+        Some(r) if r.other_boot => {
+            eprintln!(
+                "xrunrig: a settings journal from before the last reboot (run pid {}, started {}) was found; \
+                 the reboot already reset those settings, so it was discarded, not replayed:",
+                r.journal.pid, r.journal.started
+            );
+            for l in &r.lines {
+                eprintln!("  {l}");
+            }
+        }
+        Some(r) => {
+            eprintln!(
+                "xrunrig: a previous run (pid {}, started {}) ended without restoring its settings; restored now:",
+                r.journal.pid, r.journal.started
+            );
+            for l in &r.lines {
+                eprintln!("  {l}");
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -218,17 +194,15 @@ mod tests {
             root: true,
             state: StateDir::open(&d, false).unwrap(),
         };
-        let e = match prepare_on(
-            &options(&[
-                "run",
-                "rigs/pi-boost-affinity.toml",
-                "--profile",
-                "profiles/rt-push-ipi.toml",
-                "--out",
-                out.to_str().unwrap(),
-            ]),
-            &m,
-        ) {
+        let o = options(&[
+            "run",
+            "rigs/pi-boost-affinity.toml",
+            "--profile",
+            "profiles/rt-push-ipi.toml",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let e = match prepare_on(|| Plan::new(&o), o.out.as_deref(), &m) {
             Ok(_) => panic!("a 4-CPU rig prepared on 2 CPUs"),
             Err(e) => e,
         };
@@ -244,20 +218,7 @@ mod tests {
             online_cpus: vec![0, 1, 2, 3],
             ..m
         };
-        assert!(
-            prepare_on(
-                &options(&[
-                    "run",
-                    "rigs/pi-boost-affinity.toml",
-                    "--profile",
-                    "profiles/rt-push-ipi.toml",
-                    "--out",
-                    out.to_str().unwrap()
-                ]),
-                &m
-            )
-            .is_ok()
-        );
+        assert!(prepare_on(|| Plan::new(&o), o.out.as_deref(), &m).is_ok());
         assert!(
             io.writes.lock().unwrap().is_empty(),
             "prepare writes no knob"
@@ -293,7 +254,8 @@ mod tests {
             "--out",
             out.to_str().unwrap(),
         ];
-        let e = match prepare_on(&options(&args), &m) {
+        let o = options(&args);
+        let e = match prepare_on(|| Plan::new(&o), o.out.as_deref(), &m) {
             Ok(_) => panic!("prepared with the features locked down"),
             Err(e) => e,
         };
@@ -303,7 +265,8 @@ mod tests {
         assert!(!out.exists());
         let mut with = args.to_vec();
         with.push("--settings-as-is");
-        let p = prepare_on(&options(&with), &m).unwrap();
+        let o = options(&with);
+        let p = prepare_on(|| Plan::new(&o), o.out.as_deref(), &m).unwrap();
         assert!(p.knobs.is_empty());
         assert_eq!(p.settings.len(), 1);
         assert_eq!(p.settings[0].name, "as-is");

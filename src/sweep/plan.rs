@@ -1,0 +1,231 @@
+//! The run decided from the rig, the profile and the user's choices before any machine
+//! is looked at: the settings and variants in sweep order, the trials, the stopping
+//! rule, the time estimate. The host's sweep runs it (`prepare` adds the machine's
+//! checks); a guest kernel is given it whole, as a plan file (`PlanFile`: the rig's and
+//! profile's text and the choices), and builds the same plan through the same code; a
+//! resumed guest run is given the plan narrowed to what is left.
+
+use super::decide;
+use crate::knobs::profile::{self, Profile, Setting};
+use crate::options::{Choices, RunOptions};
+use crate::rig::{self, Kind, Rig};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Everything decided about a run from its inputs alone.
+pub struct Plan {
+    pub rig: Rig,
+    /// The profile given, or `Profile::as_is()`.
+    pub profile: Profile,
+    /// Whether a profile file was given (`profile` is then its text).
+    profile_given: bool,
+    /// The settings to sweep, in the profile's order, after --setting; one "as-is"
+    /// setting under --settings-as-is when the profile changes anything.
+    pub settings: Vec<Setting>,
+    /// Why the profile's settings were not applied, when they were not.
+    pub settings_note: Option<String>,
+    /// Indices into rig.variants, in the rig's order, after --variant.
+    pub variants: Vec<usize>,
+    pub trials: u32,
+    /// `--until-decided`: the stopping rule; `trials` is then each setting's maximum.
+    pub until: Option<decide::Rule>,
+    /// What it was built from beyond the rig and profile.
+    pub choices: Choices,
+}
+
+/// A plan as a guest kernel is given it: what `Plan::build` needs, in one JSON file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanFile {
+    pub rig: Source,
+    pub profile: Option<Source>,
+    pub choices: Choices,
+}
+
+/// A rig or profile: where it is (named in messages and records) and its text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Source {
+    pub path: PathBuf,
+    pub text: String,
+}
+
+impl Plan {
+    /// The plan of `xrunrig run`'s options: the rig and profile read from their files.
+    pub fn new(a: &RunOptions) -> Result<Plan, String> {
+        let rig = rig::load(&a.rig).map_err(|e| e.to_string())?;
+        let profile = a.profile.as_deref().map(profile::load).transpose()?;
+        Plan::build(rig, profile, a.choices.clone())
+    }
+
+    /// The plan a plan file holds (a guest kernel's run).
+    pub fn from_file(path: &Path) -> Result<Plan, String> {
+        let text = rig::limits::read_capped(path, "plan")?;
+        let f: PlanFile = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not a plan file: {e}", path.display()))?;
+        let rig = rig::parse(&f.rig.path, &f.rig.text).map_err(|e| e.to_string())?;
+        let profile = f
+            .profile
+            .map(|p| profile::parse(&p.path, &p.text))
+            .transpose()?;
+        Plan::build(rig, profile, f.choices)
+    }
+
+    /// Decides the run: the filters, the settings-as-is rule, the stopping rule.
+    pub fn build(rig: Rig, profile: Option<Profile>, choices: Choices) -> Result<Plan, String> {
+        let profile_given = profile.is_some();
+        let profile = profile.unwrap_or_else(Profile::as_is);
+        let mut settings = profile.settings.clone();
+        if !choices.settings.is_empty() {
+            for s in &choices.settings {
+                if !settings.iter().any(|x| &x.name == s) {
+                    return Err(format!(
+                        "no setting '{s}' in profile '{}'; it has: {}",
+                        profile.name,
+                        names(settings.iter().map(|x| &x.name))
+                    ));
+                }
+            }
+            settings.retain(|x| choices.settings.contains(&x.name));
+        }
+        let mut variants: Vec<usize> = (0..rig.variants.len()).collect();
+        if !choices.variants.is_empty() {
+            for v in &choices.variants {
+                if !rig.variants.iter().any(|x| &x.name == v) {
+                    return Err(format!(
+                        "no variant '{v}' in rig '{}'; it has: {}",
+                        rig.name,
+                        names(rig.variants.iter().map(|x| &x.name))
+                    ));
+                }
+            }
+            variants.retain(|&i| choices.variants.contains(&rig.variants[i].name));
+        }
+        let trials = choices.trials.unwrap_or(rig.trials);
+        let until = if choices.until_decided {
+            if choices.settings_as_is {
+                return Err("--until-decided compares two settings the run applies; \
+                            --settings-as-is applies none: leave one of them out"
+                    .into());
+            }
+            let s: Vec<String> = settings.iter().map(|s| s.name.clone()).collect();
+            let v: Vec<String> = variants
+                .iter()
+                .map(|&i| rig.variants[i].name.clone())
+                .collect();
+            Some(decide::rule(&rig, &s, &v, trials)?)
+        } else {
+            None
+        };
+        let changes = settings.iter().any(|s| !s.changes.is_empty());
+        let mut settings_note = None;
+        if changes && choices.settings_as_is {
+            let note = format!(
+                "--settings-as-is: profile '{}' was not applied; its settings {} were NOT in force, the machine's own were",
+                profile.name,
+                names(settings.iter().map(|x| &x.name))
+            );
+            settings = vec![Setting {
+                name: "as-is".into(),
+                description: note.clone(),
+                changes: vec![],
+                audio: None,
+            }];
+            settings_note = Some(note);
+        }
+        Ok(Plan {
+            rig,
+            profile,
+            profile_given,
+            settings,
+            settings_note,
+            variants,
+            trials,
+            until,
+            choices,
+        })
+    }
+
+    /// The profile, when a profile file was given.
+    pub fn profile_file(&self) -> Option<&Profile> {
+        self.profile_given.then_some(&self.profile)
+    }
+
+    /// The settings' names, in sweep order.
+    pub fn setting_names(&self) -> Vec<String> {
+        self.settings.iter().map(|s| s.name.clone()).collect()
+    }
+
+    /// The variants' names, in sweep order.
+    pub fn variant_names(&self) -> Vec<String> {
+        self.variants
+            .iter()
+            .map(|&i| self.rig.variants[i].name.clone())
+            .collect()
+    }
+
+    /// Whether running it changes kernel settings (a profile applied).
+    pub fn changes_knobs(&self) -> bool {
+        self.settings.iter().any(|s| !s.changes.is_empty())
+    }
+
+    /// One trial's share of the estimate: a thread rig's trial at its bound, an audio
+    /// rig's length plus opening and closing its stream; and the gap after it.
+    pub fn per_trial_ns(&self) -> [u64; 3] {
+        match self.rig.kind {
+            Kind::Trials => [self.rig.trial_timeout_ns, 0, self.rig.trial_gap_ns],
+            Kind::Livefx => [
+                self.choices
+                    .audio
+                    .duration_ns
+                    .or(self.rig.livefx.as_ref().map(|l| l.duration_ns))
+                    .unwrap_or(0),
+                crate::livefx::trial::OPEN_CLOSE_NS,
+                self.rig.trial_gap_ns,
+            ],
+        }
+    }
+
+    /// The whole run's time estimate, checked (an overflow is an error, never a
+    /// wrapped, tiny watchdog bound).
+    pub fn estimate_ns(&self) -> Result<u64, String> {
+        rig::limits::run_estimate_ns(
+            &self.per_trial_ns(),
+            &[
+                u64::from(self.trials),
+                self.settings.len() as u64,
+                self.variants.len() as u64,
+            ],
+        )
+    }
+
+    /// The run's hard bound: --max-time, else the estimate × 2 + 60 s (the watchdog's).
+    pub fn bound_ns(&self) -> Result<u64, String> {
+        rig::limits::watchdog_bound_ns(self.choices.max_time_ns, self.estimate_ns()?)
+    }
+
+    /// One trial's own bound, as if it were the whole run: a run that says nothing for
+    /// longer is not running.
+    pub fn one_trial_bound_ns(&self) -> Result<u64, String> {
+        let one = rig::limits::run_estimate_ns(&self.per_trial_ns(), &[1])?;
+        rig::limits::watchdog_bound_ns(None, one)
+    }
+
+    /// The plan file of this plan with other `choices` (a part of it), the rig and
+    /// profile at `rig_path` and `profile_path` where it runs.
+    pub fn file(&self, rig_path: &Path, profile_path: &Path, choices: Choices) -> PlanFile {
+        PlanFile {
+            rig: Source {
+                path: rig_path.to_path_buf(),
+                text: self.rig.text.clone(),
+            },
+            profile: self.profile_given.then(|| Source {
+                path: profile_path.to_path_buf(),
+                text: self.profile.text.clone(),
+            }),
+            choices,
+        }
+    }
+}
+
+fn names<'a>(it: impl Iterator<Item = &'a String>) -> String {
+    it.cloned().collect::<Vec<_>>().join(", ")
+}
