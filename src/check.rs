@@ -1,13 +1,13 @@
 //! `xrunrig check` (validate without running) and `xrunrig restore`.
 
-use crate::cli::CheckArgs;
 use crate::knobs::knob::{KNOWN_FEATURES, RealIo, close_names, known_in};
 use crate::knobs::profile::{Change, Profile};
 use crate::knobs::{self};
+use crate::options::CheckOptions;
 use crate::rig::{instruments, livefx};
 use crate::sys::format_cpu_set;
 
-pub fn main(a: &CheckArgs) -> i32 {
+pub fn main(a: &CheckOptions) -> i32 {
     let online: Vec<usize> = match a.cpus {
         Some(n) => (0..n as usize).collect(),
         None => crate::sys::online_cpus(),
@@ -30,7 +30,7 @@ pub fn main(a: &CheckArgs) -> i32 {
 /// line, judged against the `online` CPUs (this machine's, or a guest's with `--cpus`);
 /// Err: everything `run` would refuse, each with its position or reason. Sched features
 /// that cannot be read here say "cannot verify on this kernel", never "ok".
-pub fn check(a: &CheckArgs, online: &[usize]) -> Result<Vec<String>, String> {
+pub fn check(a: &CheckOptions, online: &[usize]) -> Result<Vec<String>, String> {
     let rig = crate::rig::load(&a.rig).map_err(|e| e.to_string())?;
     let profile = match &a.profile {
         Some(p) => Some(knobs::profile::load(p)?),
@@ -254,8 +254,91 @@ fn describe(i: &instruments::Config) -> String {
     }
 }
 
+/// `xrunrig restore [--discard]`: under the run lock, puts back what a killed run left
+/// (tracing state, knobs, a JACK period), or with `discard` drops the journal, printing
+/// every entry dropped.
 pub fn restore_main(discard: bool) -> i32 {
-    knobs::restore_main(discard)
+    let _lock = match knobs::lock::RunLock::for_run() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("xrunrig: {e}");
+            return 2;
+        }
+    };
+    let dir = match knobs::state() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("xrunrig: {e}");
+            return 2;
+        }
+    };
+    if discard {
+        for l in crate::instruments::tracefs::discard() {
+            println!("discarded a trace journal; nothing in it was undone: {l}");
+        }
+        return match knobs::journal::discard(&dir) {
+            Ok(None) => {
+                println!("nothing to discard: no journal in {}", dir.path().display());
+                0
+            }
+            Ok(Some(lines)) => {
+                println!(
+                    "discarded the journal in {}; these values were NOT written back:",
+                    dir.path().display()
+                );
+                for l in lines {
+                    println!("  {l}");
+                }
+                0
+            }
+            Err(e) => {
+                eprintln!("xrunrig: {e}");
+                1
+            }
+        };
+    }
+    match crate::instruments::recover() {
+        Ok(lines) => {
+            for l in lines {
+                println!("restored tracing state: {l}");
+            }
+        }
+        Err(e) => {
+            eprintln!("xrunrig: {e}");
+            return 1;
+        }
+    }
+    match knobs::recover(&RealIo, &dir) {
+        Ok(None) => {
+            println!("nothing to restore: no journal in {}", dir.path().display());
+            0
+        }
+        Ok(Some(r)) if r.other_boot => {
+            println!(
+                "the journal of run pid {} (started {}) is from before the last reboot, which \
+                 reset those settings: discarded, nothing written:",
+                r.journal.pid, r.journal.started
+            );
+            for l in r.lines {
+                println!("  {l}");
+            }
+            0
+        }
+        Ok(Some(r)) => {
+            println!(
+                "restored what run pid {} (started {}) left behind:",
+                r.journal.pid, r.journal.started
+            );
+            for l in r.lines {
+                println!("  {l}");
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("xrunrig: {e}");
+            1
+        }
+    }
 }
 
 #[cfg(test)]
@@ -263,8 +346,8 @@ mod tests {
     use super::*;
     use std::path::{Path, PathBuf};
 
-    fn args(rig: &Path) -> CheckArgs {
-        CheckArgs {
+    fn args(rig: &Path) -> CheckOptions {
+        CheckOptions {
             rig: rig.to_path_buf(),
             profile: None,
             cpus: None,

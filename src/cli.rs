@@ -3,8 +3,8 @@
 use crate::audio::BackendChoice;
 pub use crate::options::GuestJack;
 use crate::options::{
-    AccelChoice, AudioOptions, Choices, GuestOptions, KernelChoice, RunOptions, parse_cli_duration,
-    valid_memory,
+    AccelChoice, AudioOptions, CheckOptions, Choices, DoctorOptions, GuestOptions, KernelChoice,
+    RunOptions, parse_cli_duration, valid_memory,
 };
 use crate::rig::limits::{
     GUEST_MAX_CPUS, MAX_PERIOD, MAX_RATE, MAX_RUN_NS, MAX_TRIAL_NS, MAX_TRIALS,
@@ -408,6 +408,17 @@ pub struct CheckArgs {
     pub cpus: Option<u32>,
 }
 
+impl CheckArgs {
+    /// The edge: typed options for `check`.
+    pub fn into_options(self) -> CheckOptions {
+        CheckOptions {
+            rig: self.rig,
+            profile: self.profile,
+            cpus: self.cpus,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct DoctorArgs {
     /// Exit non-zero when a check this rig needs fails.
@@ -420,6 +431,17 @@ pub struct DoctorArgs {
     /// Machine-readable output: the findings as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+impl DoctorArgs {
+    /// The edge: typed options for `doctor`.
+    pub fn into_options(self) -> DoctorOptions {
+        DoctorOptions {
+            rig: self.rig,
+            profile: self.profile,
+            json: self.json,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]

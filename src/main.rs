@@ -6,9 +6,9 @@ fn main() {
     console::set(cli.cmd.json(), cli.quiet);
     let code = match cli.cmd {
         Cmd::Run(a) => xrunrig::run::main(&a.into_options()),
-        Cmd::Check(a) => xrunrig::check::main(&a),
+        Cmd::Check(a) => xrunrig::check::main(&a.into_options()),
         Cmd::Restore(a) => xrunrig::check::restore_main(a.discard),
-        Cmd::Doctor(a) => xrunrig::doctor::main(&a),
+        Cmd::Doctor(a) => xrunrig::doctor::main(&a.into_options()),
         Cmd::Watch(a) => xrunrig::watch::main(&a.into_options()),
         Cmd::Report(a) => match analysis::report_main(&a.dir, a.redact) {
             Ok(c) => c,

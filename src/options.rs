@@ -27,6 +27,26 @@ pub struct WatchOptions {
     pub no_snapshot: bool,
 }
 
+/// `xrunrig check`, decided.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    pub rig: PathBuf,
+    pub profile: Option<PathBuf>,
+    /// Check for a guest kernel with this many vCPUs instead of this machine.
+    pub cpus: Option<u32>,
+}
+
+/// `xrunrig doctor`, decided.
+#[derive(Debug, Clone, Default)]
+pub struct DoctorOptions {
+    /// Exit non-zero when a check this rig needs fails.
+    pub rig: Option<PathBuf>,
+    /// With `rig`: the profile it will run with.
+    pub profile: Option<PathBuf>,
+    /// The findings as JSON on stdout.
+    pub json: bool,
+}
+
 /// `xrunrig run`, decided.
 #[derive(Debug, Clone)]
 pub struct RunOptions {

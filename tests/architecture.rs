@@ -169,3 +169,182 @@ fn the_link_checker_finds_a_wrong_link() {
         ["docs/watch.md: no such file or folder: analysis/figures/watch-jackd-dummy-timeline.png"]
     );
 }
+
+/// The rooms of src/ (a folder, or a file beside lib.rs), bottom first: a room names
+/// (`crate::ROOM…`, `use crate::{ROOM, …}`) only rooms before it here. main.rs and
+/// src/bin/ sit above them all; test code (`#[cfg(test)]` on, tests.rs) may name any.
+/// Where new code goes is where its imports point down from (ARCHITECTURE.md).
+const ROOMS: &[&str] = &[
+    "sys",
+    "exit",
+    "rig",
+    "engine",
+    "output",
+    "testkit",
+    "audio",
+    "knobs",
+    "instruments",
+    "options",
+    "doctor",
+    "sweep",
+    "trials",
+    "livefx",
+    "watch",
+    "check",
+    "guest",
+    "run",
+    "cli",
+    "shell",
+];
+
+/// Imports that still run up, each a debt named with its file: the test fails when a
+/// new one appears and when one listed here is gone (take it off).
+const KNOWN_UPWARD: &[(&str, &str)] = &[
+    // The stream that changes a JACK server's period journals it as a knob, and the
+    // knob sets it back through a JACK client: the period belongs to both rooms.
+    ("src/audio/jack/stream.rs", "knobs"),
+];
+
+/// Every (file, room it names) of src/'s rooms, outside test code and comments.
+fn room_imports() -> Vec<(String, String, String)> {
+    fn walk(d: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let src = repo().join("src");
+    let mut files = vec![];
+    walk(&src, &mut files);
+    let mut out = vec![];
+    for f in files {
+        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+        let room = rel
+            .split('/')
+            .next()
+            .unwrap()
+            .trim_end_matches(".rs")
+            .to_string();
+        if ["bin", "main", "lib"].contains(&room.as_str()) || rel.ends_with("/tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        let code: String = code
+            .lines()
+            .map(|l| l.split("//").next().unwrap())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut named: Vec<String> = vec![];
+        for (i, _) in code.match_indices("crate::") {
+            let rest = &code[i + "crate::".len()..];
+            if let Some(group) = rest.strip_prefix('{') {
+                let group = &group[..group.find('}').unwrap_or(group.len())];
+                for item in group.split(',') {
+                    let name: String = item
+                        .trim()
+                        .chars()
+                        .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                        .collect();
+                    named.push(name);
+                }
+            } else {
+                named.push(
+                    rest.chars()
+                        .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                        .collect(),
+                );
+            }
+        }
+        for n in named {
+            // `note!` is output's macro, exported at the crate's root.
+            let n = if n == "note" { "output".to_string() } else { n };
+            if !n.is_empty() && n != room {
+                out.push((format!("src/{rel}"), room.clone(), n));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The imports of `imports` that run up `rooms`, or name a room it does not list.
+fn upward(rooms: &[&str], imports: &[(String, String, String)]) -> Vec<(String, String)> {
+    let floor = |r: &str| rooms.iter().position(|x| *x == r);
+    let mut up = vec![];
+    for (file, from, to) in imports {
+        match (floor(from), floor(to)) {
+            (Some(a), Some(b)) if b < a => {}
+            _ => up.push((file.clone(), to.clone())),
+        }
+    }
+    up
+}
+
+/// Issue 26: layers only point down. An import that runs up (or a room not placed in
+/// `ROOMS`) fails here with its file and the room it names; so does a circle, which
+/// always has one import running up.
+#[test]
+fn rooms_import_only_rooms_below_them() {
+    let imports = room_imports();
+    assert!(
+        imports.len() > 100,
+        "the scan found {} imports",
+        imports.len()
+    );
+    let up = upward(ROOMS, &imports);
+    let new: Vec<String> = up
+        .iter()
+        .filter(|(f, r)| !KNOWN_UPWARD.contains(&(f.as_str(), r.as_str())))
+        .map(|(f, r)| {
+            let from = &imports.iter().find(|i| &i.0 == f).unwrap().1;
+            format!("{f} (room {from}) names crate::{r}, which is not below it")
+        })
+        .collect();
+    assert!(
+        new.is_empty(),
+        "imports that run up (move the code down, or place the room in ROOMS):\n{}",
+        new.join("\n")
+    );
+    let paid: Vec<&(&str, &str)> = KNOWN_UPWARD
+        .iter()
+        .filter(|(f, r)| !up.iter().any(|(uf, ur)| uf == f && ur == r))
+        .collect();
+    assert!(
+        paid.is_empty(),
+        "no longer running up, take off KNOWN_UPWARD: {paid:?}"
+    );
+}
+
+#[test]
+fn the_layer_check_finds_an_import_that_runs_up() {
+    let imports = vec![
+        (
+            "src/rig/a.rs".to_string(),
+            "rig".to_string(),
+            "sys".to_string(),
+        ),
+        (
+            "src/sys.rs".to_string(),
+            "sys".to_string(),
+            "rig".to_string(),
+        ),
+        (
+            "src/new/b.rs".to_string(),
+            "new".to_string(),
+            "sys".to_string(),
+        ),
+    ];
+    assert_eq!(
+        upward(&["sys", "rig"], &imports),
+        vec![
+            ("src/sys.rs".to_string(), "rig".to_string()),
+            ("src/new/b.rs".to_string(), "sys".to_string())
+        ]
+    );
+}

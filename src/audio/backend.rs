@@ -1,5 +1,6 @@
-//! The `Backend` trait every backend implements, the names `--backend` takes, and what
-//! a probe answers.
+//! The `Backend` trait every backend implements and what a probe answers. The names
+//! `--backend` and a rig's `[livefx] backend` take are the rig's vocabulary
+//! (`rig::backend`), typed where they are read.
 
 use super::{Notes, Process, Stream, StreamSpec};
 use std::sync::Arc;
@@ -61,90 +62,15 @@ pub struct Available {
 /// Available, or why not (one line, to print as it is).
 pub type Probe = Result<Available, String>;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackendKind {
-    Jack,
-    Alsa,
-    Clock,
-}
+pub use crate::rig::backend::{BackendChoice, BackendKind};
 
 impl BackendKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            BackendKind::Jack => "jack",
-            BackendKind::Alsa => "alsa",
-            BackendKind::Clock => "clock",
-        }
-    }
     /// The backend itself.
     pub fn backend(self) -> &'static dyn Backend {
         match self {
             BackendKind::Jack => &super::jack::Jack,
             BackendKind::Alsa => &super::alsa::Alsa,
             BackendKind::Clock => &super::clock::Clock,
-        }
-    }
-}
-
-/// A `--backend` value: auto, or one backend by name.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum BackendChoice {
-    /// JACK if a server answers, else ALSA, else the clock.
-    Auto,
-    Jack,
-    Alsa,
-    Clock,
-}
-
-impl BackendChoice {
-    pub fn parse(s: &str) -> Result<BackendChoice, String> {
-        match s {
-            "auto" => Ok(BackendChoice::Auto),
-            "jack" => Ok(BackendChoice::Jack),
-            "alsa" => Ok(BackendChoice::Alsa),
-            "clock" => Ok(BackendChoice::Clock),
-            o => Err(format!(
-                "unknown backend '{o}': use auto, jack, alsa or clock"
-            )),
-        }
-    }
-    /// The name `--backend` takes (what `parse` reads back).
-    pub fn name(self) -> &'static str {
-        self.fixed().map_or("auto", BackendKind::name)
-    }
-    /// The backend asked for by name; None for auto.
-    pub fn fixed(self) -> Option<BackendKind> {
-        match self {
-            BackendChoice::Auto => None,
-            BackendChoice::Jack => Some(BackendKind::Jack),
-            BackendChoice::Alsa => Some(BackendKind::Alsa),
-            BackendChoice::Clock => Some(BackendKind::Clock),
-        }
-    }
-}
-
-impl std::str::FromStr for BackendChoice {
-    type Err = String;
-    fn from_str(s: &str) -> Result<BackendChoice, String> {
-        BackendChoice::parse(s)
-    }
-}
-
-impl std::fmt::Display for BackendChoice {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl From<BackendKind> for BackendChoice {
-    fn from(k: BackendKind) -> BackendChoice {
-        match k {
-            BackendKind::Jack => BackendChoice::Jack,
-            BackendKind::Alsa => BackendChoice::Alsa,
-            BackendKind::Clock => BackendChoice::Clock,
         }
     }
 }

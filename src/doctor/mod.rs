@@ -15,7 +15,7 @@ pub mod sched;
 pub mod source;
 pub mod tracing;
 
-use crate::cli::DoctorArgs;
+use crate::options::DoctorOptions;
 use results::run::DoctorSection;
 use serde::Serialize;
 use source::Source;
@@ -70,7 +70,7 @@ struct Report<'a> {
     version: Option<u64>,
 }
 
-pub fn main(a: &DoctorArgs) -> i32 {
+pub fn main(a: &DoctorOptions) -> i32 {
     let rig = match &a.rig {
         Some(p) => match crate::rig::load(p) {
             Ok(r) => Some(r),

@@ -7,6 +7,7 @@ use super::ctx::Ctx;
 use super::source::Source;
 use super::{Check, Status, cpus, data_as, rights, sched};
 use crate::knobs::profile::{Change, Profile};
+use crate::rig::backend::BackendChoice;
 use crate::rig::{Kind, Op, Protocol, Rig, ThreadPlan};
 use serde::Serialize;
 
@@ -227,22 +228,25 @@ fn audio_backend(rig: &Rig, checks: &[Check]) -> Option<Need> {
     if rig.kind != Kind::Livefx {
         return None;
     }
-    let backend = rig.livefx.as_ref().map_or("auto", |c| c.backend.as_str());
+    let backend = rig
+        .livefx
+        .as_ref()
+        .map_or(BackendChoice::Auto, |c| c.backend);
     match backend {
-        "clock" => None,
-        "jack" => Some(from_check(
+        BackendChoice::Clock => None,
+        BackendChoice::Jack => Some(from_check(
             checks,
             "audio.jack",
             "a JACK server that answers".into(),
             false,
         )),
-        "alsa" => Some(from_check(
+        BackendChoice::Alsa => Some(from_check(
             checks,
             "audio.alsa_cards",
             "an ALSA sound card".into(),
             false,
         )),
-        _ => {
+        BackendChoice::Auto => {
             let mut n = from_check(
                 checks,
                 "audio.jack",

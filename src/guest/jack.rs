@@ -10,7 +10,7 @@ use super::initramfs::shell_line;
 use crate::audio::jack::server::{
     self, Command, Driver, NO_RESERVATION_ENV, SERVER_ENV, server_priority,
 };
-pub use crate::cli::GuestJack;
+pub use crate::options::GuestJack;
 
 /// Server name used when `--device` names none.
 pub const SERVER: &str = "xrunrig";

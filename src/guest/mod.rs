@@ -124,11 +124,7 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
     let au = &plan.choices.audio;
     // A guest has no running JACK server: start one on the snd-aloop card.
     let jack = match &rig.livefx {
-        Some(cfg)
-            if au
-                .backend
-                .map_or(cfg.backend == "jack", |b| b == BackendChoice::Jack) =>
-        {
+        Some(cfg) if au.backend.map_or(cfg.backend, |b| b) == BackendChoice::Jack => {
             Some(jack::Server {
                 name: au.device.clone().unwrap_or_else(|| jack::SERVER.into()),
                 rate: au.rate.unwrap_or(cfg.rate),

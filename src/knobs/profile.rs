@@ -36,7 +36,8 @@ struct SettingDef {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct AudioSetting {
-    pub backend: Option<String>,
+    /// A bad name is refused as the profile is read, with the names it takes.
+    pub backend: Option<crate::rig::backend::BackendChoice>,
     pub device: Option<String>,
     pub period: Option<u32>,
     pub rate: Option<u32>,

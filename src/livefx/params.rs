@@ -140,7 +140,7 @@ pub fn resolve(
     let au = audio.unwrap_or(&def);
     let choice = match a.backend {
         Some(c) => c,
-        None => BackendChoice::parse(au.backend.as_deref().unwrap_or(&cfg.backend))?,
+        None => au.backend.unwrap_or(cfg.backend),
     };
     let device = a
         .device

@@ -106,11 +106,7 @@ fn params_of(
     let cfg = rig.livefx.as_ref();
     let used = section.and_then(|x| x.backends.iter().find(|b| b.setting == setting));
     let kind = used
-        .and_then(|b| {
-            [BackendKind::Jack, BackendKind::Alsa, BackendKind::Clock]
-                .into_iter()
-                .find(|k| k.name() == b.backend)
-        })
+        .and_then(|b| BackendKind::named(&b.backend))
         .unwrap_or(BackendKind::Clock);
     let why = used.map_or(String::new(), |b| b.why.clone());
     let spec = StreamSpec {

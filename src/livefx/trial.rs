@@ -306,10 +306,6 @@ fn trace_marker(
     }
 }
 
-/// What the run's estimate gives a trial beyond its duration, to open and close its
-/// stream (`params::estimate_ns`; a LAVA job's timeouts start from it too).
-pub const OPEN_CLOSE_NS: u64 = 5_000_000_000;
-
 /// Background load: the rig's ordinary threads, run as a trial beside the audio (none
 /// when the rig has no threads), with the flag that stops it.
 fn spawn_load(plan: &Plan, duration_ns: u64) -> (Arc<AtomicBool>, Option<JoinHandle<TrialResult>>) {

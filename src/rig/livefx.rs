@@ -5,6 +5,7 @@
 //! their protocol. Lives under `rig` so the rig parser does not reach up into
 //! `crate::livefx`, which uses it (re-exported as `crate::livefx::config`).
 
+use super::backend::BackendChoice;
 use super::limits::{self, MAX_LATENCY, MAX_NPERIODS, MAX_PERIOD, MAX_PLUGINS, MAX_RATE};
 use super::units::parse_duration;
 use super::validate::Problem;
@@ -113,10 +114,14 @@ pub struct LoopbackCfg {
     pub clock_latency: Option<u32>,
 }
 
+/// What a run's estimate gives an audio trial beyond its duration, to open and close
+/// its stream (`sweep::Plan::estimate_ns`).
+pub const OPEN_CLOSE_NS: u64 = 5_000_000_000;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub duration_ns: u64,
-    pub backend: String,
+    pub backend: BackendChoice,
     pub device: Option<String>,
     pub period: u32,
     pub rate: u32,
@@ -257,17 +262,15 @@ impl Ck {
         duration_ns
     }
 
-    /// `backend`: "auto" when absent, else one `BackendChoice` knows (kept as written).
-    fn backend(&mut self, b: &Option<Spanned<String>>) -> String {
-        let backend = b
-            .as_ref()
-            .map_or("auto".to_string(), |b| b.get_ref().clone());
-        if let Some(b) = b
-            && let Err(e) = crate::audio::BackendChoice::parse(b.get_ref())
-        {
+    /// `backend`: auto when absent, else the one named (a bad name reported).
+    fn backend(&mut self, b: &Option<Spanned<String>>) -> BackendChoice {
+        let Some(b) = b else {
+            return BackendChoice::Auto;
+        };
+        BackendChoice::parse(b.get_ref()).unwrap_or_else(|e| {
             self.err(b.span(), e);
-        }
-        backend
+            BackendChoice::Auto
+        })
     }
 
     /// A count that must be 1..=`max` (`period`, `rate`, `nperiods`: buffers are

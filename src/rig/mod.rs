@@ -2,6 +2,7 @@
 //! `[instruments]` included, naming file, line and column for every problem found; the
 //! rest of the program uses the typed `Rig` and never reads the rig text again.
 
+pub mod backend;
 pub mod instruments;
 pub mod limits;
 pub mod livefx;

@@ -178,7 +178,7 @@ impl Plan {
                     .duration_ns
                     .or(self.rig.livefx.as_ref().map(|l| l.duration_ns))
                     .unwrap_or(0),
-                crate::livefx::trial::OPEN_CLOSE_NS,
+                rig::livefx::OPEN_CLOSE_NS,
                 self.rig.trial_gap_ns,
             ],
         }

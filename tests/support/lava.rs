@@ -76,23 +76,19 @@ open(sys.argv[3], "w").write(text)
 /// The trial length of the tests' run: one 1 s clock-backend livefx trial, variant pi.
 pub const RUN_ARGS: &str = "--backend clock --duration 1s --variant pi";
 
-/// That run's own bound, as xrunrig computes it (its watchdog: estimate × 2 + 60 s, the
-/// estimate a 1 s trial, the stream's opening and closing, and rigs/livefx.toml's gap):
-/// the job's `max_time_seconds`, rounded up.
+/// That run's own bound, as xrunrig's plan of it says (its watchdog: the estimate of a
+/// 1 s trial with its stream's opening and closing and rigs/livefx.toml's gap, × 2 +
+/// 60 s): the job's `max_time_seconds`, rounded up.
 pub fn max_time_seconds() -> u64 {
     let rig = xrunrig::rig::load(&repo().join("rigs/livefx.toml")).unwrap();
-    let est = xrunrig::rig::limits::run_estimate_ns(
-        &[
-            1_000_000_000,
-            xrunrig::livefx::trial::OPEN_CLOSE_NS,
-            rig.trial_gap_ns,
-        ],
-        &[1, 1, 1],
-    )
-    .unwrap();
-    xrunrig::rig::limits::watchdog_bound_ns(None, est)
-        .unwrap()
-        .div_ceil(1_000_000_000)
+    let mut choices = xrunrig::options::Choices {
+        trials: Some(1),
+        variants: vec!["pi".into()],
+        ..Default::default()
+    };
+    choices.audio.duration_ns = Some(1_000_000_000);
+    let plan = xrunrig::sweep::Plan::build(rig, None, choices).unwrap();
+    plan.bound_ns().unwrap().div_ceil(1_000_000_000)
 }
 
 /// What the job gives the test definition beyond the run (the template's default).
