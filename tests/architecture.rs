@@ -197,14 +197,6 @@ const ROOMS: &[&str] = &[
     "shell",
 ];
 
-/// Imports that still run up, each a debt named with its file: the test fails when a
-/// new one appears and when one listed here is gone (take it off).
-const KNOWN_UPWARD: &[(&str, &str)] = &[
-    // The stream that changes a JACK server's period journals it as a knob, and the
-    // knob sets it back through a JACK client: the period belongs to both rooms.
-    ("src/audio/jack/stream.rs", "knobs"),
-];
-
 /// Every (file, room it names) of src/'s rooms, outside test code and comments.
 fn room_imports() -> Vec<(String, String, String)> {
     fn walk(d: &Path, out: &mut Vec<std::path::PathBuf>) {
@@ -297,27 +289,17 @@ fn rooms_import_only_rooms_below_them() {
         "the scan found {} imports",
         imports.len()
     );
-    let up = upward(ROOMS, &imports);
-    let new: Vec<String> = up
+    let up: Vec<String> = upward(ROOMS, &imports)
         .iter()
-        .filter(|(f, r)| !KNOWN_UPWARD.contains(&(f.as_str(), r.as_str())))
         .map(|(f, r)| {
             let from = &imports.iter().find(|i| &i.0 == f).unwrap().1;
             format!("{f} (room {from}) names crate::{r}, which is not below it")
         })
         .collect();
     assert!(
-        new.is_empty(),
+        up.is_empty(),
         "imports that run up (move the code down, or place the room in ROOMS):\n{}",
-        new.join("\n")
-    );
-    let paid: Vec<&(&str, &str)> = KNOWN_UPWARD
-        .iter()
-        .filter(|(f, r)| !up.iter().any(|(uf, ur)| uf == f && ur == r))
-        .collect();
-    assert!(
-        paid.is_empty(),
-        "no longer running up, take off KNOWN_UPWARD: {paid:?}"
+        up.join("\n")
     );
 }
 

@@ -281,6 +281,7 @@ fn run(
             priority: 70,
             cpus: vec![],
             period_explicit: false,
+            journal: None,
             loopback: Some(LoopbackSpec {
                 playback: None,
                 capture: None,

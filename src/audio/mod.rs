@@ -22,7 +22,7 @@ pub mod select;
 pub use backend::{Available, Backend, BackendChoice, BackendKind, Probe, ProbeSpec};
 pub use notes::{Notes, XrunNote};
 pub use process::{Cycle, Process};
-pub use stream::{LoopbackSpec, Stream, StreamInfo, StreamSpec};
+pub use stream::{JournalPeriod, LoopbackSpec, PeriodJournal, Stream, StreamInfo, StreamSpec};
 
 /// Opens a stream on `kind` that drives `process`.
 pub fn open(

@@ -12,9 +12,30 @@ pub struct StreamSpec {
     /// priority, and CPUs are applied from the first callback when given.
     pub priority: i32,
     pub cpus: Vec<usize>,
-    /// Whether the period was asked for explicitly (JACK then changes the server's).
+    /// Whether the period was asked for explicitly (JACK then changes the server's,
+    /// journaling it first through `journal`; without one it is left as it is).
     pub period_explicit: bool,
     pub loopback: Option<LoopbackSpec>,
+    pub journal: Option<PeriodJournal>,
+}
+
+/// Where a stream that changes a server's period writes down the period it found
+/// before changing it, and strikes it out once it is put back: the run's knob journal
+/// (`knobs::JackPeriodJournal`), so a run killed outright is put back by the next start.
+pub trait JournalPeriod: Send + Sync {
+    /// Err: it could not be written down, so the period must not be changed.
+    fn journal(&self, server: &str, original: u32) -> Result<(), String>;
+    fn forget(&self, server: &str) -> Result<(), String>;
+}
+
+/// A shared `JournalPeriod`.
+#[derive(Clone)]
+pub struct PeriodJournal(pub std::sync::Arc<dyn JournalPeriod>);
+
+impl std::fmt::Debug for PeriodJournal {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("PeriodJournal")
+    }
 }
 
 /// Where the loopback test signal goes out and comes back in.

@@ -275,15 +275,23 @@ pub fn emergency_restore() {
     journal::emergency_restore(&RealIo);
 }
 
-/// Journals a JACK server's period before the run changes it (the stream calls this
-/// with the period it found). Err: it could not be journaled, so do not change it.
-pub fn journal_jack_period(server: &str, original: u32) -> Result<(), String> {
-    journal::journal_add(&RealIo, &state()?, &[jack_entry(server, original)])
+/// The run's journal as a JACK stream's (`audio::JournalPeriod`): the period a stream
+/// found is journaled before it changes it, and forgotten once it is back.
+pub struct JackPeriodJournal;
+
+impl JackPeriodJournal {
+    pub fn shared() -> crate::audio::PeriodJournal {
+        crate::audio::PeriodJournal(std::sync::Arc::new(JackPeriodJournal))
+    }
 }
 
-/// The server's period is back: its journal entry goes.
-pub fn forget_jack_period(server: &str) -> Result<(), String> {
-    journal::journal_forget(&state()?, &jack_entry(server, 0).knob)
+impl crate::audio::JournalPeriod for JackPeriodJournal {
+    fn journal(&self, server: &str, original: u32) -> Result<(), String> {
+        journal::journal_add(&RealIo, &state()?, &[jack_entry(server, original)])
+    }
+    fn forget(&self, server: &str) -> Result<(), String> {
+        journal::journal_forget(&state()?, &jack_entry(server, 0).knob)
+    }
 }
 
 /// The end of a sweep: anything still journaled by this process (a JACK period a

@@ -191,6 +191,8 @@ pub fn resolve(
                 // Both capped (MAX_NPERIODS × MAX_PERIOD): no overflow.
                 clock_latency: cfg.loopback.clock_latency.unwrap_or(nperiods * period),
             }),
+            // A JACK server's period the run changes is the run's knob: journaled.
+            journal: Some(crate::knobs::JackPeriodJournal::shared()),
         },
         duration_ns: cfg.duration_ns,
         inject_every: a.inject_every.unwrap_or(cfg.inject_every),

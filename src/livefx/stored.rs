@@ -118,6 +118,7 @@ fn params_of(
         cpus: vec![],
         period_explicit: false,
         loopback: None,
+        journal: None,
     };
     let info = used.map(|b| {
         // The run's note is "<why>; <the stream's note>".

@@ -174,6 +174,7 @@ mod tests {
             cpus: vec![],
             period_explicit: true,
             loopback: None,
+            journal: None,
         };
         if !crate::testkit::root() {
             return;

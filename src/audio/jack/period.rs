@@ -1,5 +1,5 @@
 //! A JACK server's period, read and set as a client: how a period a run changed and
-//! journaled (`knobs::journal_jack_period`) is put back by the next start or
+//! journaled (`knobs::JackPeriodJournal`) is put back by the next start or
 //! `xrunrig restore` after the run was killed. Bounded in time: a server that hangs is
 //! an error, not a hang.
 

@@ -7,7 +7,9 @@
 use super::probe::{identity, library, select_server, server_name};
 use super::server::Implementation;
 use crate::audio::stream::cpus_or_all;
-use crate::audio::{Cycle, Notes, Process, Stream, StreamInfo, StreamSpec, XrunNote};
+use crate::audio::{
+    Cycle, Notes, PeriodJournal, Process, Stream, StreamInfo, StreamSpec, XrunNote,
+};
 use crate::sys::now_ns;
 use jack::{AudioIn, AudioOut, Client, ClientOptions, ClientStatus, Control, Port, ProcessScope};
 use std::sync::Arc;
@@ -114,6 +116,8 @@ struct JackStream {
     restore_period: Option<u32>,
     /// The server's name, for the journal entry of its period.
     server: String,
+    /// Where the changed period was written down (set whenever `restore_period` is).
+    journal: Option<PeriodJournal>,
     ending: Arc<AtomicBool>,
 }
 
@@ -121,6 +125,7 @@ struct JackStream {
 struct PeriodBack {
     server: String,
     was: Option<u32>,
+    journal: Option<PeriodJournal>,
 }
 
 impl Drop for PeriodBack {
@@ -128,7 +133,9 @@ impl Drop for PeriodBack {
         if let Some(was) = self.was {
             match super::period::set_server_period(&self.server, was) {
                 Ok(()) => {
-                    if let Err(e) = crate::knobs::forget_jack_period(&self.server) {
+                    if let Some(j) = &self.journal
+                        && let Err(e) = j.0.forget(&self.server)
+                    {
                         eprintln!("xrunrig: {e}");
                     }
                 }
@@ -162,7 +169,9 @@ impl Stream for JackStream {
                     client.set_buffer_size(was).map_err(|e| {
                         format!("JACK: cannot put the server's period back to {was}: {e} (journaled: the next start tries again)")
                     })?;
-                    crate::knobs::forget_jack_period(&self.server)?;
+                    if let Some(j) = &self.journal {
+                        j.0.forget(&self.server)?;
+                    }
                 }
                 Ok(())
             }
@@ -210,12 +219,19 @@ pub(super) fn open(
     let mut back = PeriodBack {
         server: server.clone(),
         was: None,
+        journal: spec.journal.clone(),
     };
     if spec.period_explicit && client.buffer_size() != spec.period {
         let was = client.buffer_size();
         // Journaled before it is changed, so a run killed outright is put back by the
-        // next start.
-        crate::knobs::journal_jack_period(&server, was).map_err(|e| {
+        // next start; with nowhere to journal it, it is not changed.
+        let Some(journal) = &spec.journal else {
+            return Err(format!(
+                "JACK: the server runs at period {was}, not {}: this caller keeps no journal to put it back, so it was not changed",
+                spec.period
+            ));
+        };
+        journal.0.journal(&server, was).map_err(|e| {
             format!("JACK: the server's period ({was}) could not be journaled, so it was not changed: {e}")
         })?;
         back.was = Some(was);
@@ -340,6 +356,7 @@ pub(super) fn open(
         },
         restore_period,
         server,
+        journal: spec.journal.clone(),
         ending,
     }))
 }

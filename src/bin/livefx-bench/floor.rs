@@ -76,6 +76,7 @@ fn one(a: &Args, n: usize, cpus: &[usize]) -> Result<Row, String> {
         priority: a.prio,
         cpus: vec![a.cpu],
         period_explicit: true,
+        journal: Some(xrunrig::knobs::JackPeriodJournal::shared()),
         loopback: None,
     };
     let stream = match audio::open(

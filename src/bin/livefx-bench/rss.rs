@@ -56,6 +56,7 @@ pub fn main(a: &Args) -> i32 {
             priority: cfg.callback_priority,
             cpus: cfg.callback_cpus.clone(),
             period_explicit: true,
+            journal: Some(xrunrig::knobs::JackPeriodJournal::shared()),
             loopback: None,
         },
         duration_ns: cfg.duration_ns,

@@ -74,6 +74,7 @@ fn clock_slice(a: &Args) -> Result<Histogram<u64>, String> {
         priority: a.prio,
         cpus: vec![a.cpu],
         period_explicit: true,
+        journal: Some(xrunrig::knobs::JackPeriodJournal::shared()),
         loopback: None,
     };
     let p = WakeProbe {
