@@ -4,7 +4,7 @@ use crate::audio::BackendChoice;
 pub use crate::options::GuestJack;
 use crate::options::{
     AccelChoice, AudioOptions, CheckOptions, Choices, DoctorOptions, GuestOptions, KernelChoice,
-    RunOptions, parse_cli_duration, valid_memory,
+    KernelSpec, RunOptions, parse_cli_duration, valid_memory,
 };
 use crate::rig::limits::{
     GUEST_MAX_CPUS, MAX_PERIOD, MAX_RATE, MAX_RUN_NS, MAX_TRIAL_NS, MAX_TRIALS,
@@ -213,8 +213,8 @@ pub struct RunArgs {
     /// .deb, a Debian package name, or debian:6.12 / debian:6.12-rt / debian:6.1; or
     /// one built from source: src:PATH (a kernel tree or tarball) or debian-src:6.12
     /// (Debian's linux-source-6.12). Repeat to compare kernels.
-    #[arg(long)]
-    pub kernel: Vec<String>,
+    #[arg(long, value_parser = KernelSpec::parse)]
+    pub kernel: Vec<KernelSpec>,
     /// Guest vCPUs (1 to 64; default: what the rig pins, at least 4).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=GUEST_MAX_CPUS as i64))]
     pub cpus: Option<u32>,

@@ -111,11 +111,99 @@ pub enum GuestJack {
     Dummy,
 }
 
+/// A `--kernel` value, parsed once at the command line's edge: one grammar for every
+/// form, so nothing below it looks at the text again.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KernelSpec {
+    /// `src:PATH`: a kernel tree or tarball, built here.
+    SourcePath(PathBuf),
+    /// `debian-src:VERSION`: Debian's linux-source-VERSION, built here.
+    DebianSource(String),
+    /// A kernel image (vmlinuz, bzImage) or a linux-image .deb on disk.
+    File(PathBuf),
+    /// `debian:VERSION[-FLAVOUR]`: the newest Debian linux-image package of that
+    /// version (flavour `amd64`, or e.g. `rt-amd64` for debian:6.12-rt).
+    Debian { version: String, flavour: String },
+    /// `linux-image-…`: a Debian package by name.
+    Package(String),
+}
+
+impl KernelSpec {
+    /// The forms, in the order they are told apart: the source forms, a file that
+    /// exists, debian:X, a package name. Err says what the forms are.
+    pub fn parse(s: &str) -> Result<KernelSpec, String> {
+        if let Some(p) = s.strip_prefix("src:") {
+            if p.is_empty() {
+                return Err("src: needs a path: a kernel tree or a tarball (src:/usr/src/linux, src:linux-6.12.tar.xz)".into());
+            }
+            return Ok(KernelSpec::SourcePath(PathBuf::from(p)));
+        }
+        if let Some(v) = s.strip_prefix("debian-src:") {
+            if !is_version(v) {
+                return Err(format!(
+                    "{s}: give Debian's source version, e.g. debian-src:6.12 (the package linux-source-6.12)"
+                ));
+            }
+            return Ok(KernelSpec::DebianSource(v.to_string()));
+        }
+        if std::path::Path::new(s).exists() {
+            return Ok(KernelSpec::File(PathBuf::from(s)));
+        }
+        if let Some(rest) = s.strip_prefix("debian:") {
+            let (version, flavour) = match rest.split_once('-') {
+                Some((v, f)) => (v, format!("{f}-amd64")),
+                None => (rest, "amd64".to_string()),
+            };
+            if is_version(version) {
+                return Ok(KernelSpec::Debian {
+                    version: version.to_string(),
+                    flavour,
+                });
+            }
+        }
+        if s.starts_with("linux-image-") && !s.contains('/') {
+            return Ok(KernelSpec::Package(s.to_string()));
+        }
+        Err(format!(
+            "{s}: no such file, and not a Debian package name (linux-image-…), a short form \
+             such as debian:6.12, debian:6.12-rt, debian:6.1, or a kernel to build \
+             (src:PATH, debian-src:6.12)"
+        ))
+    }
+
+    /// Built here from source (the forms `--patch` may follow).
+    pub fn is_source(&self) -> bool {
+        matches!(
+            self,
+            KernelSpec::SourcePath(_) | KernelSpec::DebianSource(_)
+        )
+    }
+}
+
+/// As it is written on the command line (labels, provenance, messages).
+impl std::fmt::Display for KernelSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            KernelSpec::SourcePath(p) => write!(f, "src:{}", p.display()),
+            KernelSpec::DebianSource(v) => write!(f, "debian-src:{v}"),
+            KernelSpec::File(p) => write!(f, "{}", p.display()),
+            KernelSpec::Debian { version, flavour } => match flavour.strip_suffix("-amd64") {
+                Some(fl) => write!(f, "debian:{version}-{fl}"),
+                None => write!(f, "debian:{version}"),
+            },
+            KernelSpec::Package(p) => f.write_str(p),
+        }
+    }
+}
+
+fn is_version(v: &str) -> bool {
+    !v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.')
+}
+
 /// One `--kernel` and the `--patch`es written right after it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelChoice {
-    /// A path, .deb, package name, debian:X, src:PATH or debian-src:X.
-    pub spec: String,
+    pub spec: KernelSpec,
     /// Applied in order to this kernel (which must be built from source).
     pub patches: Vec<PathBuf>,
 }
@@ -163,6 +251,59 @@ pub fn valid_memory(m: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every `--kernel` form parses to its variant and prints back as written.
+    #[test]
+    fn kernel_specs_parse_one_grammar() {
+        let d = crate::testkit::private_dir("kernel-spec");
+        let img = d.join("vmlinuz");
+        std::fs::write(&img, b"x").unwrap();
+        let img_s = img.display().to_string();
+        let cases: Vec<(&str, KernelSpec)> = vec![
+            (
+                "src:/usr/src/linux",
+                KernelSpec::SourcePath("/usr/src/linux".into()),
+            ),
+            ("debian-src:6.12", KernelSpec::DebianSource("6.12".into())),
+            (&img_s, KernelSpec::File(img.clone())),
+            (
+                "debian:6.12",
+                KernelSpec::Debian {
+                    version: "6.12".into(),
+                    flavour: "amd64".into(),
+                },
+            ),
+            (
+                "debian:6.12-rt",
+                KernelSpec::Debian {
+                    version: "6.12".into(),
+                    flavour: "rt-amd64".into(),
+                },
+            ),
+            (
+                "linux-image-6.1.0-28-amd64",
+                KernelSpec::Package("linux-image-6.1.0-28-amd64".into()),
+            ),
+        ];
+        for (s, want) in cases {
+            let k = KernelSpec::parse(s).unwrap();
+            assert_eq!(k, want, "{s}");
+            assert_eq!(k.to_string(), s);
+            assert_eq!(k.is_source(), s.contains("src:"), "{s}");
+        }
+        for bad in [
+            "src:",
+            "debian-src:latest",
+            "debian:",
+            "6.12",
+            "/no/such/kernel",
+            "a/linux-image-x",
+        ] {
+            let e = KernelSpec::parse(bad).unwrap_err();
+            assert!(e.contains("debian") || e.contains("src:"), "{bad}: {e}");
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
 
     #[test]
     fn cli_durations_take_bare_seconds_and_units() {

@@ -391,9 +391,12 @@ fn corrupt_kernel_fails_cleanly_and_leaves_nothing_running() {
     .unwrap();
     let mut kernels = vec![garbage];
     // The real image comes through the same resolution (and fetch) as --kernel.
-    let real = xrunrig::guest::kernel::resolve("debian:6.12", None)
-        .unwrap_or_else(|e| panic!("cannot fetch debian:6.12: {e}"))
-        .image;
+    let real = xrunrig::guest::kernel::resolve(
+        &xrunrig::options::KernelSpec::parse("debian:6.12").unwrap(),
+        None,
+    )
+    .unwrap_or_else(|e| panic!("cannot fetch debian:6.12: {e}"))
+    .image;
     {
         let mut d = std::fs::read(&real).unwrap();
         let mid = d.len() / 2;
@@ -627,7 +630,11 @@ fn sound_modules_and_jackd_in_the_guest() {
         return;
     }
     let _one = one_guest();
-    let k = kernel::resolve("debian:6.12", None).unwrap_or_else(|e| panic!("{e}"));
+    let k = kernel::resolve(
+        &xrunrig::options::KernelSpec::parse("debian:6.12").unwrap(),
+        None,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let mdir = k.modules.clone().expect("the Debian package's modules");
     let (mods, notes) = modules::collect(&mdir, modules::SOUND);
     assert!(notes.is_empty(), "{notes:?}");

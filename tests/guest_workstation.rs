@@ -203,7 +203,11 @@ fi
         );
     }
     script.push_str("cat /tmp/skips.log 2>/dev/null | sed 's/^/WS-SKIP /'\n");
-    let k = kernel::resolve("debian:6.12", None).unwrap();
+    let k = kernel::resolve(
+        &xrunrig::options::KernelSpec::parse("debian:6.12").unwrap(),
+        None,
+    )
+    .unwrap();
     let mut wanted = modules::RESULTS_DISK.to_vec();
     wanted.extend_from_slice(modules::SOUND);
     let (mods, notes) = modules::collect(k.modules.as_ref().expect("6.12's modules"), &wanted);

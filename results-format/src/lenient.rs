@@ -65,13 +65,6 @@ pub fn text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error>
     Ok(Option::<Value>::deserialize(d)?.and_then(as_text))
 }
 
-/// A trial status as written; an unknown name reads as `Unknown`, a non-string as absent.
-pub fn status<'de, D: Deserializer<'de>>(
-    d: D,
-) -> Result<Option<crate::trials::TrialStatus>, D::Error> {
-    Ok(text(d)?.map(|s| crate::trials::TrialStatus::from(s.as_str())))
-}
-
 /// As `text`, the empty string when absent.
 pub fn text_or_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     Ok(text(d)?.unwrap_or_default())

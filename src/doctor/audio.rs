@@ -594,45 +594,6 @@ fn jack_conf_forcing(src: &dyn Source) -> Vec<PwFinding> {
     v
 }
 
-/// Runs `pw-dump` (it connects to the PipeWire of $XDG_RUNTIME_DIR or
-/// $PIPEWIRE_RUNTIME_DIR), killed after `limit`.
-pub fn pw_dump_live(limit: std::time::Duration) -> Result<String, String> {
-    use std::process::{Command, Stdio};
-    let mut child = Command::new("pw-dump")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot run pw-dump ({e}): install pipewire-bin"))?;
-    let mut out = child.stdout.take().ok_or("pw-dump: no output")?;
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut out, &mut s);
-        s
-    });
-    let t0 = std::time::Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(st)) => break st,
-            Ok(None) if t0.elapsed() < limit => {
-                std::thread::sleep(std::time::Duration::from_millis(20))
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "pw-dump did not finish within {} s",
-                    limit.as_secs()
-                ));
-            }
-        }
-    };
-    let text = reader.join().unwrap_or_default();
-    if !status.success() || text.trim().is_empty() {
-        return Err("pw-dump found no PipeWire to talk to".into());
-    }
-    Ok(text)
-}
-
 /// audio.pipewire's data: the running PipeWire, what forces settings on JACK clients,
 /// and pw-dump's settings when it was read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

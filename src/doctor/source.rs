@@ -131,7 +131,7 @@ impl Source for Live {
         super::probe::jack(std::time::Duration::from_secs(2)).map_err(ProbeError::Failed)
     }
     fn pipewire_dump(&self) -> Result<String, ProbeError> {
-        super::audio::pw_dump_live(std::time::Duration::from_secs(3)).map_err(ProbeError::Failed)
+        super::probe::pw_dump_live(std::time::Duration::from_secs(3)).map_err(ProbeError::Failed)
     }
 }
 

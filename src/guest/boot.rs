@@ -3,8 +3,8 @@
 //! more boot of a kernel that crashed before /init.
 
 use super::kernel::Kernel;
-use super::kernel_run::Ctx;
 use super::qemu::{self, Accel, End, Launch, Outcome};
+use super::run_ctx::Ctx;
 use super::{initramfs, modules};
 use crate::options::AccelChoice;
 use std::path::{Path, PathBuf};

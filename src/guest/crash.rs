@@ -90,12 +90,7 @@ pub const RCU_STALL_SAMPLE: &str = "\
 /// (QEMU 10.0.2, the issue's run of tests/lava.rs); the process then died of SIGABRT.
 pub const QEMU_ABORT_SAMPLE: &str = "qemu-system-x86_64: system/physmem.c:2678: iotlb_to_section: Assertion 'section_index < d->map.sections_nb' failed.";
 
-/// The line of an RCU stall report that says the grace-period kthread's timer never
-/// fired: the guest's timers stopped, the emulator's fault. The console watcher stops
-/// a guest on it.
-pub fn timer_stall_line(l: &str) -> bool {
-    l.contains("rcu") && l.contains("timer wakeup didn't happen")
-}
+use super::qemu::timer_stall_line;
 
 /// A line without its `[   12.345678] ` timestamp.
 fn bare(l: &str) -> &str {

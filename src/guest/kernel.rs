@@ -4,6 +4,7 @@
 //! naming the newest such package apt knows.
 
 use super::bzimage;
+use crate::options::KernelSpec;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -99,17 +100,6 @@ pub fn pick_debian<'a>(
         }
     }
     best.map(|b| b.2)
-}
-
-/// "debian:6.12-rt" → ("6.12", "rt-amd64").
-pub fn parse_short(k: &str) -> Option<(String, String)> {
-    let s = k.strip_prefix("debian:")?;
-    let (ver, fl) = match s.split_once('-') {
-        Some((v, f)) => (v, format!("{f}-amd64")),
-        None => (s, "amd64".to_string()),
-    };
-    (!ver.is_empty() && ver.chars().all(|c| c.is_ascii_digit() || c == '.'))
-        .then(|| (ver.to_string(), fl))
 }
 
 fn apt_names() -> Result<Vec<String>, String> {
@@ -339,29 +329,28 @@ fn from_image(label: &str, img: &Path, modules: Option<&Path>) -> Result<Kernel,
     })
 }
 
-/// Resolves K (fetching and unpacking as needed).
-pub fn resolve(k: &str, modules: Option<&Path>) -> Result<Kernel, String> {
-    let p = Path::new(k);
-    if p.exists() {
-        if k.ends_with(".deb") {
-            let dir = unpack_deb(p)?;
-            return from_unpacked(k, &dir, None);
+/// Resolves `k`, a kernel not built here (fetching and unpacking as needed).
+pub fn resolve(k: &KernelSpec, modules: Option<&Path>) -> Result<Kernel, String> {
+    let given = k.to_string();
+    let pkg = match k {
+        KernelSpec::File(p) => {
+            if p.extension().is_some_and(|e| e == "deb") {
+                let dir = unpack_deb(p)?;
+                return from_unpacked(&given, &dir, None);
+            }
+            return from_image(&given, p, modules);
         }
-        return from_image(k, p, modules);
-    }
-    let pkg = if let Some((ver, fl)) = parse_short(k) {
-        resolve_short(k, &ver, &fl)?
-    } else if k.starts_with("linux-image-") && !k.contains('/') {
-        k.to_string()
-    } else {
-        return Err(format!(
-            "--kernel {k}: no such file, and not a Debian package name (linux-image-…) or a short form \
-             such as debian:6.12, debian:6.12-rt, debian:6.1"
-        ));
+        KernelSpec::Debian { version, flavour } => resolve_short(&given, version, flavour)?,
+        KernelSpec::Package(p) => p.clone(),
+        KernelSpec::SourcePath(_) | KernelSpec::DebianSource(_) => {
+            return Err(format!(
+                "--kernel {given} is built from source (guest::build)"
+            ));
+        }
     };
     let deb = fetch_package(&pkg)?;
     let dir = unpack_deb(&deb)?;
-    from_unpacked(k, &dir, Some(pkg))
+    from_unpacked(&given, &dir, Some(pkg))
 }
 
 #[cfg(test)]
@@ -407,29 +396,5 @@ mod tests {
             Some("linux-image-6.12.115+deb12-amd64-unsigned")
         );
         assert_eq!(pick_debian(it(), "6.2", "amd64"), None);
-    }
-
-    #[test]
-    fn parses_short_forms() {
-        assert_eq!(
-            parse_short("debian:6.12"),
-            Some(("6.12".into(), "amd64".into()))
-        );
-        assert_eq!(
-            parse_short("debian:6.12-rt"),
-            Some(("6.12".into(), "rt-amd64".into()))
-        );
-        assert_eq!(
-            parse_short("debian:6.1"),
-            Some(("6.1".into(), "amd64".into()))
-        );
-        assert_eq!(parse_short("debian:"), None);
-        assert_eq!(parse_short("6.12"), None);
-    }
-
-    #[test]
-    fn bad_kernel_argument_says_what_is_accepted() {
-        let e = resolve("/no/such/vmlinuz", None).unwrap_err();
-        assert!(e.contains("debian:6.12"), "{e}");
     }
 }

@@ -8,39 +8,11 @@ use super::initramfs::Inject;
 use super::kernel::Kernel;
 use super::qemu::{Accel, End, Outcome};
 use super::resume::{self, Boot};
+use super::run_ctx::{Ctx, KernelRun};
 use super::{HostPlan, record, tables};
 use crate::exit::{EXIT_FAILED, EXIT_INTERRUPTED};
-use crate::options::{GuestOptions, RunOptions};
-use crate::output::summary::Row;
 use results::run::GuestStop;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-
-pub struct Ctx<'a> {
-    pub plan: &'a HostPlan,
-    pub args: &'a RunOptions,
-    pub guest: &'a GuestOptions,
-    pub qemu: &'a Path,
-    pub qemu_version: &'a str,
-    pub xrunrig: &'a Path,
-    pub stop: &'a AtomicBool,
-}
-
-/// What one kernel's run produced.
-pub struct KernelRun {
-    pub kernel: Kernel,
-    pub dir: PathBuf,
-    pub code: i32,
-    pub accel: Option<Accel>,
-    pub rows: Vec<Row>,
-    /// An audio rig's summary rows, as they came home.
-    pub livefx_rows: Vec<results::livefx::Row>,
-    pub error: Option<String>,
-    pub boot_s: Option<f64>,
-    pub wall_s: f64,
-    /// `--until-decided`: the rule and comparisons of the summary.json that came home.
-    pub decided: Option<results::trials::Decided>,
-}
 
 /// Saves a boot's console (and QEMU's stderr) in the results dir as `name`.
 fn save_console(s: &Path, dir: &Path, name: &str) -> PathBuf {

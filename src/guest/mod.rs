@@ -22,6 +22,7 @@ pub mod modules;
 pub mod qemu;
 mod record;
 pub mod resume;
+mod run_ctx;
 mod tables;
 
 use crate::audio::BackendChoice;
@@ -309,7 +310,7 @@ impl HostPlan {
     }
 }
 
-pub use kernel_run::KernelRun;
+pub use run_ctx::KernelRun;
 
 /// The results directory for each kernel.
 fn result_dirs(a: &RunOptions, rig: &str, kernels: &[Kernel]) -> (Option<PathBuf>, Vec<PathBuf>) {
@@ -351,7 +352,7 @@ pub fn check_patches(g: &GuestOptions) -> Result<(), String> {
     }
     for k in &g.kernels {
         if let Some(p) = k.patches.first()
-            && !build::is_source(&k.spec)
+            && !k.spec.is_source()
         {
             return Err(format!(
                 "--patch {} follows --kernel {}, which is not built from source: {RULE}",
@@ -401,7 +402,7 @@ pub fn run_main(a: &RunOptions, g: &GuestOptions) -> i32 {
     let mut resolved_at: Vec<Option<_>> = g.kernels.iter().map(|_| None).collect();
     for i in resolve_order(&g.kernels) {
         let k = &g.kernels[i];
-        let resolved = if build::is_source(&k.spec) {
+        let resolved = if k.spec.is_source() {
             build::resolve(&k.spec, &k.patches)
         } else {
             kernel::resolve(&k.spec, g.modules.as_deref())
@@ -443,7 +444,7 @@ pub fn run_main(a: &RunOptions, g: &GuestOptions) -> i32 {
         if stop.load(Ordering::SeqCst) {
             break;
         }
-        let ctx = kernel_run::Ctx {
+        let ctx = run_ctx::Ctx {
             plan: &plan,
             args: a,
             guest: g,
@@ -484,7 +485,7 @@ mod tests {
     #[test]
     fn kernels_with_fewer_patches_are_built_first_in_typed_order() {
         let k = |spec: &str, n: usize| KernelChoice {
-            spec: spec.into(),
+            spec: crate::options::KernelSpec::parse(spec).unwrap(),
             patches: (0..n).map(|i| PathBuf::from(format!("p{i}"))).collect(),
         };
         let ks = [
@@ -549,12 +550,12 @@ mod tests {
             "--patch",
             "p3.patch",
         ]);
-        let got: Vec<(&str, Vec<&str>)> = two
+        let got: Vec<(String, Vec<&str>)> = two
             .kernels
             .iter()
             .map(|k| {
                 (
-                    k.spec.as_str(),
+                    k.spec.to_string(),
                     k.patches.iter().map(|p| p.to_str().unwrap()).collect(),
                 )
             })
@@ -562,8 +563,8 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                ("debian-src:6.12", vec!["p1.patch"]),
-                ("src:/tmp/linux", vec!["p2.patch", "p3.patch"])
+                ("debian-src:6.12".to_string(), vec!["p1.patch"]),
+                ("src:/tmp/linux".to_string(), vec!["p2.patch", "p3.patch"])
             ]
         );
         assert!(check_patches(&two).is_ok());
@@ -845,11 +846,11 @@ mod tests {
 
     #[test]
     fn plan_refuses_bad_input() {
-        let e = plan_of(&args(&["--kernel", "k", "--cpus", "2"]))
+        let e = plan_of(&args(&["--kernel", "debian:6.12", "--cpus", "2"]))
             .err()
             .unwrap();
         assert!(e.contains("--cpus 4"), "{e}");
-        let e = plan_of(&args(&["--kernel", "k", "--variant", "nope"]))
+        let e = plan_of(&args(&["--kernel", "debian:6.12", "--variant", "nope"]))
             .err()
             .unwrap();
         assert!(e.contains("no variant 'nope'"), "{e}");
@@ -862,7 +863,7 @@ mod tests {
             ("--max-time", "10 parsecs"),
             ("--backend", "pulse"),
         ] {
-            let e = try_opts(&args(&["--kernel", "k", flag, bad])).unwrap_err();
+            let e = try_opts(&args(&["--kernel", "debian:6.12", flag, bad])).unwrap_err();
             assert!(e.contains(flag) && e.contains(bad), "{flag} {bad}: {e}");
         }
     }

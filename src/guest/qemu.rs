@@ -223,7 +223,7 @@ pub enum End {
     RunTimeout,
     /// The kernel panicked or halted; the console line.
     Crashed(String),
-    /// The guest's timers stopped (`crash::timer_stall_line`); the console line.
+    /// The guest's timers stopped (`timer_stall_line`); the console line.
     Stalled(String),
     /// The guest printed nothing for this many seconds, past the quiet bound.
     Silent(f64),
@@ -314,7 +314,7 @@ pub fn watch(
                         shipped = true;
                     } else if fatal_line(line) {
                         crashed.get_or_insert(line.trim().to_string());
-                    } else if super::crash::timer_stall_line(line) {
+                    } else if timer_stall_line(line) {
                         stalled.get_or_insert(line.trim().to_string());
                     } else if ready.is_some()
                         && !is_kernel_log(line)
@@ -389,6 +389,13 @@ pub fn watch(
         wall_s: t0.elapsed().as_secs_f64(),
         signal,
     }
+}
+
+/// The line of an RCU stall report that says the grace-period kthread's timer never
+/// fired: the guest's timers stopped, the emulator's fault. The console watcher stops
+/// a guest on it (and `crash` tells the fault by it).
+pub fn timer_stall_line(l: &str) -> bool {
+    l.contains("rcu") && l.contains("timer wakeup didn't happen")
 }
 
 #[cfg(test)]

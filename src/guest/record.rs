@@ -3,8 +3,8 @@
 
 use super::boot::emulated_note;
 use super::kernel::Kernel;
-use super::kernel_run::Ctx;
 use super::qemu::{Accel, Outcome};
+use super::run_ctx::Ctx;
 use crate::options::RunOptions;
 use results::run::{GuestHost, GuestSection, RunDoc};
 use std::path::Path;

@@ -2,8 +2,8 @@
 //! across kernels (with combined.json) when several ran.
 
 use super::boot::emulated_note;
-use super::kernel_run::KernelRun;
 use super::qemu::{Accel, Outcome};
+use super::run_ctx::KernelRun;
 use crate::output::summary::{Row, Summary};
 use crate::output::{console, table};
 use results::combined::{COMBINED_JSON, Combined, KernelEntry, KernelRow, LivefxKernelRow};

@@ -7,8 +7,10 @@
 //! - the run's one-line verdict: the one line `--quiet` keeps (`verdict()`);
 //! - warnings and errors: stderr always (plain `eprintln!`).
 
+use indicatif::ProgressBar;
 use serde::Serialize;
 use std::io::Write;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static JSON: AtomicBool = AtomicBool::new(false);
@@ -30,13 +32,35 @@ pub fn quiet() -> bool {
     QUIET.load(Ordering::Relaxed)
 }
 
+/// The progress bar being drawn, if any (`progress` sets it): notes and live lines go
+/// through it, above the bar.
+static BAR: Mutex<Option<ProgressBar>> = Mutex::new(None);
+
+pub(super) fn bar() -> Option<ProgressBar> {
+    BAR.lock().ok().and_then(|c| c.clone())
+}
+
+pub(super) fn set_bar(b: Option<ProgressBar>) {
+    if let Ok(mut c) = BAR.lock() {
+        *c = b;
+    }
+}
+
+/// Prints a line on stderr, above the bar when one is drawn.
+pub fn println(line: &str) {
+    match bar() {
+        Some(b) => b.println(line),
+        None => eprintln!("{line}"),
+    }
+}
+
 /// The human report of a command's results.
 pub fn report(text: &str) {
     if quiet() {
         return;
     }
     if json() {
-        super::progress::println(text.trim_end_matches('\n'));
+        println(text.trim_end_matches('\n'));
     } else {
         let mut o = std::io::stdout().lock();
         let _ = o.write_all(text.as_bytes());
@@ -58,7 +82,7 @@ pub fn verdict(line: &str) {
 /// A note on stderr (dropped by `--quiet`).
 pub fn note(text: &str) {
     if !quiet() {
-        super::progress::println(text);
+        println(text);
     }
 }
 

@@ -7,9 +7,9 @@
 //! Notes printed while a bar is drawn go through `println` so they land above the bar
 //! instead of through it.
 
+use super::console::{bar, quiet, set_bar};
 use indicatif::{HumanDuration, ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use std::io::IsTerminal;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How progress shows.
@@ -31,27 +31,12 @@ const NO_PROGRESS_ENV: &str = "XRUNRIG_NO_PROGRESS";
 pub const PLAIN_EVERY: Duration = Duration::from_secs(10);
 
 pub fn style() -> Style {
-    if super::console::quiet() {
+    if quiet() {
         Style::Off
     } else if std::io::stderr().is_terminal() && std::env::var_os(NO_PROGRESS_ENV).is_none() {
         Style::Bar
     } else {
         Style::Plain
-    }
-}
-
-/// The bar being drawn, if any: notes and live lines go through it.
-static CURRENT: Mutex<Option<ProgressBar>> = Mutex::new(None);
-
-fn current() -> Option<ProgressBar> {
-    CURRENT.lock().ok().and_then(|c| c.clone())
-}
-
-/// Prints a line on stderr, above the bar when one is drawn.
-pub fn println(line: &str) {
-    match current() {
-        Some(b) => b.println(line),
-        None => eprintln!("{line}"),
     }
 }
 
@@ -87,8 +72,8 @@ impl Progress {
             b.enable_steady_tick(Duration::from_millis(500));
             b
         });
-        if let (Some(b), Ok(mut c)) = (&bar, CURRENT.lock()) {
-            *c = Some(b.clone());
+        if let Some(b) = &bar {
+            set_bar(Some(b.clone()));
         }
         Progress { bar, style }
     }
@@ -131,9 +116,7 @@ impl Drop for Progress {
     fn drop(&mut self) {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
-            if let Ok(mut c) = CURRENT.lock() {
-                *c = None;
-            }
+            set_bar(None);
         }
     }
 }
@@ -160,11 +143,11 @@ fn eta(
 /// A line of a guest's console relayed to the user; a guest's per-trial line also moves
 /// the current bar on by one.
 pub fn relay(line: &str) {
-    if super::console::quiet() {
+    if quiet() {
         return;
     }
     let text = format!("  guest| {line}");
-    match current() {
+    match bar() {
         Some(b) => {
             b.println(text);
             if is_trial_line(line) {
@@ -229,7 +212,7 @@ impl Live {
             // Outside a sweep (none today) there is no bar to carry it: a bar-less
             // line would need \r, so nothing is shown.
             Style::Bar => {
-                if let Some(b) = current() {
+                if let Some(b) = bar() {
                     b.set_message(text.to_string());
                 }
             }
@@ -252,7 +235,7 @@ impl Default for Live {
 impl Drop for Live {
     fn drop(&mut self) {
         if self.style == Style::Bar
-            && let Some(b) = current()
+            && let Some(b) = bar()
         {
             b.set_message("");
         }

@@ -4,8 +4,8 @@
 //! which uses it (re-exported as `crate::instruments::config`).
 
 use super::limits;
+use super::problem::Problem;
 use super::units::parse_duration;
-use super::validate::Problem;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use toml::Spanned;

@@ -7,8 +7,8 @@
 
 use super::backend::BackendChoice;
 use super::limits::{self, MAX_LATENCY, MAX_NPERIODS, MAX_PERIOD, MAX_PLUGINS, MAX_RATE};
+use super::problem::Problem;
 use super::units::parse_duration;
-use super::validate::Problem;
 use serde::Deserialize;
 use std::ops::Range;
 use toml::Spanned;

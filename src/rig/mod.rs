@@ -8,6 +8,7 @@ pub mod limits;
 pub mod livefx;
 pub mod model;
 pub mod plan;
+pub mod problem;
 pub mod units;
 pub mod validate;
 

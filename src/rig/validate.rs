@@ -9,12 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use toml::Spanned;
 
-/// One problem in a rig file: a byte span and what is wrong.
-#[derive(Debug, Clone)]
-pub struct Problem {
-    pub span: Range<usize>,
-    pub msg: String,
-}
+use super::problem::Problem;
 
 /// Upper bound on samples one mark keeps per trial, so memory stays bounded.
 pub const MARK_CAP: usize = 100_000;

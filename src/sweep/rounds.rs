@@ -148,7 +148,7 @@ pub fn sweep(
                 .filter(|d| !st.open.contains(&d.variant))
             {
                 if open.iter().any(|&v| p.rig.variants[v].name == d.variant) {
-                    crate::output::progress::println(&format!(
+                    crate::output::console::println(&format!(
                         "xrunrig: {} stops after {} trials per setting: {}",
                         d.variant,
                         d.trials,

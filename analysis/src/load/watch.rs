@@ -16,6 +16,18 @@ pub const NO_LATE_THREAD: &str = "(no late thread found)";
 /// More kept windows than this are counted, not listed.
 pub const MAX_WINDOWS: usize = 1000;
 
+/// Every cause, in the order the report lists them (and the plot its lanes); here so
+/// report and plot both take it from below.
+pub const CAUSES: [Cause; 7] = [
+    Cause::SelfWork,
+    Cause::Preempted,
+    Cause::PiChain,
+    Cause::Blocked,
+    Cause::Interrupt,
+    Cause::Unexplained,
+    Cause::NoTrace,
+];
+
 /// How the late thread spent the cycle, and how long the culprit held it, over the
 /// xruns that share a sentence (ns, one value per xrun, in the order read).
 #[derive(Debug, Clone, Default, PartialEq)]

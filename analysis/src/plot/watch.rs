@@ -4,8 +4,7 @@
 
 use super::timeline::{LEGEND_ROW_H, draw_legend_rows, lane_chart, legend_rows};
 use super::{FONT, Plot, er, title_style};
-use crate::load::watch::{Origin, WatchData};
-use crate::report::watch::CAUSES;
+use crate::load::watch::{CAUSES, Origin, WatchData};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use results::watch::Cause;

@@ -8,22 +8,11 @@ use super::common::{fmt_count, fmt_dur, fmt_val, provenance};
 use super::livefx::fmt_small;
 use crate::doc::Block;
 use crate::load::Results;
-use crate::load::watch::{Culprit, Figures, Origin, WatchData, Who};
+use crate::load::watch::{CAUSES, Culprit, Figures, Origin, WatchData, Who};
 use crate::out::Ctx;
 use crate::plot::watch::XrunTimeline;
 use crate::stats::zero_events_upper_per_hour;
 use results::watch::{Cause, Task};
-
-/// Every cause, in the order the report lists them.
-pub const CAUSES: [Cause; 7] = [
-    Cause::SelfWork,
-    Cause::Preempted,
-    Cause::PiChain,
-    Cause::Blocked,
-    Cause::Interrupt,
-    Cause::Unexplained,
-    Cause::NoTrace,
-];
 
 /// What a cause word means, for a reader who has not seen the engine.
 pub fn meaning(c: Cause) -> &'static str {

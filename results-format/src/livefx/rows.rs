@@ -29,6 +29,11 @@ pub(crate) fn variant_name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D:
 fn backend_name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     Ok(lenient::text(d)?.unwrap_or_else(unknown_backend))
 }
+/// A trial status as written; an unknown name reads as `Unknown`, a non-string as absent.
+/// Here, not in `lenient`, which stays below the types it reads.
+fn status<'de, D: Deserializer<'de>>(d: D) -> Result<Option<TrialStatus>, D::Error> {
+    Ok(lenient::text(d)?.map(|s| TrialStatus::from(s.as_str())))
+}
 
 /// The livefx summary.json.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -316,7 +321,7 @@ pub struct TrialRow {
     #[serde(flatten)]
     pub counts: RowCounts,
     /// Ok, aborted or failed.
-    #[serde(default, deserialize_with = "lenient::status")]
+    #[serde(default, deserialize_with = "status")]
     pub status: Option<TrialStatus>,
     #[serde(default, deserialize_with = "lenient::text")]
     pub detail: Option<String>,

@@ -15,12 +15,11 @@ mod patches;
 mod source;
 
 use super::kernel::Kernel;
+use crate::options::KernelSpec;
 use results::kbuild::KernelBuild;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-pub use source::parse as parse_source;
 
 const DONE: &str = ".xrunrig-done";
 /// Patched and configured: an interrupted build resumes from here (make picks up
@@ -34,11 +33,6 @@ pub fn sha256_hex(b: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-/// Is `k` a kernel to build (`src:…`, `debian-src:…`)?
-pub fn is_source(k: &str) -> bool {
-    source::parse(k).is_some()
 }
 
 pub fn cache_root() -> PathBuf {
@@ -154,7 +148,7 @@ fn kernel_from_tree(label: &str, tree: &Path, build: KernelBuild) -> Result<Kern
 
 /// Builds (or finds in the cache) kernel `k` (`src:…`/`debian-src:…`) with `patch_files`
 /// applied in order.
-pub fn resolve(k: &str, patch_files: &[PathBuf]) -> Result<Kernel, String> {
+pub fn resolve(k: &KernelSpec, patch_files: &[PathBuf]) -> Result<Kernel, String> {
     // Patches are read first: a missing one is refused before anything is unpacked.
     let patches: Vec<patches::Patch> = patch_files
         .iter()
@@ -162,6 +156,7 @@ pub fn resolve(k: &str, patch_files: &[PathBuf]) -> Result<Kernel, String> {
         .collect::<Result<_, _>>()?;
     let root = cache_root();
     let src = source::resolve(k, &root)?;
+    let k = &k.to_string();
     let cfg = config_sha();
     let shas: Vec<&str> = patches.iter().map(|p| p.info.sha256.as_str()).collect();
     let key_of = |n: usize| key(&src.sha256, &cfg, &shas[..n]);

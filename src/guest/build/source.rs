@@ -3,6 +3,7 @@
 //! its tarball taken out once), each with a hash that keys the builds made from it.
 
 use super::sha256_hex;
+use crate::options::KernelSpec;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -20,36 +21,6 @@ pub struct Source {
     /// What it resolved to, for provenance.
     pub detail: String,
     pub sha256: String,
-}
-
-/// What a source kernel argument names.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Given {
-    /// `src:PATH`: a tree or a tarball.
-    Path(PathBuf),
-    /// `debian-src:X`: Debian's linux-source-X.
-    Debian(String),
-}
-
-/// `src:PATH` or `debian-src:X`; None for other kernel arguments.
-pub fn parse(k: &str) -> Option<Result<Given, String>> {
-    if let Some(p) = k.strip_prefix("src:") {
-        if p.is_empty() {
-            return Some(Err(
-                "--kernel src: needs a path: a kernel tree or a tarball (src:/usr/src/linux, src:linux-6.12.tar.xz)".into(),
-            ));
-        }
-        return Some(Ok(Given::Path(PathBuf::from(p))));
-    }
-    if let Some(v) = k.strip_prefix("debian-src:") {
-        if v.is_empty() || !v.chars().all(|c| c.is_ascii_digit() || c == '.') {
-            return Some(Err(format!(
-                "--kernel {k}: give Debian's source version, e.g. debian-src:6.12 (the package linux-source-6.12)"
-            )));
-        }
-        return Some(Ok(Given::Debian(v.to_string())));
-    }
-    None
 }
 
 fn is_tarball(p: &Path) -> bool {
@@ -148,18 +119,15 @@ fn debian_tarball(ver: &str, dir: &Path) -> Result<(PathBuf, String), String> {
     Ok((out, format!("{pkg} ({})", deb.display())))
 }
 
-pub fn resolve(given: &str, cache: &Path) -> Result<Source, String> {
-    let given_as = match parse(given) {
-        Some(r) => r?,
-        None => return Err(format!("{given}: not a source kernel")),
-    };
-    let (kind, detail) = match given_as {
-        Given::Debian(v) => {
-            let (t, d) = debian_tarball(&v, &cache.join("src"))?;
+pub fn resolve(k: &KernelSpec, cache: &Path) -> Result<Source, String> {
+    let given = k.to_string();
+    let (kind, detail) = match k {
+        KernelSpec::DebianSource(v) => {
+            let (t, d) = debian_tarball(v, &cache.join("src"))?;
             (Kind::Tarball(t), d)
         }
-        Given::Path(p) => {
-            let p = std::fs::canonicalize(&p).map_err(|e| {
+        KernelSpec::SourcePath(p) => {
+            let p = std::fs::canonicalize(p).map_err(|e| {
                 format!(
                     "--kernel {given}: {e} (give a kernel tree or a tarball, or debian-src:6.12)"
                 )
@@ -181,6 +149,7 @@ pub fn resolve(given: &str, cache: &Path) -> Result<Source, String> {
                 ));
             }
         }
+        _ => return Err(format!("--kernel {given}: not a kernel to build here")),
     };
     let sha256 = match &kind {
         Kind::Tree(p) => tree_hash(p)?,
@@ -232,22 +201,6 @@ pub fn materialize(s: &Source, dest: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_source_kernels() {
-        assert!(parse("debian:6.12").is_none());
-        assert!(parse("/boot/vmlinuz").is_none());
-        assert_eq!(
-            parse("debian-src:6.12").unwrap().unwrap(),
-            Given::Debian("6.12".into())
-        );
-        assert_eq!(
-            parse("src:/usr/src/linux").unwrap().unwrap(),
-            Given::Path(PathBuf::from("/usr/src/linux"))
-        );
-        assert!(parse("src:").unwrap().is_err());
-        assert!(parse("debian-src:latest").unwrap().is_err());
-    }
 
     #[test]
     fn tree_hash_changes_with_a_file() {
