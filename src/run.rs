@@ -46,7 +46,7 @@ fn dispatch(prepared: Result<Prepared, String>) -> i32 {
             eprintln!("xrunrig: {e}");
             EXIT_REFUSED
         }
-        Ok(p) => match p.rig.kind {
+        Ok(p) => match p.plan.rig.kind {
             Kind::Livefx => crate::livefx::run_main(p),
             Kind::Trials => crate::trials::run_main(p),
         },

@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicBool;
 /// Runs a prepared thread rig; the exit code says how it went.
 pub fn run_main(mut p: Prepared) -> i32 {
     let estimate = p.estimate_ns;
-    let mut inst = Instruments::from_rig(&p.rig, &p.dir);
+    let mut inst = Instruments::from_rig(&p.plan.rig, &p.dir);
     if let Err(e) = inst.before_run() {
         return refuse_run(&p, &e);
     }
@@ -22,16 +22,16 @@ pub fn run_main(mut p: Prepared) -> i32 {
     }
     inst.set_dir(&p.dir);
     let p = p;
-    let rig = &p.rig;
+    let rig = &p.plan.rig;
     crate::note!(
         "xrunrig: {} — {} trial(s) × {} setting(s) × {} variant(s), results in {}",
         rig.name,
-        p.trials,
-        p.settings.len(),
-        p.variants.len(),
+        p.plan.trials,
+        p.plan.settings.len(),
+        p.plan.variants.len(),
         p.dir.display()
     );
-    if let Some(n) = &p.settings_note {
+    if let Some(n) = &p.plan.settings_note {
         crate::note!("xrunrig: {n}");
     }
     let mut one = |s: &Setting, v: usize, t: u32, stop: &AtomicBool| {

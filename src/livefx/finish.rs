@@ -24,7 +24,7 @@ pub fn write(
     sw: &Swept,
     instruments: Option<InstrumentsSection>,
 ) -> i32 {
-    let (summary, hists) = tables(&p.rig.name, groups, trial_rows);
+    let (summary, hists) = tables(&p.plan.rig.name, groups, trial_rows);
     let extra = RunExtra {
         instruments,
         livefx: Some(section(p, cfg, params, groups)),
@@ -78,10 +78,17 @@ pub(super) fn tables(
 /// run.json's livefx part: the backend of each setting, the note of each group, and the
 /// callback and workers as configured.
 fn section(p: &Prepared, cfg: &Config, params: &[Params], groups: &[Group]) -> LivefxSection {
-    let lock_name = |l: usize| p.rig.variants.first().map(|v| v.plan.locks[l].name.clone());
+    let lock_name = |l: usize| {
+        p.plan
+            .rig
+            .variants
+            .first()
+            .map(|v| v.plan.locks[l].name.clone())
+    };
     LivefxSection {
         duration_s: Some(cfg.duration_ns as f64 / 1e9),
         backends: p
+            .plan
             .settings
             .iter()
             .zip(params)

@@ -45,18 +45,18 @@ pub fn run_main(mut p: Prepared) -> i32 {
 /// directory is created, so a refusal leaves nothing behind.
 fn run(p: &mut Prepared) -> Result<i32, i32> {
     // A clone: the CLI's overrides (--duration) change it for this run only.
-    let Some(mut cfg) = p.rig.livefx.clone() else {
-        eprintln!("xrunrig: rig '{}' has no [livefx] table", p.rig.name);
+    let Some(mut cfg) = p.plan.rig.livefx.clone() else {
+        eprintln!("xrunrig: rig '{}' has no [livefx] table", p.plan.rig.name);
         return Err(EXIT_REFUSED);
     };
     params::check_cpus(p, &cfg)?;
-    if let Some(ns) = p.audio.duration_ns {
+    if let Some(ns) = p.plan.choices.audio.duration_ns {
         cfg.duration_ns = ns;
     }
     let params = params::resolve_settings(p, &cfg)?;
     params::probe_named(p, &params)?;
     let estimate = p.estimate_ns;
-    let mut inst = crate::instruments::Instruments::from_rig(&p.rig, &p.dir);
+    let mut inst = crate::instruments::Instruments::from_rig(&p.plan.rig, &p.dir);
     inst.before_run()
         .map_err(|e| crate::trials::refuse_run(p, &e))?;
     p.create_dir()

@@ -12,7 +12,7 @@ use crate::sweep::Prepared;
 
 /// Refuses a rig that pins livefx threads to CPUs this machine does not have online.
 pub fn check_cpus(p: &Prepared, cfg: &Config) -> Result<(), i32> {
-    if let Err(e) = missing_cpus(&p.rig.name, cfg, &crate::sys::online_cpus()) {
+    if let Err(e) = missing_cpus(&p.plan.rig.name, cfg, &crate::sys::online_cpus()) {
         eprintln!("xrunrig: {e}");
         return Err(EXIT_REFUSED);
     }
@@ -40,13 +40,13 @@ pub fn missing_cpus(rig: &str, cfg: &Config, online: &[usize]) -> Result<(), Str
     ))
 }
 
-/// Each setting's audio parameters, in the order of `p.settings`; auto's probe runs once
+/// Each setting's audio parameters, in the order of `p.plan.settings`; auto's probe runs once
 /// per (backend, device).
 pub fn resolve_settings(p: &Prepared, cfg: &Config) -> Result<Vec<Params>, i32> {
     let mut cache = Vec::new();
     let mut params = Vec::new();
-    for s in &p.settings {
-        match resolve(cfg, &p.audio, s.audio.as_ref(), &mut cache) {
+    for s in &p.plan.settings {
+        match resolve(cfg, &p.plan.choices.audio, s.audio.as_ref(), &mut cache) {
             Ok(x) => params.push(x),
             Err(e) => {
                 eprintln!("xrunrig: setting '{}': {e}", s.name);
@@ -59,7 +59,7 @@ pub fn resolve_settings(p: &Prepared, cfg: &Config) -> Result<Vec<Params>, i32> 
 
 /// A backend asked for by name must answer before anything is changed.
 pub fn probe_named(p: &Prepared, params: &[Params]) -> Result<(), i32> {
-    if let Err(e) = probe_backends(&p.settings, params) {
+    if let Err(e) = probe_backends(&p.plan.settings, params) {
         eprintln!("xrunrig: {e}");
         return Err(EXIT_REFUSED);
     }
@@ -93,14 +93,14 @@ pub fn probe_backends(
 pub fn announce(p: &Prepared, cfg: &Config, params: &[Params]) {
     crate::note!(
         "xrunrig: {} — {} trial(s) × {} setting(s) × {} variant(s) of {:.0} s, results in {}",
-        p.rig.name,
-        p.trials,
-        p.settings.len(),
-        p.variants.len(),
+        p.plan.rig.name,
+        p.plan.trials,
+        p.plan.settings.len(),
+        p.plan.variants.len(),
         cfg.duration_ns as f64 / 1e9,
         p.dir.display()
     );
-    for (s, x) in p.settings.iter().zip(params) {
+    for (s, x) in p.plan.settings.iter().zip(params) {
         crate::note!(
             "xrunrig: setting '{}': backend {} ({}), period {}, {} Hz{}{}",
             s.name,
@@ -123,7 +123,7 @@ pub fn announce(p: &Prepared, cfg: &Config, params: &[Params]) {
             }
         );
     }
-    if let Some(n) = &p.settings_note {
+    if let Some(n) = &p.plan.settings_note {
         crate::note!("xrunrig: {n}");
     }
 }

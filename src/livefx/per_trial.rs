@@ -30,7 +30,7 @@ pub struct Tally {
 pub struct Trials<'a> {
     pub p: &'a Prepared,
     pub cfg: &'a Config,
-    /// Per setting, in the order of `p.settings`.
+    /// Per setting, in the order of `p.plan.settings`.
     pub params: &'a [Params],
     pub cycles_dir: &'a Path,
     pub inst: &'a mut Instruments,
@@ -41,12 +41,14 @@ pub struct Trials<'a> {
 impl Trials<'_> {
     /// A group per (setting, variant) of the run, each empty.
     pub fn groups(p: &Prepared) -> Vec<Group> {
-        p.settings
+        p.plan
+            .settings
             .iter()
             .flat_map(|s| {
-                p.variants
+                p.plan
+                    .variants
                     .iter()
-                    .map(|&v| Group::new(&s.name, &p.rig.variants[v].name))
+                    .map(|&v| Group::new(&s.name, &p.plan.rig.variants[v].name))
                     .collect::<Vec<_>>()
             })
             .collect()
@@ -56,8 +58,9 @@ impl Trials<'_> {
     /// away, the rest are skipped.
     pub fn one(&mut self, s: &Setting, v: usize, t: u32, stop: &AtomicBool) -> TrialRecord {
         let (p, cfg) = (self.p, self.cfg);
-        let var = &p.rig.variants[v];
+        let var = &p.plan.rig.variants[v];
         let si = p
+            .plan
             .settings
             .iter()
             .position(|x| x.name == s.name)
@@ -79,7 +82,13 @@ impl Trials<'_> {
             return rec;
         }
         let file = results::cycles_file(&s.name, &var.name, t);
-        let label = format!("{} / {} trial {}/{}", s.name, var.name, t + 1, p.trials);
+        let label = format!(
+            "{} / {} trial {}/{}",
+            s.name,
+            var.name,
+            t + 1,
+            p.plan.trials
+        );
         let (sn, vn) = (s.name.clone(), var.name.clone());
         let inst = &mut *self.inst;
         let mut o = trial::run(

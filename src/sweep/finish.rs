@@ -29,29 +29,41 @@ pub fn run_json(p: &Prepared, sw: &Swept, extra: RunExtra) -> RunDoc {
         kernel: Some(provenance::kernel()),
         cpus: Some(provenance::cpus()),
         rig: Some(RigInfo {
-            name: Some(p.rig.name.clone()),
-            path: Some(p.rig.path.display().to_string()),
-            sha256: Some(sha256_hex(&p.rig.text)),
-            description: Some(p.rig.description.clone()),
-            text: Some(p.rig.text.clone()),
+            name: Some(p.plan.rig.name.clone()),
+            path: Some(p.plan.rig.path.display().to_string()),
+            sha256: Some(sha256_hex(&p.plan.rig.text)),
+            description: Some(p.plan.rig.description.clone()),
+            text: Some(p.plan.rig.text.clone()),
         }),
         profile: Some(ProfileInfo {
-            name: Some(p.profile.name.clone()),
-            path: p.profile.path.as_ref().map(|x| x.display().to_string()),
-            sha256: p.profile.path.as_ref().map(|_| sha256_hex(&p.profile.text)),
+            name: Some(p.plan.profile.name.clone()),
+            path: p
+                .plan
+                .profile
+                .path
+                .as_ref()
+                .map(|x| x.display().to_string()),
+            sha256: p
+                .plan
+                .profile
+                .path
+                .as_ref()
+                .map(|_| sha256_hex(&p.plan.profile.text)),
         }),
-        trials: Some(p.trials.into()),
+        trials: Some(p.plan.trials.into()),
         variants: p
+            .plan
             .variants
             .iter()
             .map(|&i| VariantInfo {
-                name: p.rig.variants[i].name.clone(),
-                description: p.rig.variants[i].description.clone(),
+                name: p.plan.rig.variants[i].name.clone(),
+                description: p.plan.rig.variants[i].description.clone(),
             })
             .collect(),
-        settings_applied: Some(p.settings_note.is_none()),
-        settings_note: p.settings_note.clone(),
+        settings_applied: Some(p.plan.settings_note.is_none()),
+        settings_note: p.plan.settings_note.clone(),
         settings: p
+            .plan
             .settings
             .iter()
             .map(|s| SettingInfo {
@@ -87,14 +99,15 @@ pub fn run_json(p: &Prepared, sw: &Swept, extra: RunExtra) -> RunDoc {
 
 /// Writes summary.json and run.json, prints the table; the exit code says how it went.
 pub fn finish(p: &Prepared, sw: &Swept, extra: RunExtra) -> i32 {
-    finish_with(p, sw, extra, &p.rig.metrics)
+    finish_with(p, sw, extra, &p.plan.rig.metrics)
 }
 
 /// As `finish`, with the metrics to summarise (the rig's and its instruments').
 pub fn finish_with(p: &Prepared, sw: &Swept, extra: RunExtra, metrics: &[rig::Metric]) -> i32 {
-    let rig = &p.rig;
-    let settings: Vec<String> = p.settings.iter().map(|s| s.name.clone()).collect();
+    let rig = &p.plan.rig;
+    let settings: Vec<String> = p.plan.settings.iter().map(|s| s.name.clone()).collect();
     let variants: Vec<String> = p
+        .plan
         .variants
         .iter()
         .map(|&i| rig.variants[i].name.clone())
@@ -102,6 +115,7 @@ pub fn finish_with(p: &Prepared, sw: &Swept, extra: RunExtra, metrics: &[rig::Me
     let rows = summary::rows(&sw.records, &settings, &variants, metrics);
     let mut sum = summary::Summary::new(&rig.name, rows);
     sum.until_decided = p
+        .plan
         .until
         .as_ref()
         .map(|r| super::decide::evaluate(r, &sw.records).decided);

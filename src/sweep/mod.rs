@@ -17,24 +17,18 @@ pub use rounds::sweep;
 
 use crate::knobs::InForce;
 use crate::knobs::knob::Knob;
-use crate::knobs::profile::{Profile, Setting};
-use crate::options::AudioOptions;
 use crate::output::summary::TrialRecord;
-use crate::rig::Rig;
 use results::run::SchedFeatures;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-/// Everything checked and decided before the first knob is touched.
+/// Everything checked and decided before the first knob is touched: the run's plan
+/// and what this machine adds to it.
 pub struct Prepared {
-    pub rig: Rig,
-    pub profile: Profile,
-    /// The settings to sweep, after --setting and --settings-as-is.
-    pub settings: Vec<Setting>,
-    /// Indices into rig.variants, after --variant.
-    pub variants: Vec<usize>,
-    pub trials: u32,
+    /// The run as decided from its inputs (`Plan`): rig, profile, settings, variants,
+    /// trials, stopping rule, the choices it was made from.
+    pub plan: Plan,
     /// Where the results go. The directory exists (marked INCOMPLETE) only once
     /// `create_dir` has run, which each rig kind calls after its last check that can
     /// refuse: a refused run leaves nothing behind.
@@ -43,15 +37,7 @@ pub struct Prepared {
     dir_named: bool,
     dir_created: bool,
     pub knobs: Vec<Knob>,
-    /// Why settings were not applied, when they were not.
-    pub settings_note: Option<String>,
     pub stop: Arc<AtomicBool>,
-    /// The command line's audio overrides (audio rigs).
-    pub audio: AudioOptions,
-    /// The whole run's hard bound, when given.
-    pub max_time_ns: Option<u64>,
-    /// `--until-decided`: the stopping rule; `trials` is then each setting's maximum.
-    pub until: Option<decide::Rule>,
     /// The run's time estimate (`Plan::estimate_ns`): its watchdog bound comes from it.
     pub estimate_ns: u64,
 }

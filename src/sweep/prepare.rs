@@ -96,32 +96,13 @@ pub fn prepare_on(
     let estimate_ns = plan
         .estimate_ns()
         .map_err(|e| format!("{e}. Nothing was changed."))?;
-    let Plan {
-        rig,
-        profile,
-        settings,
-        settings_note,
-        variants,
-        trials,
-        until,
-        choices,
-        ..
-    } = plan;
     Ok(Prepared {
-        rig,
-        profile,
-        settings,
-        variants,
-        trials,
+        plan,
         dir,
         dir_named: out.is_some(),
         dir_created: false,
         knobs,
-        settings_note,
         stop: Arc::new(AtomicBool::new(false)),
-        audio: choices.audio,
-        max_time_ns: choices.max_time_ns,
-        until,
         estimate_ns,
     })
 }
@@ -268,9 +249,15 @@ mod tests {
         let o = options(&with);
         let p = prepare_on(|| Plan::new(&o), o.out.as_deref(), &m).unwrap();
         assert!(p.knobs.is_empty());
-        assert_eq!(p.settings.len(), 1);
-        assert_eq!(p.settings[0].name, "as-is");
-        assert!(p.settings_note.as_deref().unwrap().contains("NOT in force"));
+        assert_eq!(p.plan.settings.len(), 1);
+        assert_eq!(p.plan.settings[0].name, "as-is");
+        assert!(
+            p.plan
+                .settings_note
+                .as_deref()
+                .unwrap()
+                .contains("NOT in force")
+        );
         assert!(io.writes.lock().unwrap().is_empty());
     }
 }

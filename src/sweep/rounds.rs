@@ -40,11 +40,12 @@ pub fn sweep(
         );
     }
     let mut used: Vec<usize> = p
+        .plan
         .variants
         .iter()
-        .flat_map(|&v| p.rig.variants[v].plan.cpus_used())
+        .flat_map(|&v| p.plan.rig.variants[v].plan.cpus_used())
         .collect();
-    if let Some(c) = &p.rig.livefx {
+    if let Some(c) = &p.plan.rig.livefx {
         used.extend(c.cpus_used());
     }
     let control_cpu = free_cpu(&used);
@@ -53,7 +54,7 @@ pub fn sweep(
         let _ = set_affinity(0, &[c]);
     }
     install_signal_flag(&p.stop).map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    let bound = crate::rig::limits::watchdog_bound_ns(p.max_time_ns, estimate_ns)?;
+    let bound = crate::rig::limits::watchdog_bound_ns(p.plan.choices.max_time_ns, estimate_ns)?;
     let _wd = Watchdog::start(
         bound,
         p.stop.clone(),
@@ -69,7 +70,7 @@ pub fn sweep(
     let mut session = KnobSession::begin(&io, &knobs::state()?, &p.knobs)?;
     let mut samples = std::fs::File::create(p.dir.join(results::SAMPLES_JSONL))
         .map_err(|e| format!("cannot create {}: {e}", results::SAMPLES_JSONL))?;
-    let mut total = p.trials as usize * p.settings.len() * p.variants.len();
+    let mut total = p.plan.trials as usize * p.plan.settings.len() * p.plan.variants.len();
     // After set_affinity: the bar's ticker thread is born on the control CPU too.
     // No prefix: the rig's name is on the line above; the run's estimate gives the ETA
     // until the first trial's pace does.
@@ -80,9 +81,9 @@ pub fn sweep(
     let mut in_force: Vec<(String, InForce)> = Vec::new();
     let mut fatal = None;
     // --until-decided: the variants whose comparison goes on; all of them without it.
-    let mut open: Vec<usize> = p.variants.clone();
-    'outer: for t in 0..p.trials {
-        for s in &p.settings {
+    let mut open: Vec<usize> = p.plan.variants.clone();
+    'outer: for t in 0..p.plan.trials {
+        for s in &p.plan.settings {
             if p.stop.load(Ordering::SeqCst) {
                 break 'outer;
             }
@@ -109,15 +110,15 @@ pub fn sweep(
                 bar.set_message(&format!(
                     "{} / {} trial {}/{}",
                     s.name,
-                    p.rig.variants[v].name,
+                    p.plan.rig.variants[v].name,
                     t + 1,
-                    p.trials
+                    p.plan.trials
                 ));
                 let rec = one(s, v, t, &p.stop);
                 done += 1;
                 bar.step(&format!(
                     "[{done:>4}/{total}] {}",
-                    progress_line(&rec, p.trials, &p.rig.metrics)
+                    progress_line(&rec, p.plan.trials, &p.plan.rig.metrics)
                 ));
                 let _ = writeln!(
                     samples,
@@ -132,14 +133,14 @@ pub fn sweep(
                     );
                     break 'outer;
                 }
-                let gap_end = crate::sys::now_ns() + p.rig.trial_gap_ns;
+                let gap_end = crate::sys::now_ns() + p.plan.rig.trial_gap_ns;
                 while crate::sys::now_ns() < gap_end && !p.stop.load(Ordering::SeqCst) {
                     std::thread::sleep(std::time::Duration::from_millis(5));
                 }
             }
         }
         // A round is complete: each variant's comparison looks at it.
-        if let Some(rule) = &p.until {
+        if let Some(rule) = &p.plan.until {
             let st = super::decide::evaluate(rule, &records);
             for d in st
                 .decided
@@ -147,7 +148,10 @@ pub fn sweep(
                 .iter()
                 .filter(|d| !st.open.contains(&d.variant))
             {
-                if open.iter().any(|&v| p.rig.variants[v].name == d.variant) {
+                if open
+                    .iter()
+                    .any(|&v| p.plan.rig.variants[v].name == d.variant)
+                {
                     crate::output::console::println(&format!(
                         "xrunrig: {} stops after {} trials per setting: {}",
                         d.variant,
@@ -156,10 +160,10 @@ pub fn sweep(
                     ));
                 }
             }
-            open.retain(|&v| st.open.contains(&p.rig.variants[v].name));
+            open.retain(|&v| st.open.contains(&p.plan.rig.variants[v].name));
             // The count shows what will run: the trials done and the open variants'
             // remaining rounds, not the maximum.
-            total = done + (p.trials - t - 1) as usize * p.settings.len() * open.len();
+            total = done + (p.plan.trials - t - 1) as usize * p.plan.settings.len() * open.len();
             bar.set_length(total as u64);
         }
     }
