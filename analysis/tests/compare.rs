@@ -289,6 +289,39 @@ fn recorded_ab_pair_is_a_regression_with_exit_1() {
     std::fs::remove_dir_all(out).unwrap();
 }
 
+/// The seed's own A/B, recorded in a 6.12 guest: NO_RT_PUSH_IPI / pi unpatched (29
+/// misses in 3 trials of 10 s) against the seed's fix (none): the fix is an improvement,
+/// exit 0; the other way round the unpatched kernel is a regression, exit 1.
+#[test]
+fn recorded_seed_unpatched_patched_pair_is_an_improvement_and_reversed_a_regression() {
+    let out = tmp("rec-seed");
+    let code = compare_main(
+        &[recorded("seed-unpatched"), recorded("seed-patched")],
+        10.0,
+        Some(&out),
+        false,
+    )
+    .unwrap();
+    let j = json(&out.join("compare.json"));
+    assert_eq!(code, 0, "{j}");
+    assert_eq!(j["regressions"], 0, "{j}");
+    let dropouts = &j["table"][0];
+    assert_eq!(dropouts[0], "NO_RT_PUSH_IPI/pi dropouts /h", "{j}");
+    assert_eq!(dropouts[5], "better", "{j}");
+    let code = compare_main(
+        &[recorded("seed-patched"), recorded("seed-unpatched")],
+        10.0,
+        Some(&out),
+        false,
+    )
+    .unwrap();
+    let j = json(&out.join("compare.json"));
+    assert_eq!(code, 1, "{j}");
+    assert!(j["regressions"].as_u64().unwrap() >= 1, "{j}");
+    assert_eq!(j["table"][0][5], "WORSE", "{j}");
+    std::fs::remove_dir_all(out).unwrap();
+}
+
 /// Every file under `d`, sorted.
 fn walk(d: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
