@@ -4,7 +4,7 @@ use crate::knobs::knob::{KNOWN_FEATURES, RealIo, close_names, known_in};
 use crate::knobs::profile::{Change, Profile};
 use crate::knobs::{self};
 use crate::options::CheckOptions;
-use crate::rig::{instruments, livefx};
+use crate::rig::instruments;
 use crate::sys::format_cpu_set;
 
 pub fn main(a: &CheckOptions) -> i32 {
@@ -40,17 +40,8 @@ pub fn check(a: &CheckOptions, online: &[usize]) -> Result<Vec<String>, String> 
     let path = a.rig.display();
     let mut out = Vec::new();
     let mut problems: Vec<String> = Vec::new();
-    if let Some(c) = &rig.livefx {
-        out.push(format!(
-            "{path}: [livefx] ok — {} worker(s), period {}, {} Hz, backend {}, CPUs {}",
-            c.workers.len(),
-            c.period,
-            c.rate,
-            c.backend,
-            format_cpu_set(&c.cpus_used())
-        ));
-        out.extend(livefx_threads(c));
-    }
+    let kind = crate::kinds::of(rig.kind);
+    out.extend(kind.check_lines(&rig, &path.to_string()));
     if let Some(i) = &rig.instruments {
         out.push(format!("{path}: [instruments] ok — {}", describe(i)));
     }
@@ -66,13 +57,11 @@ pub fn check(a: &CheckOptions, online: &[usize]) -> Result<Vec<String>, String> 
     } else {
         "on this machine".to_string()
     };
-    // The CPUs, as `run` checks them (prepare's check_machine, livefx's missing_cpus).
+    // The CPUs, as `run` checks them (prepare's check_machine, the kind's own threads').
     if let Err(e) = rig.check_machine(online) {
         problems.push(format!("{where_}: {e}"));
     }
-    if let Some(c) = &rig.livefx
-        && let Err(e) = crate::livefx::missing_cpus(&rig.name, c, online)
-    {
+    if let Err(e) = kind.check_cpus(&rig, online) {
         problems.push(format!("{where_}: {e}"));
     }
     if let Some(p) = &profile {
@@ -92,25 +81,14 @@ pub fn check(a: &CheckOptions, online: &[usize]) -> Result<Vec<String>, String> 
             }
         }
     }
-    // Here: each setting's audio parameters resolve and a backend named answers.
-    if !guest && let Some(c) = &rig.livefx {
+    // Here: what each setting asks of this machine (an audio rig's parameters resolve
+    // and a backend named answers).
+    if !guest {
         let settings = match &profile {
             Some(p) => p.settings.clone(),
             None => Profile::as_is().settings,
         };
-        let mut cache = Vec::new();
-        let mut params = Vec::new();
-        for s in &settings {
-            match crate::livefx::resolve(c, &Default::default(), s.audio.as_ref(), &mut cache) {
-                Ok(x) => params.push(x),
-                Err(e) => problems.push(format!("setting '{}': {e}", s.name)),
-            }
-        }
-        if params.len() == settings.len()
-            && let Err(e) = crate::livefx::probe_backends(&settings, &params)
-        {
-            problems.push(e);
-        }
+        problems.extend(kind.check_settings(&rig, &settings));
     }
     if problems.is_empty() {
         Ok(out)
@@ -191,34 +169,6 @@ fn feature_names(p: &Profile, guest: bool) -> (Vec<String>, Vec<String>) {
         }
     }
     (lines, problems)
-}
-
-/// An empty list: not pinned, any online CPU.
-fn cpus_or_any(cpus: &[usize]) -> String {
-    if cpus.is_empty() {
-        "any".into()
-    } else {
-        format_cpu_set(cpus)
-    }
-}
-
-/// One line per thread of the audio process: where it may run.
-fn livefx_threads(c: &livefx::Config) -> Vec<String> {
-    let mut out = vec![format!(
-        "  callback: FIFO {}, CPUs {}",
-        c.callback_priority,
-        cpus_or_any(&c.callback_cpus)
-    )];
-    for w in &c.workers {
-        out.push(format!(
-            "  worker {}: FIFO {}, CPUs {}{}",
-            w.name,
-            w.priority,
-            cpus_or_any(&w.cpus),
-            if w.waited { "" } else { ", not waited for" }
-        ));
-    }
-    out
 }
 
 /// What an `[instruments]` table turns on, in one line.

@@ -13,6 +13,7 @@ pub mod engine;
 pub mod exit;
 pub mod guest;
 pub mod instruments;
+pub mod kinds;
 pub mod knobs;
 pub mod livefx;
 pub mod options;

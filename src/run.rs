@@ -1,12 +1,11 @@
 //! `xrunrig run`: the dispatcher. It takes the machine's run lock, then a run goes into
 //! guest kernels (`guest`), or is prepared (`sweep::prepare`) and handed to its rig
-//! kind: `livefx` or `trials`. `xrunrig run-plan` is the same for a plan file, as a
-//! guest kernel's run is given its plan.
+//! kind (`sweep::RigKind`): `livefx` or `trials`. `xrunrig run-plan` is the same for a
+//! plan file, as a guest kernel's run is given its plan.
 
 use crate::exit::EXIT_REFUSED;
 use crate::knobs::lock::RunLock;
 use crate::options::RunOptions;
-use crate::rig::Kind;
 use crate::sweep::Prepared;
 use std::path::Path;
 
@@ -21,7 +20,7 @@ pub fn main(args: &RunOptions) -> i32 {
     if let Some(g) = &args.guest {
         return crate::guest::run_main(args, g);
     }
-    dispatch(crate::sweep::prepare(args))
+    dispatch(crate::sweep::prepare(args, crate::kinds::of))
 }
 
 /// `xrunrig run-plan PLAN --out DIR`: the plan file's run, as `main` runs one.
@@ -30,7 +29,7 @@ pub fn plan_main(plan: &Path, out: &Path) -> i32 {
         Ok(l) => l,
         Err(code) => return code,
     };
-    dispatch(crate::sweep::prepare_file(plan, out))
+    dispatch(crate::sweep::prepare_file(plan, out, crate::kinds::of))
 }
 
 fn lock() -> Result<RunLock, i32> {
@@ -46,9 +45,10 @@ fn dispatch(prepared: Result<Prepared, String>) -> i32 {
             eprintln!("xrunrig: {e}");
             EXIT_REFUSED
         }
-        Ok(p) => match p.plan.rig.kind {
-            Kind::Livefx => crate::livefx::run_main(p),
-            Kind::Trials => crate::trials::run_main(p),
-        },
+        // The plan's kind runs it (`crate::kinds::of`, the one registration).
+        Ok(p) => {
+            let kind = p.plan.kind;
+            kind.run(p)
+        }
     }
 }

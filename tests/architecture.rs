@@ -189,6 +189,7 @@ const ROOMS: &[&str] = &[
     "sweep",
     "trials",
     "livefx",
+    "kinds",
     "watch",
     "check",
     "guest",
@@ -224,13 +225,7 @@ fn room_imports() -> Vec<(String, String, String)> {
         if ["bin", "main", "lib"].contains(&room.as_str()) || rel.ends_with("/tests.rs") {
             continue;
         }
-        let text = std::fs::read_to_string(&f).unwrap();
-        let code = text.split("#[cfg(test)]").next().unwrap();
-        let code: String = code
-            .lines()
-            .map(|l| l.split("//").next().unwrap())
-            .collect::<Vec<_>>()
-            .join("\n");
+        let code = production_code(&f);
         let mut named: Vec<String> = vec![];
         for (i, _) in code.match_indices("crate::") {
             let rest = &code[i + "crate::".len()..];
@@ -263,6 +258,76 @@ fn room_imports() -> Vec<(String, String, String)> {
     out.sort();
     out.dedup();
     out
+}
+
+/// A source file without its test code (from the first `#[cfg(test)]`) and comments.
+fn production_code(f: &Path) -> String {
+    let text = std::fs::read_to_string(f).unwrap();
+    let code = text.split("#[cfg(test)]").next().unwrap();
+    code.lines()
+        .map(|l| l.split("//").next().unwrap())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Where `code` names a rig kind's variant (`Kind::Trials`, `rig::Kind::Livefx`, …):
+/// the line numbers.
+fn kind_variants_named(code: &str) -> Vec<usize> {
+    let mut at = vec![];
+    for (n, line) in code.lines().enumerate() {
+        for (i, _) in line.match_indices("Kind::") {
+            let before = line[..i].chars().next_back();
+            let whole = !before.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            let rest = &line[i + "Kind::".len()..];
+            if whole && (rest.starts_with("Trials") || rest.starts_with("Livefx")) {
+                at.push(n + 1);
+            }
+        }
+    }
+    at
+}
+
+/// Issue 26: a rig kind is matched in one place, its registration (`src/kinds.rs`), and
+/// named where rigs are parsed (`src/rig/`); everything else asks the plan's
+/// `sweep::RigKind`. A `match rig.kind` or `== Kind::Livefx` anywhere else fails here
+/// with its file and line.
+#[test]
+fn rig_kinds_are_matched_only_where_they_are_registered() {
+    assert_eq!(
+        kind_variants_named(
+            "match k { Kind::Trials => 1, rig::Kind::Livefx => 2 }\nBackendKind::Jack"
+        ),
+        [1, 1]
+    );
+    assert!(kind_variants_named("BackendKind::Livefx; ThreadKind::Trials").is_empty());
+    let src = repo().join("src");
+    let mut files = vec![];
+    fn walk(d: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    walk(&src, &mut files);
+    let mut found = vec![];
+    for f in files {
+        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+        if rel == "kinds.rs" || rel.starts_with("rig/") || rel.ends_with("/tests.rs") {
+            continue;
+        }
+        for n in kind_variants_named(&production_code(&f)) {
+            found.push(format!("src/{rel}:{n}"));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "rig kinds matched outside src/kinds.rs (ask the plan's `kind`, a sweep::RigKind, \
+         instead): {found:?}"
+    );
 }
 
 /// The imports of `imports` that run up `rooms`, or name a room it does not list.

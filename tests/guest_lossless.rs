@@ -494,11 +494,21 @@ fn a_livefx_run_merged_from_two_boots_has_the_summary_and_histograms_of_one_run(
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", show(&o));
-    let order = Order {
-        trials: 2,
-        settings: vec!["as-is".into()],
-        variants: vec!["pi".into(), "no-pi".into()],
+    let rig = xrunrig::rig::load(&repo().join("rigs/livefx.toml")).unwrap();
+    let choices = xrunrig::options::Choices {
+        trials: Some(2),
+        ..Default::default()
     };
+    let plan = xrunrig::sweep::Plan::build(rig, None, choices, xrunrig::kinds::of).unwrap();
+    let order = Order::of(&plan);
+    assert_eq!(
+        order,
+        Order {
+            trials: 2,
+            settings: vec!["as-is".into()],
+            variants: vec!["pi".into(), "no-pi".into()],
+        }
+    );
     let boots = [
         Boot {
             dir: base.join("b0"),
@@ -563,9 +573,8 @@ fn a_livefx_run_merged_from_two_boots_has_the_summary_and_histograms_of_one_run(
         boots[1].part_dir(0).join("run.json"),
     )
     .unwrap();
-    let rig = xrunrig::rig::load(&repo().join("rigs/livefx.toml")).unwrap();
     let dest = base.join("merged");
-    let m = resume::merge(&order, &boots, &rig, None, "6.12.0", ("a", "b"), &dest).unwrap();
+    let m = resume::merge(&plan, &boots, "6.12.0", ("a", "b"), &dest).unwrap();
     assert_eq!(m.records, 4);
     assert_eq!(m.dropped, ["cycles/as-is__no-pi__1.bin"]);
     let merged = json(&dest.join("summary.json"));

@@ -8,7 +8,7 @@ use super::source::Source;
 use super::{Check, Status, cpus, data_as, rights, sched};
 use crate::knobs::profile::{Change, Profile};
 use crate::rig::backend::BackendChoice;
-use crate::rig::{Kind, Op, Protocol, Rig, ThreadPlan};
+use crate::rig::{Op, Protocol, Rig, ThreadPlan};
 use serde::Serialize;
 
 /// Fields in alphabetical order, as `xrunrig doctor --json` wrote them when they went
@@ -150,8 +150,7 @@ fn sched_fifo(rig: &Rig, threads: &[&ThreadPlan], checks: &[Check]) -> Option<Ne
         .filter(|t| t.policy.is_rt())
         .map(|t| t.priority)
         .chain(livefx)
-        .max()
-        .or((rig.kind == Kind::Livefx).then_some(1))?;
+        .max()?;
     let c = find(checks, "rights.sched_fifo");
     let max_ok = c
         .and_then(data_as::<rights::FifoMax>)
@@ -225,14 +224,8 @@ fn rt_throttling(
 
 /// livefx: an audio backend (the rig's; auto is met by JACK or else an ALSA card).
 fn audio_backend(rig: &Rig, checks: &[Check]) -> Option<Need> {
-    if rig.kind != Kind::Livefx {
-        return None;
-    }
-    let backend = rig
-        .livefx
-        .as_ref()
-        .map_or(BackendChoice::Auto, |c| c.backend);
-    match backend {
+    // A rig plays audio when it has a `[livefx]` table (its kind's only).
+    match rig.livefx.as_ref()?.backend {
         BackendChoice::Clock => None,
         BackendChoice::Jack => Some(from_check(
             checks,

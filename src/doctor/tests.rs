@@ -490,8 +490,11 @@ fn rig_needs_decide_the_exit_code() {
     assert!(!f.met && f.found.contains("lockdown"), "{f:?}");
 
     // A livefx rig needs an audio backend; an [instruments] table with a trace, tracefs.
-    let mut lf = rig("pi-inversion.toml");
-    lf.kind = crate::rig::Kind::Livefx;
+    let lf = rig("livefx-inversion.toml");
+    assert_eq!(
+        lf.livefx.as_ref().map(|c| c.backend),
+        Some(crate::rig::backend::BackendChoice::Auto)
+    );
     let n = needs::evaluate(&lf, None, &collect(&host, QUICK), &host);
     assert!(
         n.iter()

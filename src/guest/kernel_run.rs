@@ -312,15 +312,12 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
         let from = boots[0].part_dir(0);
         move_tree(&from, &run.dir)?;
     } else if done > 0 || crash.is_some() || !resumed.is_empty() {
-        resume::merge_decided(
-            &p.order,
+        resume::merge(
+            &p.plan,
             &boots,
-            &p.plan.rig,
-            p.plan.profile_file(),
             &run.kernel.release,
             (&started, &crate::sys::utc_now().0),
             &run.dir,
-            p.plan.until.as_ref(),
         )?;
     }
     let mut guest = record::guest_section(c, &run.kernel, &outcome, accel, accel_note, channel);
@@ -333,7 +330,7 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
     } else {
         record::patch_run_json(&run.dir, c.args, guest, None)?;
     }
-    tables::print_kernel(run, &outcome);
+    tables::print_kernel(run, &outcome, p.plan.kind);
     if let Some(f) = fail {
         return Err(f);
     }

@@ -28,7 +28,6 @@ mod tables;
 use crate::audio::BackendChoice;
 use crate::exit::{EXIT_FAILED, EXIT_INTERRUPTED, EXIT_REFUSED};
 use crate::options::{GuestOptions, KernelChoice, RunOptions};
-use crate::rig::Kind;
 use crate::sweep::{Plan, PlanFile};
 use kernel::Kernel;
 use std::path::{Path, PathBuf};
@@ -110,7 +109,7 @@ fn env_secs(name: &str) -> Option<Duration> {
 /// Decides the run on the host (`sweep::Plan`: the guest decides nothing else) and
 /// checks what the guest machine needs.
 pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
-    let plan = Plan::new(a)?;
+    let plan = Plan::new(a, crate::kinds::of)?;
     let rig = &plan.rig;
     let need = rig.cpus_used().iter().max().map_or(1, |m| *m as u32 + 1);
     let cpus = g.cpus.unwrap_or(need.max(4));
@@ -145,11 +144,7 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
                 .into(),
         );
     }
-    let order = resume::Order {
-        trials: plan.trials,
-        settings: plan.setting_names(),
-        variants: plan.variant_names(),
-    };
+    let order = resume::Order::of(&plan);
     let inject = test_inject()?;
     // The guest's own bound (its watchdog) is the plan's; the host allows that plus
     // boot and shipping, so the guest normally ends itself first.
@@ -182,7 +177,7 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
     );
     let mut p = HostPlan {
         ship_cpus,
-        audio: rig.kind == Kind::Livefx,
+        audio: plan.kind.plays_audio(),
         plan,
         command: vec![],
         order,
@@ -610,7 +605,7 @@ mod tests {
         let d = crate::testkit::private_dir("plan-file");
         let path = d.join("p0.json");
         std::fs::write(&path, serde_json::to_vec(f).unwrap()).unwrap();
-        let p = Plan::from_file(&path).unwrap();
+        let p = Plan::from_file(&path, crate::kinds::of).unwrap();
         let _ = std::fs::remove_dir_all(&d);
         p
     }

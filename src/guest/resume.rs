@@ -3,8 +3,9 @@
 //! trials, and the host's merge of what each boot brought home into one results
 //! directory, trials numbered as one run would have numbered them.
 
-use crate::output::summary::{self, TrialRecord};
-use crate::rig::{Kind, Metric, Rig};
+use crate::output::summary::TrialRecord;
+use crate::rig::Rig;
+use crate::sweep::{Plan, Rebuild};
 use results::run::{RigInfo, RunDoc, SettingInfo, VariantInfo};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,15 @@ pub struct Order {
 }
 
 impl Order {
+    /// The plan's sweep: its trials, settings and variants, in its order.
+    pub fn of(plan: &Plan) -> Order {
+        Order {
+            trials: plan.trials,
+            settings: plan.setting_names(),
+            variants: plan.variant_names(),
+        }
+    }
+
     pub fn total(&self) -> u64 {
         self.trials as u64 * self.settings.len() as u64 * self.variants.len() as u64
     }
@@ -204,34 +214,20 @@ pub struct Merged {
 /// Merges every boot's parts into `dest`: samples.jsonl in the sweep's order, each
 /// finished trial's files renamed to the run's trial number (an unfinished trial's
 /// files are left out), events.jsonl likewise, run.json from the parts' (or from the
-/// host's plan when none arrived), and summary.json over the trials that arrived (an
-/// audio rig's with its histograms.json, replayed from its trials' records, cycles and
-/// events by `livefx::stored`, as a run that was never interrupted writes them).
+/// host's plan when none arrived), and the rig kind's own files over the trials that
+/// arrived (`RigKind::rebuild`: a thread rig's summary.json with the stopping rule's
+/// decisions replayed; an audio rig's with its histograms.json, replayed from its
+/// trials' records, cycles and events by `livefx::stored`), as a run that was never
+/// interrupted writes them. The run is `plan`'s, swept in its order (`Order::of`).
 pub fn merge(
-    order: &Order,
+    plan: &Plan,
     boots: &[Boot],
-    rig: &Rig,
-    profile: Option<&crate::knobs::profile::Profile>,
     kernel_release: &str,
     span: (&str, &str),
     dest: &Path,
 ) -> Result<Merged, String> {
-    merge_decided(order, boots, rig, profile, kernel_release, span, dest, None)
-}
-
-/// As `merge`, for a run under --until-decided: summary.json gets the rule's decisions,
-/// replayed from the merged records as the guest's sweep made them.
-#[allow(clippy::too_many_arguments)]
-pub fn merge_decided(
-    order: &Order,
-    boots: &[Boot],
-    rig: &Rig,
-    profile: Option<&crate::knobs::profile::Profile>,
-    kernel_release: &str,
-    span: (&str, &str),
-    dest: &Path,
-    until: Option<&crate::sweep::decide::Rule>,
-) -> Result<Merged, String> {
+    let order = &Order::of(plan);
+    let rig = &plan.rig;
     let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
     std::fs::create_dir_all(dest).map_err(|e| io(dest, e))?;
     let mut records: Vec<TrialRecord> = vec![];
@@ -313,46 +309,23 @@ pub fn merge_decided(
     }
     let sp = dest.join(results::SAMPLES_JSONL);
     std::fs::write(&sp, samples).map_err(|e| io(&sp, e))?;
-    if rig.kind == Kind::Trials {
-        let mut metrics = rig.metrics.clone();
-        metrics.extend(
-            crate::instruments::Instruments::from_rig(rig, dest)
-                .metric_defs()
-                .into_iter()
-                .filter(|m| !rig.metrics.iter().any(|x| x.name == m.name)),
-        );
-        // Metrics the guest's instruments named that this host would not (its CPUs).
-        for r in &records {
-            for k in r.metrics.keys() {
-                if !metrics.iter().any(|m| &m.name == k) {
-                    metrics.push(Metric {
-                        name: k.clone(),
-                        from: ("instrument".into(), k.clone()),
-                        to: ("instrument".into(), k.clone()),
-                        bound: None,
-                        unit: String::new(),
-                        description: k.clone(),
-                    });
-                }
-            }
-        }
-        let rows = summary::rows(&records, &order.settings, &order.variants, &metrics);
-        let mut sum = summary::Summary::new(&rig.name, rows);
-        // The same replay the guest's sweep made: the boots' records decide the same.
-        sum.until_decided = until.map(|r| crate::sweep::decide::evaluate(r, &records).decided);
-        crate::output::write_json(&dest.join(results::SUMMARY_JSON), &sum)?;
-    }
-    let mut doc = merged_doc(order, docs, rig, profile, &renamed, &trial_files);
-    if rig.kind == Kind::Livefx {
-        crate::livefx::stored::rebuild(
-            dest,
-            rig,
-            &order.settings,
-            &order.variants,
-            &records,
-            doc.livefx.as_ref(),
-        )?;
-    }
+    let mut doc = merged_doc(
+        order,
+        docs,
+        rig,
+        plan.profile_file(),
+        &renamed,
+        &trial_files,
+    );
+    plan.kind.rebuild(&Rebuild {
+        dir: dest,
+        rig,
+        settings: &order.settings,
+        variants: &order.variants,
+        records: &records,
+        until: plan.until.as_ref(),
+        doc: &doc,
+    })?;
     // The boots' span on the host's clock: the first boot may have written no run.json.
     doc.started = Some(span.0.to_string());
     doc.ended = Some(span.1.to_string());
@@ -559,11 +532,20 @@ mod tests {
             "/rigs/pi-inversion.toml"
         )))
         .unwrap();
-        let o = Order {
-            trials: 2,
-            settings: vec!["as-is".into()],
-            variants: vec!["inherit".into(), "none".into()],
+        let choices = crate::options::Choices {
+            trials: Some(2),
+            ..Default::default()
         };
+        let plan = Plan::build(rig, None, choices, crate::kinds::of).unwrap();
+        let o = Order::of(&plan);
+        assert_eq!(
+            o,
+            Order {
+                trials: 2,
+                settings: vec!["as-is".into()],
+                variants: vec!["inherit".into(), "none".into()],
+            }
+        );
         let rec = |v: &str, t: u32, wait: f64| {
             format!(
                 r#"{{"setting":"as-is","variant":"{v}","trial":{t},"status":"ok","duration_ms":1.0,"metrics":{{"wait":[{wait}]}},"marks":{{}},"evidence":[]}}"#
@@ -609,7 +591,7 @@ mod tests {
         ];
         assert_eq!(boots[0].finished() + boots[1].finished(), 4);
         let dest = base.join("out");
-        let m = merge(&o, &boots, &rig, None, "6.12.0", ("a", "b"), &dest).unwrap();
+        let m = merge(&plan, &boots, "6.12.0", ("a", "b"), &dest).unwrap();
         assert_eq!(m.records, 4);
         assert_eq!(m.dropped, ["trace/as-is__inherit__1.csv"]);
         let got: Vec<(String, u32)> = part_records(

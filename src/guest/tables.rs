@@ -4,43 +4,15 @@
 use super::boot::emulated_note;
 use super::qemu::{Accel, Outcome};
 use super::run_ctx::KernelRun;
-use crate::output::summary::{Row, Summary};
+use crate::output::summary::Row;
 use crate::output::{console, table};
+use crate::sweep::RigKind;
 use results::combined::{COMBINED_JSON, Combined, KernelEntry, KernelRow, LivefxKernelRow};
-use results::livefx::Summary as LivefxSummary;
 use std::path::Path;
-
-/// The summary.json a guest run brought home, of either rig kind.
-enum Brought {
-    Trials(Summary),
-    Livefx(LivefxSummary),
-    Nothing,
-}
-
-fn brought(dir: &Path) -> Brought {
-    let Ok(text) = std::fs::read_to_string(dir.join(results::SUMMARY_JSON)) else {
-        return Brought::Nothing;
-    };
-    // The kind decides: reading is lenient, so either type would read the other's file.
-    #[derive(serde::Deserialize)]
-    struct Kind {
-        #[serde(default)]
-        kind: String,
-    }
-    match serde_json::from_str::<Kind>(&text).map(|k| k.kind) {
-        Ok(k) if k == results::KIND_TRIALS => serde_json::from_str(&text)
-            .map(Brought::Trials)
-            .unwrap_or(Brought::Nothing),
-        Ok(k) if k == results::KIND_LIVEFX => serde_json::from_str(&text)
-            .map(Brought::Livefx)
-            .unwrap_or(Brought::Nothing),
-        _ => Brought::Nothing,
-    }
-}
 
 /// One kernel's table, printed when its results are home; its trial rows go into
 /// `run.rows` for the combined table.
-pub fn print_kernel(run: &mut KernelRun, outcome: &Outcome) {
+pub fn print_kernel(run: &mut KernelRun, outcome: &Outcome, kind: &dyn RigKind) {
     let k = &run.kernel;
     let accel = run.accel.unwrap_or(Accel::Tcg);
     let mut out = format!(
@@ -51,20 +23,14 @@ pub fn print_kernel(run: &mut KernelRun, outcome: &Outcome) {
         emulated_note(accel),
         outcome.ready_s.map_or("-".into(), |b| format!("{b:.1} s"))
     );
-    match brought(&run.dir) {
-        Brought::Trials(sm) => {
-            out.push_str(&table::render(&sm.rows));
-            if let Some(d) = &sm.until_decided {
-                out.push_str(&crate::sweep::decide::render(d));
-            }
-            run.rows = sm.rows;
-            run.decided = sm.until_decided;
+    match kind.brought(&run.dir) {
+        Some(b) => {
+            out.push_str(&b.table);
+            run.rows = b.rows;
+            run.livefx_rows = b.livefx_rows;
+            run.decided = b.decided;
         }
-        Brought::Livefx(sm) => {
-            out.push_str(&livefx_table(&sm));
-            run.livefx_rows = sm.rows;
-        }
-        Brought::Nothing => out.push_str("(no summary.json: the guest run wrote no results)\n"),
+        None => out.push_str("(no summary.json: the guest run wrote no results)\n"),
     }
     // The verdict in words, as a run on this machine ends (from the results brought
     // home, merged).
@@ -88,34 +54,6 @@ pub fn document(dir: &Path) {
             dir.join(results::SUMMARY_JSON).display()
         ),
     }
-}
-
-/// The guest's livefx rows, one line each (the full table is the guest's; its
-/// summary.json has every figure).
-fn livefx_table(sum: &LivefxSummary) -> String {
-    let mut out = String::from(
-        "setting / variant: backend, period, cycles, xruns, deadline misses, clicks (unexplained), round trip frames\n",
-    );
-    fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
-        v.map_or("-".into(), |x| x.to_string())
-    }
-    for r in &sum.rows {
-        let c = &r.counts;
-        out.push_str(&format!(
-            "{} / {}: {}, {}, {}, {}, {}, {} ({}), {}\n",
-            r.setting,
-            r.variant,
-            r.backend,
-            opt(r.period),
-            c.cycles,
-            c.xruns,
-            c.deadline_misses,
-            opt(c.discontinuities),
-            opt(c.discontinuities_unexplained),
-            opt(c.roundtrip_frames),
-        ));
-    }
-    out
 }
 
 /// An audio rig's rows across kernels: one line per kernel × setting × variant with
@@ -307,27 +245,7 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn livefx_rows_print_one_line_each() {
-        let sum: LivefxSummary = serde_json::from_str(
-            r#"{"kind": "livefx", "rows": [
-                {"setting": "A", "variant": "v", "backend": "jack", "period": 512, "cycles": 467,
-                 "xruns": 2, "deadline_misses": 0, "discontinuities": 2,
-                 "discontinuities_unexplained": 0, "roundtrip_frames": 1536},
-                {"setting": "B", "variant": "v", "backend": "clock", "period": 128, "cycles": 9,
-                 "xruns": 0, "deadline_misses": 0, "discontinuities": null,
-                 "discontinuities_unexplained": null, "roundtrip_frames": null}
-            ]}"#,
-        )
-        .unwrap();
-        let t = livefx_table(&sum);
-        assert!(
-            t.contains("A / v: jack, 512, 467, 2, 0, 2 (0), 1536\n"),
-            "{t}"
-        );
-        assert!(t.contains("B / v: clock, 128, 9, 0, 0, - (-), -\n"), "{t}");
-    }
+    use results::livefx::Summary as LivefxSummary;
 
     /// Several kernels of an audio rig: a row per kernel × setting × variant (the table
     /// used to have a header and no rows, combined.json `rows: []`).

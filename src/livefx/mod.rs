@@ -16,6 +16,7 @@ pub mod bursts;
 pub mod config;
 mod events;
 mod finish;
+mod kind;
 pub mod loopback;
 mod params;
 mod per_trial;
@@ -28,6 +29,7 @@ pub mod why;
 pub mod writer;
 pub mod xrun;
 
+pub use kind::Livefx;
 pub use params::{missing_cpus, probe_backends, resolve};
 
 use crate::exit::{EXIT_FAILED, EXIT_REFUSED};

@@ -4,9 +4,10 @@
 //! result into summary.json, and a guest run merged from several boots replays the
 //! same records to the same decisions.
 
+use super::kind::RigKind;
 use crate::output::summary::TrialRecord;
 use crate::rig::units::unit_scale;
-use crate::rig::{Kind, Metric, Rig};
+use crate::rig::{Metric, Rig};
 use analysis::sequential::{self, Look, Plan};
 use results::trials::{Decided, DecidedPair, Decision};
 
@@ -31,16 +32,14 @@ const SUPPORTED: &str = "--until-decided needs a per-trial pass or fail: a threa
 /// The rule for `rig` swept over `settings` and `variants`, at most `max_trials` per
 /// setting; an error saying what to change when the run cannot have one.
 pub fn rule(
+    kind: &dyn RigKind,
     rig: &Rig,
     settings: &[String],
     variants: &[String],
     max_trials: u32,
 ) -> Result<Rule, String> {
-    if rig.kind != Kind::Trials {
-        return Err(format!(
-            "{SUPPORTED}; rig '{}' is an audio (livefx) rig, whose trials have no single pass or fail",
-            rig.name
-        ));
+    if let Some(why) = kind.no_trial_verdict(rig) {
+        return Err(format!("{SUPPORTED}; {why}"));
     }
     let bounded: Vec<&Metric> = rig.metrics.iter().filter(|m| m.bound.is_some()).collect();
     let metric = match bounded.as_slice() {
@@ -301,32 +300,92 @@ name = "y"
     #[test]
     fn refuses_what_has_no_pass_or_fail() {
         let r = rig("");
-        let e = rule(&r, &names(&["A"]), &names(&["x"]), 8).unwrap_err();
+        let e = rule(
+            crate::kinds::of(r.kind),
+            &r,
+            &names(&["A"]),
+            &names(&["x"]),
+            8,
+        )
+        .unwrap_err();
         assert!(e.contains("two settings") && e.contains("--setting"), "{e}");
-        let e = rule(&r, &names(&["A", "B"]), &names(&["x"]), 4).unwrap_err();
+        let e = rule(
+            crate::kinds::of(r.kind),
+            &r,
+            &names(&["A", "B"]),
+            &names(&["x"]),
+            4,
+        )
+        .unwrap_err();
         assert!(e.contains("--trials 5"), "{e}");
-        let e = rule(&r, &names(&["A", "B"]), &names(&["x"]), 65).unwrap_err();
+        let e = rule(
+            crate::kinds::of(r.kind),
+            &r,
+            &names(&["A", "B"]),
+            &names(&["x"]),
+            65,
+        )
+        .unwrap_err();
         assert!(e.contains("at most 64"), "{e}");
         // The maximum itself is allowed.
-        assert!(rule(&r, &names(&["A", "B"]), &names(&["x"]), 64).is_ok());
+        assert!(
+            rule(
+                crate::kinds::of(r.kind),
+                &r,
+                &names(&["A", "B"]),
+                &names(&["x"]),
+                64
+            )
+            .is_ok()
+        );
         let r2 = rig("[metrics.w2]\nfrom = \"w.a\"\nto = \"w.b\"\nbound = \"< 1 s\"\n");
-        let e = rule(&r2, &names(&["A", "B"]), &names(&["x"]), 8).unwrap_err();
+        let e = rule(
+            crate::kinds::of(r2.kind),
+            &r2,
+            &names(&["A", "B"]),
+            &names(&["x"]),
+            8,
+        )
+        .unwrap_err();
         assert!(e.contains("several (w2, wait)"), "{e}");
-        assert!(rule(&r, &names(&["A", "B"]), &names(&["x"]), 8).is_ok());
+        assert!(
+            rule(
+                crate::kinds::of(r.kind),
+                &r,
+                &names(&["A", "B"]),
+                &names(&["x"]),
+                8
+            )
+            .is_ok()
+        );
     }
 
     #[test]
     fn audio_rigs_are_refused_with_the_rigs_that_work() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let lf = crate::rig::load(&root.join("rigs/livefx.toml")).unwrap();
-        let e = rule(&lf, &names(&["A", "B"]), &names(&["default"]), 8).unwrap_err();
+        let e = rule(
+            crate::kinds::of(lf.kind),
+            &lf,
+            &names(&["A", "B"]),
+            &names(&["default"]),
+            8,
+        )
+        .unwrap_err();
         assert!(
             e.contains("livefx") && e.contains("rigs/pi-boost-affinity.toml"),
             "{e}"
         );
         let pi = crate::rig::load(&root.join("rigs/pi-boost-affinity.toml")).unwrap();
         let v: Vec<String> = pi.variants.iter().map(|v| v.name.clone()).collect();
-        let r = rule(&pi, &names(&["RT_PUSH_IPI", "NO_RT_PUSH_IPI"]), &v, 8).unwrap();
+        let r = rule(
+            crate::kinds::of(pi.kind),
+            &pi,
+            &names(&["RT_PUSH_IPI", "NO_RT_PUSH_IPI"]),
+            &v,
+            8,
+        )
+        .unwrap();
         assert_eq!(r.metric.name, "wait");
     }
 
@@ -356,7 +415,14 @@ name = "y"
     #[test]
     fn the_second_settings_passes_count_and_p_is_printed() {
         let r = rig("");
-        let rule = rule(&r, &names(&["A", "B"]), &names(&["x"]), 8).unwrap();
+        let rule = rule(
+            crate::kinds::of(r.kind),
+            &r,
+            &names(&["A", "B"]),
+            &names(&["x"]),
+            8,
+        )
+        .unwrap();
         // A never timely, B always (the mirror of the test below): A is the worse.
         let recs: Vec<_> = (0..6)
             .flat_map(|t| [rec("A", "x", t, Some(500.0)), rec("B", "x", t, Some(1.0))])
@@ -383,7 +449,14 @@ name = "y"
     #[test]
     fn replay_decides_stops_and_leaves_open() {
         let r = rig("");
-        let rule = rule(&r, &names(&["A", "B"]), &names(&["x", "y"]), 8).unwrap();
+        let rule = rule(
+            crate::kinds::of(r.kind),
+            &r,
+            &names(&["A", "B"]),
+            &names(&["x", "y"]),
+            8,
+        )
+        .unwrap();
         let mut recs = vec![];
         // x: A always timely, B never: decided after 6 rounds. y: both stuck:
         // undecidable after 2.

@@ -6,11 +6,13 @@
 
 pub mod decide;
 mod finish;
+pub mod kind;
 pub mod plan;
 mod prepare;
 mod rounds;
 
 pub use finish::{RunExtra, finish, finish_with, run_json, sweep_exit};
+pub use kind::{Brought, Kinds, Rebuild, RigKind};
 pub use plan::{Plan, PlanFile};
 pub use prepare::{Machine, prepare, prepare_file, prepare_on};
 pub use rounds::sweep;

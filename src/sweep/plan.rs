@@ -6,15 +6,18 @@
 //! resumed guest run is given the plan narrowed to what is left.
 
 use super::decide;
+use super::kind::{Kinds, RigKind};
 use crate::knobs::profile::{self, Profile, Setting};
 use crate::options::{Choices, RunOptions};
-use crate::rig::{self, Kind, Rig};
+use crate::rig::{self, Rig};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// Everything decided about a run from its inputs alone.
 pub struct Plan {
     pub rig: Rig,
+    /// What the rig's kind does (`crate::kinds::of`): runs it, estimates its trials.
+    pub kind: &'static dyn RigKind,
     /// The profile given, or `Profile::as_is()`.
     pub profile: Profile,
     /// Whether a profile file was given (`profile` is then its text).
@@ -50,14 +53,14 @@ pub struct Source {
 
 impl Plan {
     /// The plan of `xrunrig run`'s options: the rig and profile read from their files.
-    pub fn new(a: &RunOptions) -> Result<Plan, String> {
+    pub fn new(a: &RunOptions, kinds: Kinds) -> Result<Plan, String> {
         let rig = rig::load(&a.rig).map_err(|e| e.to_string())?;
         let profile = a.profile.as_deref().map(profile::load).transpose()?;
-        Plan::build(rig, profile, a.choices.clone())
+        Plan::build(rig, profile, a.choices.clone(), kinds)
     }
 
     /// The plan a plan file holds (a guest kernel's run).
-    pub fn from_file(path: &Path) -> Result<Plan, String> {
+    pub fn from_file(path: &Path, kinds: Kinds) -> Result<Plan, String> {
         let text = rig::limits::read_capped(path, "plan")?;
         let f: PlanFile = serde_json::from_str(&text)
             .map_err(|e| format!("{}: not a plan file: {e}", path.display()))?;
@@ -66,11 +69,17 @@ impl Plan {
             .profile
             .map(|p| profile::parse(&p.path, &p.text))
             .transpose()?;
-        Plan::build(rig, profile, f.choices)
+        Plan::build(rig, profile, f.choices, kinds)
     }
 
     /// Decides the run: the filters, the settings-as-is rule, the stopping rule.
-    pub fn build(rig: Rig, profile: Option<Profile>, choices: Choices) -> Result<Plan, String> {
+    pub fn build(
+        rig: Rig,
+        profile: Option<Profile>,
+        choices: Choices,
+        kinds: Kinds,
+    ) -> Result<Plan, String> {
+        let kind = kinds(rig.kind);
         let profile_given = profile.is_some();
         let profile = profile.unwrap_or_else(Profile::as_is);
         let mut settings = profile.settings.clone();
@@ -111,7 +120,7 @@ impl Plan {
                 .iter()
                 .map(|&i| rig.variants[i].name.clone())
                 .collect();
-            Some(decide::rule(&rig, &s, &v, trials)?)
+            Some(decide::rule(kind, &rig, &s, &v, trials)?)
         } else {
             None
         };
@@ -133,6 +142,7 @@ impl Plan {
         }
         Ok(Plan {
             rig,
+            kind,
             profile,
             profile_given,
             settings,
@@ -170,18 +180,7 @@ impl Plan {
     /// One trial's share of the estimate: a thread rig's trial at its bound, an audio
     /// rig's length plus opening and closing its stream; and the gap after it.
     pub fn per_trial_ns(&self) -> [u64; 3] {
-        match self.rig.kind {
-            Kind::Trials => [self.rig.trial_timeout_ns, 0, self.rig.trial_gap_ns],
-            Kind::Livefx => [
-                self.choices
-                    .audio
-                    .duration_ns
-                    .or(self.rig.livefx.as_ref().map(|l| l.duration_ns))
-                    .unwrap_or(0),
-                rig::livefx::OPEN_CLOSE_NS,
-                self.rig.trial_gap_ns,
-            ],
-        }
+        self.kind.per_trial_ns(&self.rig, &self.choices.audio)
     }
 
     /// The whole run's time estimate, checked (an overflow is an error, never a

@@ -1,6 +1,7 @@
 //! Everything checked and decided before the first knob is touched.
 
 use super::Prepared;
+use super::kind::Kinds;
 use super::plan::Plan;
 use crate::knobs::StateDir;
 use crate::knobs::knob::{KnobIo, RealIo};
@@ -26,13 +27,13 @@ pub struct Machine<'a> {
 /// leftovers, and checks the knobs can be written. Changes nothing except that restore,
 /// and creates no directory (`Prepared::create_dir` does, after the rig kind's checks).
 /// The caller holds the run lock (`knobs::lock`).
-pub fn prepare(args: &RunOptions) -> Result<Prepared, String> {
-    prepare_live(|| Plan::new(args), args.out.as_deref())
+pub fn prepare(args: &RunOptions, kinds: Kinds) -> Result<Prepared, String> {
+    prepare_live(|| Plan::new(args, kinds), args.out.as_deref())
 }
 
 /// `prepare` of the plan a plan file holds (a guest kernel's run), into `out`.
-pub fn prepare_file(plan: &Path, out: &Path) -> Result<Prepared, String> {
-    prepare_live(|| Plan::from_file(plan), Some(out))
+pub fn prepare_file(plan: &Path, out: &Path, kinds: Kinds) -> Result<Prepared, String> {
+    prepare_live(|| Plan::from_file(plan, kinds), Some(out))
 }
 
 fn prepare_live(
@@ -183,7 +184,7 @@ mod tests {
             "--out",
             out.to_str().unwrap(),
         ]);
-        let e = match prepare_on(|| Plan::new(&o), o.out.as_deref(), &m) {
+        let e = match prepare_on(|| Plan::new(&o, crate::kinds::of), o.out.as_deref(), &m) {
             Ok(_) => panic!("a 4-CPU rig prepared on 2 CPUs"),
             Err(e) => e,
         };
@@ -199,7 +200,7 @@ mod tests {
             online_cpus: vec![0, 1, 2, 3],
             ..m
         };
-        assert!(prepare_on(|| Plan::new(&o), o.out.as_deref(), &m).is_ok());
+        assert!(prepare_on(|| Plan::new(&o, crate::kinds::of), o.out.as_deref(), &m).is_ok());
         assert!(
             io.writes.lock().unwrap().is_empty(),
             "prepare writes no knob"
@@ -236,7 +237,7 @@ mod tests {
             out.to_str().unwrap(),
         ];
         let o = options(&args);
-        let e = match prepare_on(|| Plan::new(&o), o.out.as_deref(), &m) {
+        let e = match prepare_on(|| Plan::new(&o, crate::kinds::of), o.out.as_deref(), &m) {
             Ok(_) => panic!("prepared with the features locked down"),
             Err(e) => e,
         };
@@ -247,7 +248,7 @@ mod tests {
         let mut with = args.to_vec();
         with.push("--settings-as-is");
         let o = options(&with);
-        let p = prepare_on(|| Plan::new(&o), o.out.as_deref(), &m).unwrap();
+        let p = prepare_on(|| Plan::new(&o, crate::kinds::of), o.out.as_deref(), &m).unwrap();
         assert!(p.knobs.is_empty());
         assert_eq!(p.plan.settings.len(), 1);
         assert_eq!(p.plan.settings[0].name, "as-is");

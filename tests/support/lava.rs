@@ -87,7 +87,7 @@ pub fn max_time_seconds() -> u64 {
         ..Default::default()
     };
     choices.audio.duration_ns = Some(1_000_000_000);
-    let plan = xrunrig::sweep::Plan::build(rig, None, choices).unwrap();
+    let plan = xrunrig::sweep::Plan::build(rig, None, choices, xrunrig::kinds::of).unwrap();
     plan.bound_ns().unwrap().div_ceil(1_000_000_000)
 }
 

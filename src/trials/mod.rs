@@ -1,6 +1,9 @@
 //! Thread rigs (`kind = "trials"`): each trial starts the rig's threads through the
 //! engine, with the instruments around it, and becomes one samples.jsonl record.
 
+mod kind;
+pub use kind::Threads;
+
 use crate::engine::trial::{TrialStatus, run_trial_with};
 use crate::exit::*;
 use crate::instruments::Instruments;

@@ -1,0 +1,209 @@
+//! The livefx rig as a rig kind (`kind = "livefx"`): what it does that other kinds do not.
+
+use super::config::Config;
+use crate::knobs::profile::Setting;
+use crate::options::AudioOptions;
+use crate::rig::Rig;
+use crate::sweep::kind::summary_of;
+use crate::sweep::{Brought, Prepared, Rebuild, RigKind};
+use crate::sys::format_cpu_set;
+use results::livefx::Summary;
+use std::path::Path;
+
+/// Registered in `src/kinds.rs`.
+pub struct Livefx;
+
+/// A livefx rig's `[livefx]` table (validation makes sure it has one).
+fn config(rig: &Rig) -> Result<&Config, String> {
+    rig.livefx
+        .as_ref()
+        .ok_or_else(|| format!("rig '{}' has no [livefx] table", rig.name))
+}
+
+impl RigKind for Livefx {
+    fn name(&self) -> &'static str {
+        results::KIND_LIVEFX
+    }
+
+    /// The audio's length (--duration or the rig's), opening and closing the stream.
+    fn per_trial_ns(&self, rig: &Rig, audio: &AudioOptions) -> [u64; 3] {
+        [
+            audio
+                .duration_ns
+                .or(rig.livefx.as_ref().map(|l| l.duration_ns))
+                .unwrap_or(0),
+            crate::rig::livefx::OPEN_CLOSE_NS,
+            rig.trial_gap_ns,
+        ]
+    }
+
+    fn no_trial_verdict(&self, rig: &Rig) -> Option<String> {
+        Some(format!(
+            "rig '{}' is an audio (livefx) rig, whose trials have no single pass or fail",
+            rig.name
+        ))
+    }
+
+    fn plays_audio(&self) -> bool {
+        true
+    }
+
+    /// The `[livefx]` table in a line, then where each of its threads may run.
+    fn check_lines(&self, rig: &Rig, path: &str) -> Vec<String> {
+        let Ok(c) = config(rig) else { return vec![] };
+        let mut out = vec![format!(
+            "{path}: [livefx] ok — {} worker(s), period {}, {} Hz, backend {}, CPUs {}",
+            c.workers.len(),
+            c.period,
+            c.rate,
+            c.backend,
+            format_cpu_set(&c.cpus_used())
+        )];
+        out.push(format!(
+            "  callback: FIFO {}, CPUs {}",
+            c.callback_priority,
+            cpus_or_any(&c.callback_cpus)
+        ));
+        for w in &c.workers {
+            out.push(format!(
+                "  worker {}: FIFO {}, CPUs {}{}",
+                w.name,
+                w.priority,
+                cpus_or_any(&w.cpus),
+                if w.waited { "" } else { ", not waited for" }
+            ));
+        }
+        out
+    }
+
+    fn check_cpus(&self, rig: &Rig, online: &[usize]) -> Result<(), String> {
+        super::missing_cpus(&rig.name, config(rig)?, online)
+    }
+
+    /// Each setting's audio parameters resolve, and every backend named answers.
+    fn check_settings(&self, rig: &Rig, settings: &[Setting]) -> Vec<String> {
+        let c = match config(rig) {
+            Ok(c) => c,
+            Err(e) => return vec![e],
+        };
+        let mut problems = vec![];
+        let mut cache = Vec::new();
+        let mut params = Vec::new();
+        for s in settings {
+            match super::resolve(c, &Default::default(), s.audio.as_ref(), &mut cache) {
+                Ok(x) => params.push(x),
+                Err(e) => problems.push(format!("setting '{}': {e}", s.name)),
+            }
+        }
+        if params.len() == settings.len()
+            && let Err(e) = super::probe_backends(settings, &params)
+        {
+            problems.push(e);
+        }
+        problems
+    }
+
+    fn run(&self, p: Prepared) -> i32 {
+        super::run_main(p)
+    }
+
+    /// summary.json and histograms.json from the merged records and run.json's
+    /// `[livefx]` section.
+    fn rebuild(&self, r: &Rebuild) -> Result<(), String> {
+        super::stored::rebuild(
+            r.dir,
+            r.rig,
+            r.settings,
+            r.variants,
+            r.records,
+            r.doc.livefx.as_ref(),
+        )
+    }
+
+    fn brought(&self, dir: &Path) -> Option<Brought> {
+        let sm: Summary = summary_of(dir, self.name())?;
+        Some(Brought {
+            table: table(&sm),
+            livefx_rows: sm.rows,
+            ..Brought::default()
+        })
+    }
+}
+
+fn cpus_or_any(cpus: &[usize]) -> String {
+    if cpus.is_empty() {
+        "any".into()
+    } else {
+        format_cpu_set(cpus)
+    }
+}
+
+/// A guest kernel's rows, one line each (the full table is the guest's; its
+/// summary.json has every figure).
+fn table(sum: &Summary) -> String {
+    let mut out = String::from(
+        "setting / variant: backend, period, cycles, xruns, deadline misses, clicks (unexplained), round trip frames\n",
+    );
+    fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+        v.map_or("-".into(), |x| x.to_string())
+    }
+    for r in &sum.rows {
+        let c = &r.counts;
+        out.push_str(&format!(
+            "{} / {}: {}, {}, {}, {}, {}, {} ({}), {}\n",
+            r.setting,
+            r.variant,
+            r.backend,
+            opt(r.period),
+            c.cycles,
+            c.xruns,
+            c.deadline_misses,
+            opt(c.discontinuities),
+            opt(c.discontinuities_unexplained),
+            opt(c.roundtrip_frames),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_guest_kernels_rows_print_one_line_each() {
+        let sum: Summary = serde_json::from_str(
+            r#"{"kind": "livefx", "rows": [
+                {"setting": "A", "variant": "v", "backend": "jack", "period": 512, "cycles": 467,
+                 "xruns": 2, "deadline_misses": 0, "discontinuities": 2,
+                 "discontinuities_unexplained": 0, "roundtrip_frames": 1536},
+                {"setting": "B", "variant": "v", "backend": "clock", "period": 128, "cycles": 9,
+                 "xruns": 0, "deadline_misses": 0, "discontinuities": null,
+                 "discontinuities_unexplained": null, "roundtrip_frames": null}
+            ]}"#,
+        )
+        .unwrap();
+        let t = table(&sum);
+        assert!(
+            t.contains("A / v: jack, 512, 467, 2, 0, 2 (0), 1536\n"),
+            "{t}"
+        );
+        assert!(t.contains("B / v: clock, 128, 9, 0, 0, - (-), -\n"), "{t}");
+    }
+
+    /// summary.json is read only as the kind that wrote it: a thread rig's is not a
+    /// livefx rig's, though lenient reading would take it.
+    #[test]
+    fn a_summary_is_brought_only_as_its_own_kind() {
+        let d = std::env::temp_dir().join(format!("xrunrig-brought-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let s = d.join(results::SUMMARY_JSON);
+        std::fs::write(&s, r#"{"kind": "trials", "rig": "x", "rows": []}"#).unwrap();
+        assert!(Livefx.brought(&d).is_none());
+        assert!(crate::trials::Threads.brought(&d).is_some());
+        std::fs::write(&s, r#"{"kind": "livefx", "rows": []}"#).unwrap();
+        assert!(Livefx.brought(&d).is_some());
+        assert!(crate::trials::Threads.brought(&d).is_none());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
