@@ -5,30 +5,20 @@
 
 pub use super::probe::JackAnswer;
 use std::collections::BTreeMap;
-use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
 /// Why a probe gave no answer. A recorded machine that has no result for a probe makes
 /// its check n/a; a probe that ran and failed is a finding.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProbeError {
     /// A recorded machine has no result for this probe (what it probes is named).
+    #[error("{0}: not recorded for this machine")]
     NotRecorded(&'static str),
     /// The probe ran and failed: why, said for a reader.
+    #[error("{0}")]
     Failed(String),
 }
-
-impl fmt::Display for ProbeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ProbeError::NotRecorded(what) => write!(f, "{what}: not recorded for this machine"),
-            ProbeError::Failed(why) => f.write_str(why),
-        }
-    }
-}
-
-impl std::error::Error for ProbeError {}
 
 /// What the checks may read or try. Everything is read-only: the probes that act
 /// (SCHED_FIFO, PI futex) do so on a short-lived thread of this process only.

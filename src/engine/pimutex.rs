@@ -20,11 +20,13 @@ unsafe impl<T: Send> Send for PiMutex<T> {}
 // SAFETY: as above; shared references only reach `data` through a guard.
 unsafe impl<T: Send> Sync for PiMutex<T> {}
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LockError {
     /// The deadline passed before the lock was acquired.
+    #[error("the PI lock was not acquired before its deadline")]
     TimedOut,
     /// Any other error from pthreads (errno).
+    #[error("pthread_mutex_timedlock: {}", std::io::Error::from_raw_os_error(*.0))]
     Os(i32),
 }
 

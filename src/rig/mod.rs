@@ -14,30 +14,27 @@ pub mod validate;
 
 pub use plan::*;
 
-use std::fmt;
 use std::ops::Range;
 use std::path::Path;
 
-/// Every problem found in one file, each with its position.
-#[derive(Debug)]
+/// Every problem found in one file, each with its position: one `file:line:col: what`
+/// line each.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", self.lines())]
 pub struct RigError {
     pub file: String,
     pub problems: Vec<(usize, usize, String)>,
 }
 
-impl fmt::Display for RigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, (line, col, msg)) in self.problems.iter().enumerate() {
-            if i > 0 {
-                writeln!(f)?;
-            }
-            write!(f, "{}:{line}:{col}: {msg}", self.file)?;
-        }
-        Ok(())
+impl RigError {
+    fn lines(&self) -> String {
+        self.problems
+            .iter()
+            .map(|(line, col, msg)| format!("{}:{line}:{col}: {msg}", self.file))
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 }
-
-impl std::error::Error for RigError {}
 
 /// 1-based line and column of a byte offset.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
