@@ -112,36 +112,34 @@ impl jack::ProcessHandler for Proc {
 struct JackStream {
     client: Option<jack::AsyncClient<Notif, Proc>>,
     info: StreamInfo,
-    /// The server's period before we changed it, put back on stop.
-    restore_period: Option<u32>,
-    /// The server's name, for the journal entry of its period.
-    server: String,
-    /// Where the changed period was written down (set whenever `restore_period` is).
-    journal: Option<PeriodJournal>,
+    /// The server's period, when we changed it: put back on stop.
+    changed: Option<ChangedPeriod>,
     ending: Arc<AtomicBool>,
 }
 
-/// A changed period put back when `open` fails after changing it.
-struct PeriodBack {
+/// A server period we changed: what it was, and the journal that wrote it down first
+/// (so a run killed outright is put back by the next start).
+struct ChangedPeriod {
     server: String,
-    was: Option<u32>,
-    journal: Option<PeriodJournal>,
+    was: u32,
+    journal: PeriodJournal,
 }
+
+/// A changed period put back when `open` fails after changing it.
+struct PeriodBack(Option<ChangedPeriod>);
 
 impl Drop for PeriodBack {
     fn drop(&mut self) {
-        if let Some(was) = self.was {
-            match super::period::set_server_period(&self.server, was) {
+        if let Some(c) = &self.0 {
+            match super::period::set_server_period(&c.server, c.was) {
                 Ok(()) => {
-                    if let Some(j) = &self.journal
-                        && let Err(e) = j.0.forget(&self.server)
-                    {
+                    if let Err(e) = c.journal.0.forget(&c.server) {
                         eprintln!("xrunrig: {e}");
                     }
                 }
                 Err(e) => eprintln!(
-                    "xrunrig: JACK: cannot put server '{}' back to period {was}: {e} (journaled: the next start tries again)",
-                    self.server
+                    "xrunrig: JACK: cannot put server '{}' back to period {}: {e} (journaled: the next start tries again)",
+                    c.server, c.was
                 ),
             }
         }
@@ -165,13 +163,12 @@ impl Stream for JackStream {
         match c.deactivate() {
             Ok((client, _, mut p)) => {
                 p.inner.end();
-                if let Some(was) = self.restore_period {
+                if let Some(c) = &self.changed {
+                    let was = c.was;
                     client.set_buffer_size(was).map_err(|e| {
                         format!("JACK: cannot put the server's period back to {was}: {e} (journaled: the next start tries again)")
                     })?;
-                    if let Some(j) = &self.journal {
-                        j.0.forget(&self.server)?;
-                    }
+                    c.journal.0.forget(&c.server)?;
                 }
                 Ok(())
             }
@@ -214,13 +211,8 @@ pub(super) fn open(
         who.as_ref()
             .map_or(String::new(), |i| format!(" ({})", i.describe()))
     );
-    let mut restore_period = None;
     // Until the stream is built, an error return puts the period back (as a new client).
-    let mut back = PeriodBack {
-        server: server.clone(),
-        was: None,
-        journal: spec.journal.clone(),
-    };
+    let mut back = PeriodBack(None);
     if spec.period_explicit && client.buffer_size() != spec.period {
         let was = client.buffer_size();
         // Journaled before it is changed, so a run killed outright is put back by the
@@ -234,11 +226,14 @@ pub(super) fn open(
         journal.0.journal(&server, was).map_err(|e| {
             format!("JACK: the server's period ({was}) could not be journaled, so it was not changed: {e}")
         })?;
-        back.was = Some(was);
+        back.0 = Some(ChangedPeriod {
+            server: server.clone(),
+            was,
+            journal: journal.clone(),
+        });
         client
             .set_buffer_size(spec.period)
             .map_err(|e| format!("JACK: cannot set the period to {}: {e}", spec.period))?;
-        restore_period = Some(was);
         note.push_str(&format!(
             "; the server's period changed from {was} to {} for the trial",
             spec.period
@@ -286,7 +281,7 @@ pub(super) fn open(
     // (bounded) for it, or the period recorded would be the old one while the cycles
     // run at the new. jackd2 has changed it before set_buffer_size returned.
     let mut period = active.as_client().buffer_size();
-    if restore_period.is_some() {
+    if back.0.is_some() {
         let t0 = std::time::Instant::now();
         while period != spec.period && t0.elapsed() < std::time::Duration::from_secs(2) {
             std::thread::sleep(std::time::Duration::from_millis(10));
@@ -343,7 +338,8 @@ pub(super) fn open(
         xruns: Some(xruns.into()),
         ..Default::default()
     };
-    back.was = None;
+    // Built: the stream puts the period back on stop from here on.
+    let changed = back.0.take();
     Ok(Box::new(JackStream {
         client: Some(active),
         info: StreamInfo {
@@ -354,9 +350,7 @@ pub(super) fn open(
             clock_offset_ns: offset_ns,
             server: Some(server_info),
         },
-        restore_period,
-        server,
-        journal: spec.journal.clone(),
+        changed,
         ending,
     }))
 }
