@@ -28,3 +28,85 @@ mod tests {
         }
     }
 }
+
+/// A kind is what `RigKind` says it is: a trivial kind handed to the plan in place of
+/// the registration is what the plan estimates, decides and runs with, and nothing
+/// else in the plan knows kinds (the "Where new code goes" recipe, tried).
+#[cfg(test)]
+mod a_new_kind {
+    use crate::knobs::profile::Setting;
+    use crate::options::{AudioOptions, Choices};
+    use crate::rig::{Kind, Rig};
+    use crate::sweep::{Brought, Plan, Prepared, Rebuild, RigKind};
+    use std::path::Path;
+
+    struct Sleeper;
+
+    impl RigKind for Sleeper {
+        fn name(&self) -> &'static str {
+            "sleeper"
+        }
+        fn per_trial_ns(&self, _: &Rig, _: &AudioOptions) -> [u64; 3] {
+            [7_000_000_000, 1_000_000_000, 0]
+        }
+        fn no_trial_verdict(&self, rig: &Rig) -> Option<String> {
+            Some(format!("rig '{}' only sleeps", rig.name))
+        }
+        fn plays_audio(&self) -> bool {
+            false
+        }
+        fn check_lines(&self, _: &Rig, path: &str) -> Vec<String> {
+            vec![format!("{path}: sleeps")]
+        }
+        fn check_cpus(&self, _: &Rig, _: &[usize]) -> Result<(), String> {
+            Ok(())
+        }
+        fn check_settings(&self, _: &Rig, _: &[Setting]) -> Vec<String> {
+            vec![]
+        }
+        fn run(&self, _: Prepared) -> i32 {
+            0
+        }
+        fn rebuild(&self, _: &Rebuild) -> Result<(), String> {
+            Ok(())
+        }
+        fn brought(&self, _: &Path) -> Option<Brought> {
+            None
+        }
+    }
+
+    fn sleeper(_: Kind) -> &'static dyn RigKind {
+        &Sleeper
+    }
+
+    fn pi_inversion() -> Rig {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        crate::rig::load(&root.join("rigs/pi-inversion.toml")).unwrap()
+    }
+
+    #[test]
+    fn the_plan_estimates_and_decides_by_the_kind_it_is_handed() {
+        let choices = Choices {
+            trials: Some(3),
+            ..Default::default()
+        };
+        let p = Plan::build(pi_inversion(), None, choices.clone(), sleeper).unwrap();
+        assert_eq!(p.kind.name(), "sleeper");
+        assert_eq!(p.per_trial_ns(), [7_000_000_000, 1_000_000_000, 0]);
+        let variants = p.variants.len() as u64;
+        assert_eq!(p.estimate_ns().unwrap(), 3 * variants * 8_000_000_000);
+        let real = Plan::build(pi_inversion(), None, choices, super::of).unwrap();
+        assert_eq!(real.kind.name(), "trials");
+        assert_ne!(real.per_trial_ns(), p.per_trial_ns());
+        // --until-decided asks the kind whether its trials pass or fail.
+        let until = Choices {
+            until_decided: true,
+            trials: Some(8),
+            ..Default::default()
+        };
+        let e = Plan::build(pi_inversion(), None, until, sleeper)
+            .err()
+            .unwrap();
+        assert!(e.contains("rig 'pi-inversion' only sleeps"), "{e}");
+    }
+}
