@@ -24,7 +24,10 @@ mod tests {
             ("rigs/pi-inversion.toml", "trials"),
         ] {
             let r = crate::rig::load(&root.join(rig)).unwrap();
-            assert_eq!(super::of(r.kind).name(), name, "{rig}");
+            let k = super::of(r.kind);
+            assert_eq!(k.name(), name, "{rig}");
+            // Only the audio rig gets sound cards and a JACK server in a guest.
+            assert_eq!(k.plays_audio(), name == "livefx", "{rig}");
         }
     }
 }
