@@ -6,6 +6,7 @@ use crate::load::Results;
 use crate::load::cycles;
 use crate::load::livefx::LivefxData;
 use crate::load::trials::TrialsData;
+use crate::load::watch::WatchData;
 use crate::out::Ctx;
 use results::file_part as safe;
 use std::io::BufRead;
@@ -385,10 +386,7 @@ pub fn livefx(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<(), String
 }
 
 /// export/xruns.csv for a watch directory, streamed from events.jsonl.
-pub fn watch(res: &Results, ctx: &mut Ctx) -> Result<(), String> {
-    let crate::load::Kind::Watch(d) = &res.kind else {
-        return Ok(());
-    };
+pub fn watch(res: &Results, d: &WatchData, ctx: &mut Ctx) -> Result<(), String> {
     let ev = res.dir.join(results::EVENTS_JSONL);
     let f = ctx.out.create("export/xruns.csv")?;
     let out_path = f.path().to_path_buf();

@@ -19,7 +19,7 @@
 
 use crate::load::livefx::{LRow, LivefxData};
 use crate::load::trials::{TRow, TrialsData};
-use crate::load::{self, Kind, Results};
+use crate::load::{self, Results};
 use crate::report;
 use results::livefx::Pcts;
 use serde::Serialize;
@@ -194,7 +194,7 @@ pub fn export(dirs: &[PathBuf], opts: &Options) -> Result<Io, String> {
     };
     for dir in dirs {
         let res = load::load(dir)?;
-        if matches!(res.kind, Kind::Watch(_)) {
+        if !res.kind.rig_ran() {
             return Err(format!(
                 "{} is an `xrunrig watch` directory: the export takes rig runs (trials, \
                  livefx); read a watch with `xrunrig report {}`",
@@ -445,11 +445,7 @@ fn environment(res: &Results) -> Environment {
 /// The report's verdict (its conclusion, the bullets and, for an emulated run, the
 /// note that says so): every test's log excerpt.
 fn verdict(res: &Results) -> String {
-    let (bullets, conclusion) = match &res.kind {
-        Kind::Trials(t) => report::trials::verdict(t),
-        Kind::Livefx(d) => report::livefx::verdict(&report::livefx::cases(d)),
-        Kind::Watch(w) => report::watch::verdict(w),
-    };
+    let (bullets, conclusion) = res.kind.verdict();
     let mut s = conclusion;
     for b in bullets {
         s += "\n- ";
@@ -549,15 +545,17 @@ fn tests(res: &Results, build_id: &str, opts: &Options) -> Result<Vec<Test>, Str
     let start = start_time(res);
     let key = run_key(res);
     let rig = &res.rig;
-    let mk = |setting: &str,
-              variant: &str,
-              metric: &str,
-              status: Status,
-              number: Option<Number>,
-              duration: Option<f64>,
-              misc: Map<String, Value>| {
-        let path = test_path(rig, setting, variant, metric);
-        let mut misc = misc;
+    let mk = |f: Figure| {
+        let Figure {
+            setting,
+            variant,
+            metric,
+            status,
+            number,
+            duration,
+            mut misc,
+        } = f;
+        let path = test_path(rig, &setting, &variant, &metric);
         misc.insert("rig".into(), json!(rig));
         misc.insert("setting".into(), json!(setting));
         misc.insert("variant".into(), json!(variant));
@@ -566,7 +564,7 @@ fn tests(res: &Results, build_id: &str, opts: &Options) -> Result<Vec<Test>, Str
             .run
             .settings
             .iter()
-            .find(|s| s.name.as_deref() == Some(setting))
+            .find(|s| s.name.as_deref() == Some(setting.as_str()))
         {
             if let Some(f) = &s.in_force {
                 misc.insert("in_force".into(), json!(f));
@@ -590,53 +588,68 @@ fn tests(res: &Results, build_id: &str, opts: &Options) -> Result<Vec<Test>, Str
             misc,
         }
     };
+    // A watch has none: `export` refuses it before it gets here.
+    Ok(res.kind.kcidb_figures().into_iter().map(mk).collect())
+}
+
+/// One figure of one summary row, as its kind exports it; `tests()` makes it a `Test`.
+pub struct Figure {
+    pub setting: String,
+    pub variant: String,
+    pub metric: String,
+    pub status: Status,
+    pub number: Option<Number>,
+    /// Seconds measured.
+    pub duration: Option<f64>,
+    pub misc: Map<String, Value>,
+}
+
+/// A trial rig's figures: one per summary row, its median, PASS or FAIL by its bound.
+pub fn trial_figures(t: &TrialsData) -> Vec<Figure> {
+    t.rows
+        .iter()
+        .map(|r| Figure {
+            setting: r.setting.clone(),
+            variant: r.variant.clone(),
+            metric: r.metric.clone(),
+            status: trial_row_status(r),
+            number: r.median.filter(|v| v.is_finite()).map(|v| Number {
+                value: v,
+                unit: (!r.unit.is_empty()).then(|| r.unit.clone()),
+            }),
+            duration: trials_seconds(t, &r.setting, &r.variant),
+            misc: trial_misc(r),
+        })
+        .collect()
+}
+
+/// A livefx rig's figures: each row's `livefx_figures()`, a count PASS at 0.
+pub fn livefx_tests(d: &LivefxData) -> Vec<Figure> {
     let mut out = Vec::new();
-    match &res.kind {
-        Kind::Trials(t) => {
-            for r in &t.rows {
-                out.push(mk(
-                    &r.setting,
-                    &r.variant,
-                    &r.metric,
-                    trial_row_status(r),
-                    r.median.filter(|v| v.is_finite()).map(|v| Number {
-                        value: v,
-                        unit: (!r.unit.is_empty()).then(|| r.unit.clone()),
-                    }),
-                    trials_seconds(t, &r.setting, &r.variant),
-                    trial_misc(r),
-                ));
-            }
+    for r in &d.rows {
+        for (metric, value, unit, zero_bound) in livefx_figures(r) {
+            let status = if !zero_bound {
+                Status::Done
+            } else if value == 0.0 {
+                Status::Pass
+            } else {
+                Status::Fail
+            };
+            out.push(Figure {
+                setting: r.setting.clone(),
+                variant: r.variant.clone(),
+                metric: metric.to_string(),
+                status,
+                number: Some(Number {
+                    value,
+                    unit: unit.map(String::from),
+                }),
+                duration: r.duration_s,
+                misc: livefx_misc(d, r, zero_bound),
+            });
         }
-        Kind::Livefx(d) => {
-            for r in &d.rows {
-                for (metric, value, unit, zero_bound) in livefx_figures(r) {
-                    let status = if !zero_bound {
-                        Status::Done
-                    } else if value == 0.0 {
-                        Status::Pass
-                    } else {
-                        Status::Fail
-                    };
-                    out.push(mk(
-                        &r.setting,
-                        &r.variant,
-                        metric,
-                        status,
-                        Some(Number {
-                            value,
-                            unit: unit.map(String::from),
-                        }),
-                        r.duration_s,
-                        livefx_misc(d, r, zero_bound),
-                    ));
-                }
-            }
-        }
-        // `export` refuses a watch directory before it gets here.
-        Kind::Watch(_) => {}
     }
-    Ok(out)
+    out
 }
 
 /// A LAVA test case (`lava-test-case NAME --result R --measurement M --units U`) made

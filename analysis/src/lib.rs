@@ -11,6 +11,7 @@ pub mod dist;
 pub mod doc;
 pub mod export;
 pub mod kcidb;
+pub mod kind;
 pub mod load;
 pub mod out;
 pub mod plot;

@@ -389,9 +389,7 @@ fn the_timeline_is_drawn_coloured_by_cause() {
 fn xrun_times_are_on_the_watch_clock() {
     let dir = synthetic("times");
     let res = analysis::load::load(&dir).unwrap();
-    let analysis::load::Kind::Watch(w) = &res.kind else {
-        panic!("not a watch")
-    };
+    let w = res.data::<analysis::load::WatchData>().expect("a watch");
     let t: Vec<f64> = w.times.iter().map(|t| t.0).collect();
     let want = [
         2.0, 3.5, 7.25, 11.0, 14.0, 19.5, 22.0, 22.2, 30.0, 33.3, 41.0, 47.5, 52.0, 58.75,

@@ -3,7 +3,7 @@
 //! in the others.
 
 use super::sample::{Key, Sample, samples};
-use crate::load::{self, Kind, Results};
+use crate::load::{self, LivefxData, Results};
 use crate::redact::Redactor;
 use std::path::PathBuf;
 
@@ -32,10 +32,7 @@ pub fn load(dirs: &[PathBuf], redact: bool) -> Result<Dirs, String> {
         .iter()
         .map(|d| load::load(d))
         .collect::<Result<_, _>>()?;
-    if let Some(w) = results
-        .iter()
-        .find(|r| matches!(r.kind, load::Kind::Watch(_)))
-    {
+    if let Some(w) = results.iter().find(|r| !r.kind.rig_ran()) {
         return Err(format!(
             "{} is an `xrunrig watch` directory: compare sets rig runs (trials, livefx) side \
              by side; read a watch with `xrunrig report {}`",
@@ -155,33 +152,8 @@ fn same_experiment(a: &Results, b: &Results, label: &str) -> Result<(), String> 
             if y { "applied" } else { "not applied" }
         ));
     }
-    if let (Kind::Livefx(x), Kind::Livefx(y)) = (&a.kind, &b.kind) {
-        for r in &x.rows {
-            let Some(o) = y.row(&r.setting, &r.variant) else {
-                continue;
-            };
-            let (pa, pb) = (
-                (&r.backend, r.period, r.rate),
-                (&o.backend, o.period, o.rate),
-            );
-            if pa != pb {
-                let show = |p: (&String, Option<u32>, Option<u32>)| {
-                    format!(
-                        "backend {}, period {}, {} Hz",
-                        p.0,
-                        p.1.map_or("?".into(), |v| v.to_string()),
-                        p.2.map_or("?".into(), |v| v.to_string())
-                    )
-                };
-                return refuse(format!(
-                    "{} / {} ran with {} in A and {} in {label}",
-                    r.setting,
-                    r.variant,
-                    show(pa),
-                    show(pb)
-                ));
-            }
-        }
+    if let Some(what) = a.kind.differs(b.kind.as_ref(), label) {
+        return refuse(what);
     }
     // One run in two places (a copy): run.json and summary.json the same, byte for byte
     // (two runs never share run.json: it holds when each started).
@@ -196,6 +168,38 @@ fn same_experiment(a: &Results, b: &Results, label: &str) -> Result<(), String> 
         ));
     }
     Ok(())
+}
+
+/// Two livefx runs, A and `label`, where a (setting, variant) ran with another backend,
+/// period or rate: what differs, in the words `same_experiment` refuses with.
+pub fn audio_differs(x: &LivefxData, y: &LivefxData, label: &str) -> Option<String> {
+    for r in &x.rows {
+        let Some(o) = y.row(&r.setting, &r.variant) else {
+            continue;
+        };
+        let (pa, pb) = (
+            (&r.backend, r.period, r.rate),
+            (&o.backend, o.period, o.rate),
+        );
+        if pa != pb {
+            let show = |p: (&String, Option<u32>, Option<u32>)| {
+                format!(
+                    "backend {}, period {}, {} Hz",
+                    p.0,
+                    p.1.map_or("?".into(), |v| v.to_string()),
+                    p.2.map_or("?".into(), |v| v.to_string())
+                )
+            };
+            return Some(format!(
+                "{} / {} ran with {} in A and {} in {label}",
+                r.setting,
+                r.variant,
+                show(pa),
+                show(pb)
+            ));
+        }
+    }
+    None
 }
 
 /// Each metric of the baseline with what every directory has under the same

@@ -11,9 +11,9 @@
 //! `plots`, `write`. The files go into `--out` or a new directory beside the baseline,
 //! never into a results directory.
 
-mod load;
+pub(crate) mod load;
 mod plots;
-mod sample;
+pub mod sample;
 mod verdict;
 mod write;
 

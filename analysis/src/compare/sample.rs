@@ -4,7 +4,7 @@
 
 use crate::dist::Dist;
 use crate::load::livefx::LivefxData;
-use crate::load::{Kind, Results, TrialsData};
+use crate::load::{Results, TrialsData};
 use crate::stats::{
     cv_percent, geo_mean, log_welch, mann_whitney, median, overdispersed_rate, sorted,
 };
@@ -51,15 +51,12 @@ impl Sample {
 
 /// Every metric of one directory, in its order.
 pub fn samples(r: &Results) -> Vec<(Key, Sample)> {
-    match &r.kind {
-        Kind::Trials(t) => trial_samples(t),
-        Kind::Livefx(d) => livefx_samples(d),
-        // No metrics to set side by side: `compare::load` refuses a watch.
-        Kind::Watch(_) => Vec::new(),
-    }
+    // A watch has none: `compare::load` refuses it.
+    r.kind.samples()
 }
 
-fn trial_samples(t: &TrialsData) -> Vec<(Key, Sample)> {
+/// A trial rig's: each row's values, or each trial's median of them.
+pub fn trial_samples(t: &TrialsData) -> Vec<(Key, Sample)> {
     let mut out = Vec::new();
     for row in &t.rows {
         // One value per trial in the row: those are the trials. Several (one per
@@ -95,7 +92,8 @@ fn trial_samples(t: &TrialsData) -> Vec<(Key, Sample)> {
     out
 }
 
-fn livefx_samples(d: &LivefxData) -> Vec<(Key, Sample)> {
+/// A livefx rig's: dropouts, and each latency's per-trial p99s.
+pub fn livefx_samples(d: &LivefxData) -> Vec<(Key, Sample)> {
     let mut out = Vec::new();
     for c in crate::report::livefx::cases(d) {
         let k = |m: &str| (c.setting.clone(), c.variant.clone(), m.to_string());

@@ -7,6 +7,7 @@ pub mod livefx;
 pub mod trials;
 pub mod watch;
 
+use crate::kind::{self, ResultKind};
 use results::SummaryHead;
 use results::run::{ReadError, RunDoc};
 use std::path::{Path, PathBuf};
@@ -15,24 +16,6 @@ pub use livefx::LivefxData;
 pub use trials::TrialsData;
 pub use watch::WatchData;
 
-pub enum Kind {
-    Trials(TrialsData),
-    Livefx(Box<LivefxData>),
-    /// `xrunrig watch` beside a JACK or PipeWire session.
-    Watch(Box<WatchData>),
-}
-
-impl Kind {
-    /// summary.json's `kind` for these results.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Kind::Trials(_) => results::KIND_TRIALS,
-            Kind::Livefx(_) => results::KIND_LIVEFX,
-            Kind::Watch(_) => results::watch::KIND_WATCH,
-        }
-    }
-}
-
 pub struct Results {
     pub dir: PathBuf,
     pub rig: String,
@@ -40,28 +23,25 @@ pub struct Results {
     pub run: RunDoc,
     /// False when run.json was missing or unreadable.
     pub has_run: bool,
-    pub kind: Kind,
+    /// The kind's data (summary.json's `kind`), through what every kind answers.
+    pub kind: Box<dyn ResultKind>,
     /// Problems found while reading (bad lines, truncated files), said in the report.
     pub warnings: Vec<String>,
 }
 
 impl Results {
-    fn keys(&self) -> Vec<(String, String)> {
-        match &self.kind {
-            Kind::Trials(t) => t.keys(),
-            Kind::Livefx(l) => l.keys(),
-            // One session watched: no settings or variants.
-            Kind::Watch(_) => vec![],
-        }
+    /// The kind's own data, when it is a `T` (tests look inside a watch this way).
+    pub fn data<T: ResultKind>(&self) -> Option<&T> {
+        (self.kind.as_ref() as &dyn std::any::Any).downcast_ref()
     }
 
     /// Settings in the order the run swept them.
     pub fn settings(&self) -> Vec<String> {
-        first_seen(self.keys().into_iter().map(|k| k.0))
+        first_seen(self.kind.keys().into_iter().map(|k| k.0))
     }
 
     pub fn variants(&self) -> Vec<String> {
-        first_seen(self.keys().into_iter().map(|k| k.1))
+        first_seen(self.kind.keys().into_iter().map(|k| k.1))
     }
 }
 
@@ -160,22 +140,16 @@ pub fn load(dir: &Path) -> Result<Results, String> {
         .or_else(|| run.rig.as_ref().and_then(|r| r.name.clone()))
         .unwrap_or_else(|| "unknown rig".into());
     let kind_name = head.kind.as_deref().unwrap_or(results::KIND_TRIALS);
-    let kind = match kind_name {
-        results::KIND_TRIALS => Kind::Trials(trials::load(dir, &summary, &mut warnings)?),
-        results::KIND_LIVEFX => Kind::Livefx(Box::new(livefx::load(dir, &summary, &mut warnings)?)),
-        results::watch::KIND_WATCH => {
-            let w = watch::load(dir, &summary, &run, &mut warnings)?;
-            // No rig ran: the report is named for what was watched.
-            rig = w.title();
-            Kind::Watch(Box::new(w))
-        }
-        other => {
-            return Err(format!(
-                "{}: unknown kind {other:?} (this xrunrig reads \"trials\", \"livefx\" and \"watch\")",
-                summary_path.display()
-            ));
-        }
+    let input = kind::Input {
+        dir,
+        summary: &summary,
+        run: &run,
     };
+    let kind = kind::load(kind_name, &input, &mut warnings)?;
+    // No rig ran (a watch): the report is named for what was watched.
+    if let Some(t) = kind.title() {
+        rig = t;
+    }
     Ok(Results {
         dir: dir.to_path_buf(),
         rig,

@@ -3,8 +3,7 @@
 //! what it measured ("built-in clock: no sound hardware was tested"), and the one-line
 //! conclusion `--quiet` keeps. The same sentences as report.txt's Verdict.
 
-use super::livefx;
-use crate::load::{self, Kind};
+use crate::load::{self, LivefxData};
 use std::path::Path;
 
 pub struct Answer {
@@ -28,43 +27,28 @@ pub fn backend_words(backend: &str) -> String {
 
 /// The answer for the complete results directory `dir`.
 pub fn answer(dir: &Path) -> Result<Answer, String> {
-    let res = load::load(dir)?;
-    match &res.kind {
-        Kind::Livefx(d) => {
-            let cs = livefx::cases(d);
-            let (lines, conclusion) = livefx::verdict(&cs);
-            let mut backends: Vec<&str> = Vec::new();
-            for r in &d.rows {
-                if !backends.contains(&r.backend.as_str()) {
-                    backends.push(&r.backend);
-                }
-            }
-            let words: Vec<String> = backends.iter().map(|b| backend_words(b)).collect();
-            let backend = if words.is_empty() {
-                String::new()
-            } else {
-                format!(" Backend: {}.", words.join("; "))
-            };
-            Ok(Answer {
-                lines,
-                one_line: format!("{conclusion}{backend}"),
-            })
+    Ok(load::load(dir)?.kind.answer())
+}
+
+/// A livefx run's answer: the verdict, with each backend named for what it measured.
+pub fn livefx(d: &LivefxData) -> Answer {
+    let cs = super::livefx::cases(d);
+    let (lines, conclusion) = super::livefx::verdict(&cs);
+    let mut backends: Vec<&str> = Vec::new();
+    for r in &d.rows {
+        if !backends.contains(&r.backend.as_str()) {
+            backends.push(&r.backend);
         }
-        Kind::Trials(t) => {
-            let (lines, conclusion) = super::trials::verdict(t);
-            Ok(Answer {
-                lines,
-                one_line: conclusion,
-            })
-        }
-        // Not written by `run` today, but a watch directory has the same kind of answer.
-        Kind::Watch(w) => {
-            let (lines, conclusion) = super::watch::verdict(w);
-            Ok(Answer {
-                lines,
-                one_line: conclusion,
-            })
-        }
+    }
+    let words: Vec<String> = backends.iter().map(|b| backend_words(b)).collect();
+    let backend = if words.is_empty() {
+        String::new()
+    } else {
+        format!(" Backend: {}.", words.join("; "))
+    };
+    Answer {
+        lines,
+        one_line: format!("{conclusion}{backend}"),
     }
 }
 

@@ -1,10 +1,12 @@
 //! The report of a livefx run: counts (xruns, misses), latency percentiles from the raw
 //! cycles, a verdict per setting in LatencyMon's terms, the timeline and the plots.
 
-use super::common::{fmt_count, fmt_dur, fmt_us};
+use super::Part;
+use super::common::{self, fmt_count, fmt_dur, fmt_us};
 use super::safe;
 use crate::dist::Dist;
 use crate::doc::Block;
+use crate::load::Results;
 use crate::load::events::Event;
 use crate::load::livefx::{LRow, LivefxData};
 use crate::out::Ctx;
@@ -867,6 +869,148 @@ pub fn plots(d: &LivefxData, cs: &[Case], ctx: &mut Ctx) -> Result<Vec<Block>, S
     Ok(blocks)
 }
 
+/// A livefx rig's part, writing its plots and exports.
+pub fn part(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<Part, String> {
+    let cs = cases(d);
+    let (bullets, conclusion) = verdict(&cs);
+    let what_ran = common::what_ran(&res.run, &res.rig, res.kind.name(), livefx_what_ran(res, d));
+    let table = tables(&cs);
+    let ev = first_events(d);
+    let plots = plots(d, &cs, ctx)?;
+    crate::export::livefx(res, d, ctx)?;
+    let sections = livefx_sections(d, &cs, ev);
+    Ok(Part {
+        conclusion,
+        verdict: bullets,
+        table,
+        what_ran,
+        sections,
+        plots,
+    })
+}
+
+/// "What ran" for a livefx rig: the backend, the audio format, the workers, the round
+/// trip (from the first row) and the trials.
+fn livefx_what_ran(res: &Results, d: &LivefxData) -> Vec<(String, String)> {
+    let mut extra = Vec::new();
+    if let Some(r) = d.rows.first() {
+        let mut b = r.backend.clone();
+        if let Some(n) = &r.backend_note {
+            b += &format!(" ({n})");
+        }
+        extra.push(("backend".to_string(), b));
+        extra.push((
+            "audio".to_string(),
+            format!(
+                "{} frames at {} Hz{}",
+                r.period.map_or("?".into(), |p| format!("{p:.0}")),
+                r.rate.map_or("?".into(), |x| format!("{x:.0}")),
+                r.period_us().map_or(String::new(), |p| format!(
+                    " ({} per period)",
+                    common::fmt_us(p)
+                ))
+            ),
+        ));
+        if let Some(w) = workers(&res.run) {
+            extra.push(("workers".to_string(), w));
+        }
+        if let Some(rt) = r.counts.roundtrip_frames {
+            extra.push(("round trip".into(), format!("{rt} frames (loopback)")));
+        }
+    }
+    extra.push((
+        "trials".to_string(),
+        format!(
+            "{} trial{} in all{}",
+            d.trials.len(),
+            if d.trials.len() == 1 { "" } else { "s" },
+            d.rows
+                .first()
+                .and_then(|r| r.trial_s())
+                .map_or(String::new(), |s| format!(", {} each", common::fmt_dur(s)))
+        ),
+    ));
+    extra
+}
+
+/// A livefx report's sections after "Results": why the misses, the first events
+/// (`ev`), and where the numbers come from.
+fn livefx_sections(d: &LivefxData, cs: &[Case], ev: Vec<String>) -> Vec<(String, Vec<Block>)> {
+    let mut sections = Vec::new();
+    let why = why_blocks(cs);
+    if !why.is_empty() {
+        sections.push(("Why the misses".to_string(), why));
+    }
+    if !ev.is_empty() {
+        sections.push((
+            "First events (events.jsonl)".to_string(),
+            vec![Block::Pre(ev)],
+        ));
+    }
+    if let Some(s) = d.latency.values().map(|l| l.source).next() {
+        sections.push((
+            "Where the numbers come from".to_string(),
+            vec![Block::Para(format!(
+                "Latency percentiles from {}; counts from {}.",
+                if s == crate::load::livefx::Source::Cycles {
+                    "every cycle's raw record (cycles/*.bin)"
+                } else {
+                    results::HISTOGRAMS_JSON
+                },
+                if d.cycle_stats.is_empty() {
+                    results::SUMMARY_JSON
+                } else {
+                    "the raw cycle records"
+                }
+            ))],
+        ));
+    }
+    sections
+}
+
+/// run.json's livefx worker layout in one line: "fx.0 FIFO 60 on CPU 0: 150 us, 60 us
+/// under bus, 40 us under state; ...".
+fn workers(run: &results::run::RunDoc) -> Option<String> {
+    let out: Vec<String> = run
+        .livefx
+        .as_ref()?
+        .workers
+        .iter()
+        .map(|w| {
+            let plugins: Vec<String> = w
+                .plugins
+                .iter()
+                .map(|p| {
+                    let us = p.run_us.map_or("?".into(), |v| {
+                        if v.fract() == 0.0 {
+                            format!("{v:.0}")
+                        } else {
+                            common::fmt_val(v)
+                        }
+                    });
+                    match &p.lock {
+                        Some(l) => format!("{us} us under {l}"),
+                        None => format!("{us} us"),
+                    }
+                })
+                .collect();
+            let cpus: Vec<String> = w.cpus.iter().map(u64::to_string).collect();
+            format!(
+                "{} FIFO {}{}: {}",
+                w.name.as_deref().unwrap_or("worker"),
+                w.priority.map_or("?".into(), |p| p.to_string()),
+                if cpus.is_empty() {
+                    String::new()
+                } else {
+                    format!(" on CPU {}", cpus.join(","))
+                },
+                plugins.join(", ")
+            )
+        })
+        .collect();
+    (!out.is_empty()).then(|| out.join("; "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -899,5 +1043,25 @@ mod tests {
         assert_eq!(fmt_small(0.0), "0");
         assert_eq!(fmt_small(0.354), "0.35");
         assert_eq!(fmt_small(0.0308), "0.031");
+    }
+
+    #[test]
+    fn workers_in_one_line() {
+        let run = results::run::RunDoc::from_json(
+            r#"{"livefx": {"workers": [
+                {"name": "fx.0", "priority": 60, "cpus": [0, 2],
+                 "plugins": [{"run_us": 150}, {"run_us": 60.5, "lock": "bus"}]},
+                {"priority": "x", "plugins": [{"lock": "state"}]}
+            ]}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            workers(&run).unwrap(),
+            format!(
+                "fx.0 FIFO 60 on CPU 0,2: 150 us, {} us under bus; worker FIFO ?: ? us under state",
+                super::common::fmt_val(60.5)
+            )
+        );
+        assert_eq!(workers(&results::run::RunDoc::default()), None);
     }
 }

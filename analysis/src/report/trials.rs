@@ -2,9 +2,11 @@
 //! metric with a Mann–Whitney test between settings (or variants), trace evidence and
 //! the plots.
 
-use super::common::{bound_words, fmt_val};
+use super::Part;
+use super::common::{self, bound_words, fmt_val};
 use super::safe;
 use crate::doc::Block;
+use crate::load::Results;
 use crate::load::trials::{TRow, TrialsData};
 use crate::out::Ctx;
 use crate::plot::cdf::{Figure, Panel, PanelKind, Series, ecdf_with_missing, value_steps};
@@ -600,6 +602,50 @@ pub fn plots(t: &TrialsData, ctx: &mut Ctx) -> Result<Vec<Block>, String> {
 
 fn t_rig(ctx: &Ctx) -> String {
     ctx.rig.clone()
+}
+
+/// A trial rig's part, writing its plots and exports.
+pub fn part(res: &Results, t: &TrialsData, ctx: &mut Ctx) -> Result<Part, String> {
+    let (bullets, conclusion) = verdict(t);
+    let trials_run = t.trials.len();
+    let what_ran = common::what_ran(
+        &res.run,
+        &res.rig,
+        res.kind.name(),
+        vec![(
+            "trials".to_string(),
+            format!(
+                "{} run{}",
+                trials_run,
+                res.run.trials.map_or(String::new(), |n| {
+                    if t.until_decided.is_some() {
+                        format!(", at most {n} per setting and variant (--until-decided)")
+                    } else {
+                        format!(", {n} per setting and variant")
+                    }
+                })
+            ),
+        )],
+    );
+    let table = vec![table(t)];
+    let ev = evidence(t);
+    let plots = plots(t, ctx)?;
+    crate::export::trials(t, ctx)?;
+    let mut sections = Vec::new();
+    if let Some(d) = &t.until_decided {
+        sections.push(("Until decided".to_string(), until_decided(d)));
+    }
+    if !ev.is_empty() {
+        sections.push(("Trace evidence".to_string(), vec![Block::Pre(ev)]));
+    }
+    Ok(Part {
+        conclusion,
+        verdict: bullets,
+        table,
+        what_ran,
+        sections,
+        plots,
+    })
 }
 
 #[cfg(test)]

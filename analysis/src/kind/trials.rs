@@ -1,0 +1,38 @@
+//! Thread rigs (`kind = "trials"`): one engine trial per record.
+
+use super::{Input, ResultKind};
+use crate::compare::sample::{Key, Sample};
+use crate::kcidb;
+use crate::load::{Results, TrialsData};
+use crate::out::Ctx;
+use crate::report::Part;
+
+pub fn load(i: &Input, warnings: &mut Vec<String>) -> Result<Box<dyn ResultKind>, String> {
+    Ok(Box::new(crate::load::trials::load(
+        i.dir, i.summary, warnings,
+    )?))
+}
+
+impl ResultKind for TrialsData {
+    fn name(&self) -> &'static str {
+        results::KIND_TRIALS
+    }
+    fn keys(&self) -> Vec<(String, String)> {
+        TrialsData::keys(self)
+    }
+    fn verdict(&self) -> (Vec<String>, String) {
+        crate::report::trials::verdict(self)
+    }
+    fn part(&self, res: &Results, ctx: &mut Ctx) -> Result<Part, String> {
+        crate::report::trials::part(res, self, ctx)
+    }
+    fn csv(&self, _res: &Results, ctx: &mut Ctx) -> Result<(), String> {
+        crate::export::trials(self, ctx)
+    }
+    fn samples(&self) -> Vec<(Key, Sample)> {
+        crate::compare::sample::trial_samples(self)
+    }
+    fn kcidb_figures(&self) -> Vec<kcidb::Figure> {
+        kcidb::trial_figures(self)
+    }
+}
