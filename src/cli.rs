@@ -158,7 +158,7 @@ pub struct KcidbArgs {
     #[arg(required = true)]
     pub dirs: Vec<PathBuf>,
     /// The lab's name in KCIDB: lower-case letters, digits and _.
-    #[arg(long, default_value = analysis::kcidb::DEFAULT_ORIGIN)]
+    #[arg(long, default_value = analysis::export::kcidb::DEFAULT_ORIGIN)]
     pub origin: String,
     /// Where the results directories are published (BASE/<dir name>/report.txt);
     /// default: file:// URLs of the local directories.

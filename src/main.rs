@@ -1,3 +1,4 @@
+use analysis::export::{kcidb, lava::Lava};
 use xrunrig::cli::{Cli, Cmd, ExportCmd};
 use xrunrig::output::console;
 
@@ -31,11 +32,11 @@ fn main() {
             }
         }
         Cmd::Export(ExportCmd::Kcidb(a)) => {
-            let opts = analysis::kcidb::Options {
+            let opts = kcidb::Options {
                 origin: a.origin,
                 url_base: a.url_base,
             };
-            match analysis::kcidb::main(&a.dirs, &opts) {
+            match kcidb::Kcidb::new(opts).and_then(|k| analysis::export::main(&k, &a.dirs)) {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("xrunrig export kcidb: {e}");
@@ -43,7 +44,7 @@ fn main() {
                 }
             }
         }
-        Cmd::Export(ExportCmd::Lava(a)) => match analysis::kcidb::lava_main(&a.dirs) {
+        Cmd::Export(ExportCmd::Lava(a)) => match analysis::export::main(&Lava, &a.dirs) {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("xrunrig export lava: {e}");

@@ -271,7 +271,7 @@ fn lava_run_boots_the_guest_kernel_and_reports_every_row() {
     let figures: usize = summary
         .rows
         .iter()
-        .map(|r| analysis::kcidb::livefx_figures(r).len())
+        .map(|r| analysis::export::kcidb::livefx_figures(r).len())
         .sum();
     let want: Vec<&str> = want.lines().collect();
     assert_eq!(want.len(), figures);

@@ -10,7 +10,6 @@ pub mod compare;
 pub mod dist;
 pub mod doc;
 pub mod export;
-pub mod kcidb;
 pub mod kind;
 pub mod load;
 pub mod out;

@@ -3,7 +3,7 @@
 //! the burst table, "Why the misses", events.csv's new columns and the shaded timeline.
 //! SYNTHETIC input, not a measurement.
 
-use analysis::export::EVENTS_CSV_HEAD;
+use analysis::export::csv::EVENTS_CSV_HEAD;
 use analysis::plot::timeline::shade_color;
 use analysis::report::write_all;
 use serde_json::{Value, json};

@@ -466,7 +466,8 @@ fn unfinished_or_odd_watch_directories_are_refused_or_flagged() {
         probs.contains("1 xruns name a window that is not a folder under xruns/"),
         "{probs}"
     );
-    // compare and the KCIDB export take rig runs only, and say what to do instead.
+    // compare and the KCIDB and LAVA exports take rig runs only, and say what to do
+    // instead.
     let other = synthetic("refuse-b");
     let e = analysis::compare_outcome(&[dir.clone(), other.clone()], 5.0, None, false)
         .err()
@@ -475,11 +476,19 @@ fn unfinished_or_odd_watch_directories_are_refused_or_flagged() {
         e.contains("xrunrig watch") && e.contains("xrunrig report"),
         "{e}"
     );
-    let e = analysis::kcidb::export(std::slice::from_ref(&dir), &Default::default()).unwrap_err();
-    assert!(
-        e.contains("xrunrig watch") && e.contains("xrunrig report"),
-        "{e}"
-    );
+    for export in [
+        &analysis::export::kcidb::Kcidb::default() as &dyn analysis::export::Export,
+        &analysis::export::lava::Lava,
+    ] {
+        let e = analysis::export::load(export, std::slice::from_ref(&dir))
+            .err()
+            .unwrap();
+        assert!(
+            e.contains("xrunrig watch") && e.contains("xrunrig report"),
+            "{}: {e}",
+            export.name()
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
     std::fs::remove_dir_all(&other).unwrap();
 }

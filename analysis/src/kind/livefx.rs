@@ -2,7 +2,7 @@
 
 use super::{Input, ResultKind};
 use crate::compare::sample::{Key, Sample};
-use crate::kcidb;
+use crate::export::kcidb;
 use crate::load::{LivefxData, Results};
 use crate::out::Ctx;
 use crate::report::Part;
@@ -32,7 +32,7 @@ impl ResultKind for LivefxData {
         crate::report::livefx::part(res, self, ctx)
     }
     fn csv(&self, res: &Results, ctx: &mut Ctx) -> Result<(), String> {
-        crate::export::livefx(res, self, ctx)
+        crate::export::csv::livefx(res, self, ctx)
     }
     fn samples(&self) -> Vec<(Key, Sample)> {
         crate::compare::sample::livefx_samples(self)

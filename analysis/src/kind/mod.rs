@@ -8,7 +8,7 @@ pub mod trials;
 pub mod watch;
 
 use crate::compare::sample::{Key, Sample};
-use crate::kcidb;
+use crate::export::kcidb;
 use crate::load::Results;
 use crate::out::Ctx;
 use crate::report::Part;
@@ -45,7 +45,8 @@ pub trait ResultKind: Any {
     /// This kind's part of the report; plots are written through `ctx`.
     fn part(&self, res: &Results, ctx: &mut Ctx) -> Result<Part, String>;
 
-    /// The CSV export: files under export/ in the results directory.
+    /// Its files of the CSV export (`export::csv`), under export/ in the results
+    /// directory.
     fn csv(&self, res: &Results, ctx: &mut Ctx) -> Result<(), String>;
 
     /// A rig ran: its figures can be set side by side (`xrunrig compare`) and exported

@@ -2,7 +2,7 @@
 
 use super::{Input, ResultKind};
 use crate::compare::sample::{Key, Sample};
-use crate::kcidb;
+use crate::export::kcidb;
 use crate::load::{Results, TrialsData};
 use crate::out::Ctx;
 use crate::report::Part;
@@ -27,7 +27,7 @@ impl ResultKind for TrialsData {
         crate::report::trials::part(res, self, ctx)
     }
     fn csv(&self, _res: &Results, ctx: &mut Ctx) -> Result<(), String> {
-        crate::export::trials(self, ctx)
+        crate::export::csv::trials(self, ctx)
     }
     fn samples(&self) -> Vec<(Key, Sample)> {
         crate::compare::sample::trial_samples(self)

@@ -3,7 +3,7 @@
 
 use super::{Input, ResultKind};
 use crate::compare::sample::{Key, Sample};
-use crate::kcidb;
+use crate::export::kcidb;
 use crate::load::{Results, WatchData};
 use crate::out::Ctx;
 use crate::report::Part;
@@ -32,7 +32,7 @@ impl ResultKind for WatchData {
         crate::report::watch::part(res, self, ctx)
     }
     fn csv(&self, res: &Results, ctx: &mut Ctx) -> Result<(), String> {
-        crate::export::watch(res, self, ctx)
+        crate::export::csv::watch(res, self, ctx)
     }
     fn rig_ran(&self) -> bool {
         false

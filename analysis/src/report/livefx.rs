@@ -877,7 +877,7 @@ pub fn part(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<Part, String
     let table = tables(&cs);
     let ev = first_events(d);
     let plots = plots(d, &cs, ctx)?;
-    crate::export::livefx(res, d, ctx)?;
+    crate::export::csv::livefx(res, d, ctx)?;
     let sections = livefx_sections(d, &cs, ev);
     Ok(Part {
         conclusion,

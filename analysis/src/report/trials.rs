@@ -630,7 +630,7 @@ pub fn part(res: &Results, t: &TrialsData, ctx: &mut Ctx) -> Result<Part, String
     let table = vec![table(t)];
     let ev = evidence(t);
     let plots = plots(t, ctx)?;
-    crate::export::trials(t, ctx)?;
+    crate::export::csv::trials(t, ctx)?;
     let mut sections = Vec::new();
     if let Some(d) = &t.until_decided {
         sections.push(("Until decided".to_string(), until_decided(d)));

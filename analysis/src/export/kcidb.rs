@@ -15,16 +15,17 @@
 //!   the callback, its lateness and wake-up: DONE).
 //!
 //! Everything is read through `crate::load` (the `results` types); nothing here parses
-//! results JSON by hand.
+//! results JSON by hand. What each kind exports is its `kind::ResultKind`
+//! `kcidb_figures()`, made from `trial_figures()` or `livefx_tests()` here.
 
+use super::{Export, Out};
+use crate::load::Results;
 use crate::load::livefx::{LRow, LivefxData};
 use crate::load::trials::{TRow, TrialsData};
-use crate::load::{self, Results};
 use crate::report;
 use results::livefx::Pcts;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-use std::path::PathBuf;
 
 /// The schema version written (`version` of the I/O data).
 pub const SCHEMA_MAJOR: u32 = 5;
@@ -165,16 +166,50 @@ pub struct Resource {
     pub url: String,
 }
 
-/// `xrunrig export kcidb`: prints the I/O JSON for `dirs`; returns the exit code.
-pub fn main(dirs: &[PathBuf], opts: &Options) -> Result<i32, String> {
-    let io = export(dirs, opts)?;
-    let text = serde_json::to_string_pretty(&io).map_err(|e| e.to_string())?;
-    println!("{text}");
-    Ok(0)
+/// `xrunrig export kcidb`: the I/O JSON, named and linked as its options say.
+#[derive(Debug, Clone, Default)]
+pub struct Kcidb(Options);
+
+impl Kcidb {
+    /// Refuses options KCIDB would not take, before any directory is read.
+    pub fn new(opts: Options) -> Result<Kcidb, String> {
+        check(&opts)?;
+        Ok(Kcidb(opts))
+    }
 }
 
-/// The I/O data for `dirs`, in order; checkouts and builds once per kernel.
-pub fn export(dirs: &[PathBuf], opts: &Options) -> Result<Io, String> {
+impl Export for Kcidb {
+    fn name(&self) -> &'static str {
+        "kcidb"
+    }
+    fn writes(&self) -> &'static str {
+        "KCIDB I/O JSON (schema v5.3): a checkout and build per kernel, a test per figure"
+    }
+    fn accepts(&self, res: &Results) -> Result<(), String> {
+        rig_ran(res)
+    }
+    fn export(&self, res: &[Results], out: &mut Out) -> Result<(), String> {
+        let io = io(res, &self.0)?;
+        let text = serde_json::to_string_pretty(&io).map_err(|e| e.to_string())?;
+        out.write("kcidb.json", &(text + "\n"))
+    }
+}
+
+/// Refuses a watch directory: it has no figures to export as tests (the LAVA export
+/// refuses it too).
+pub fn rig_ran(res: &Results) -> Result<(), String> {
+    if res.kind.rig_ran() {
+        return Ok(());
+    }
+    Err(format!(
+        "{} is an `xrunrig watch` directory: the export takes rig runs (trials, \
+         livefx); read a watch with `xrunrig report {}`",
+        res.dir.display(),
+        res.dir.display()
+    ))
+}
+
+fn check(opts: &Options) -> Result<(), String> {
     check_origin(&opts.origin)?;
     if let Some(b) = &opts.url_base
         && !(b.starts_with("https://") || b.starts_with("http://") || b.starts_with("file://"))
@@ -183,6 +218,12 @@ pub fn export(dirs: &[PathBuf], opts: &Options) -> Result<Io, String> {
             "--url-base '{b}': give the http(s):// address the results directories are published under"
         ));
     }
+    Ok(())
+}
+
+/// The I/O data for `res`, in order; checkouts and builds once per kernel.
+pub fn io(res: &[Results], opts: &Options) -> Result<Io, String> {
+    check(opts)?;
     let mut io = Io {
         version: SchemaVersion {
             major: SCHEMA_MAJOR,
@@ -192,17 +233,9 @@ pub fn export(dirs: &[PathBuf], opts: &Options) -> Result<Io, String> {
         builds: vec![],
         tests: vec![],
     };
-    for dir in dirs {
-        let res = load::load(dir)?;
-        if !res.kind.rig_ran() {
-            return Err(format!(
-                "{} is an `xrunrig watch` directory: the export takes rig runs (trials, \
-                 livefx); read a watch with `xrunrig report {}`",
-                dir.display(),
-                dir.display()
-            ));
-        }
-        let (checkout, build) = kernel(&res, opts);
+    for res in res {
+        rig_ran(res)?;
+        let (checkout, build) = kernel(res, opts);
         if !io.checkouts.iter().any(|c| c.id == checkout.id) {
             io.checkouts.push(checkout);
         }
@@ -210,12 +243,12 @@ pub fn export(dirs: &[PathBuf], opts: &Options) -> Result<Io, String> {
         if !io.builds.iter().any(|b| b.id == build.id) {
             io.builds.push(build);
         }
-        let tests = tests(&res, &build_id, opts)?;
+        let tests = tests(res, &build_id, opts)?;
         for t in tests {
             if io.tests.iter().any(|x| x.id == t.id) {
                 return Err(format!(
                     "{}: test {} is already exported from another directory (the same run given twice?)",
-                    dir.display(),
+                    res.dir.display(),
                     t.id
                 ));
             }
@@ -650,57 +683,6 @@ pub fn livefx_tests(d: &LivefxData) -> Vec<Figure> {
         }
     }
     out
-}
-
-/// A LAVA test case (`lava-test-case NAME --result R --measurement M --units U`) made
-/// from a KCIDB test: the same path without the leading `xrunrig.`, PASS and DONE as
-/// pass, FAIL as fail, SKIP as skip, MISS and ERROR as unknown.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LavaCase {
-    pub name: String,
-    pub result: &'static str,
-    pub measurement: Option<f64>,
-    /// The number's unit; "count" for a count (LAVA shows a unit beside every number).
-    pub units: String,
-}
-
-pub fn lava_cases(io: &Io) -> Vec<LavaCase> {
-    io.tests
-        .iter()
-        .map(|t| LavaCase {
-            name: t
-                .path
-                .strip_prefix("xrunrig.")
-                .unwrap_or(&t.path)
-                .to_string(),
-            result: match t.status {
-                Status::Pass | Status::Done => "pass",
-                Status::Fail => "fail",
-                Status::Skip => "skip",
-                Status::Miss | Status::Error => "unknown",
-            },
-            measurement: t.number.as_ref().map(|n| n.value),
-            units: t
-                .number
-                .as_ref()
-                .and_then(|n| n.unit.clone())
-                .unwrap_or_else(|| "count".into()),
-        })
-        .collect()
-}
-
-/// `xrunrig export lava DIR…`: one line per test case, `NAME RESULT [MEASUREMENT
-/// UNITS]`, for lava/xrunrig-lava.sh to hand to `lava-test-case` (no JSON parser needed
-/// on the board).
-pub fn lava_main(dirs: &[PathBuf]) -> Result<i32, String> {
-    let io = export(dirs, &Options::default())?;
-    for c in lava_cases(&io) {
-        match c.measurement {
-            Some(m) => println!("{} {} {m} {}", c.name, c.result, c.units),
-            None => println!("{} {}", c.name, c.result),
-        }
-    }
-    Ok(0)
 }
 
 /// The trials' summed run time of a (setting, variant), in s.
