@@ -869,7 +869,7 @@ pub fn plots(d: &LivefxData, cs: &[Case], ctx: &mut Ctx) -> Result<Vec<Block>, S
     Ok(blocks)
 }
 
-/// A livefx rig's part, writing its plots and exports.
+/// A livefx rig's part, writing its plots.
 pub fn part(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<Part, String> {
     let cs = cases(d);
     let (bullets, conclusion) = verdict(&cs);
@@ -877,7 +877,6 @@ pub fn part(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<Part, String
     let table = tables(&cs);
     let ev = first_events(d);
     let plots = plots(d, &cs, ctx)?;
-    crate::export::csv::livefx(res, d, ctx)?;
     let sections = livefx_sections(d, &cs, ev);
     Ok(Part {
         conclusion,

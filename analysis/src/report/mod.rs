@@ -8,6 +8,7 @@ pub mod trials;
 pub mod watch;
 
 use crate::doc::{self, Block, Doc};
+use crate::export::{self, Out};
 use crate::load::{self, Results};
 use crate::out::Ctx;
 use crate::redact::Redactor;
@@ -41,10 +42,10 @@ pub struct Built {
     pub table: Vec<Block>,
 }
 
-/// Builds the document, writing plots and exports on the way.
+/// Builds the document, rendering the plots it shows into plots/; the exports are the
+/// report command's own step (`write_all()`).
 pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
     ctx.mkdir("plots")?;
-    ctx.mkdir("export")?;
     let mut doc = Doc {
         title: format!("xrunrig report: {}", res.rig),
         subtitle: None,
@@ -109,12 +110,17 @@ pub struct Part {
     pub plots: Vec<Block>,
 }
 
-/// Writes report.txt, report.md, report.html and report.json; returns report.txt.
+/// Writes report.txt, report.md, report.html and report.json, the plots and the exports
+/// that belong in a results directory; returns report.txt and the files written.
 pub fn write_all(dir: &Path, redact: bool) -> Result<(String, Vec<String>), String> {
     let res = load::load(dir)?;
     let red = redactor_for(&res, redact);
     let mut ctx = Ctx::new(dir, red.clone(), res.rig.clone())?;
     let b = build(&res, &mut ctx)?;
+    // After the plots: report.json lists the files in the order they were written.
+    for e in export::all().iter().filter(|e| e.in_report()) {
+        e.export(std::slice::from_ref(&res), &mut Out::Dir(&mut ctx))?;
+    }
     let mut files_doc = b.doc.clone();
     let mut listing: Vec<String> = ctx
         .files
@@ -171,4 +177,34 @@ pub fn main(dir: &Path, redact: bool) -> Result<i32, String> {
         }
     );
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::redact::Redactor;
+
+    /// `build` computes the document; the exports are `write_all`'s step.
+    #[test]
+    fn build_writes_no_export() {
+        let d = std::env::temp_dir().join(format!("analysis-build-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        crate::synth::trials::generate(&d).unwrap();
+        let res = load::load(&d).unwrap();
+        let mut ctx = Ctx::new(&d, Redactor::none(), res.rig.clone()).unwrap();
+        let b = build(&res, &mut ctx).unwrap();
+        assert!(!b.verdict.is_empty());
+        assert!(
+            ctx.files.iter().all(|f| f.starts_with("plots/")),
+            "{:?}",
+            ctx.files
+        );
+        assert!(!d.join("export").exists());
+        let (_, files) = write_all(&d, false).unwrap();
+        assert!(
+            files.contains(&"export/trials.csv".to_string()),
+            "{files:?}"
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 }

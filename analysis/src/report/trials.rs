@@ -604,7 +604,7 @@ fn t_rig(ctx: &Ctx) -> String {
     ctx.rig.clone()
 }
 
-/// A trial rig's part, writing its plots and exports.
+/// A trial rig's part, writing its plots.
 pub fn part(res: &Results, t: &TrialsData, ctx: &mut Ctx) -> Result<Part, String> {
     let (bullets, conclusion) = verdict(t);
     let trials_run = t.trials.len();
@@ -630,7 +630,6 @@ pub fn part(res: &Results, t: &TrialsData, ctx: &mut Ctx) -> Result<Part, String
     let table = vec![table(t)];
     let ev = evidence(t);
     let plots = plots(t, ctx)?;
-    crate::export::csv::trials(t, ctx)?;
     let mut sections = Vec::new();
     if let Some(d) = &t.until_decided {
         sections.push(("Until decided".to_string(), until_decided(d)));

@@ -637,11 +637,10 @@ pub fn plots(w: &WatchData, ctx: &mut Ctx) -> Result<Vec<Block>, String> {
     }])
 }
 
-/// A watch directory's part of the report, writing its plot and export.
+/// A watch directory's part of the report, writing its plot.
 pub fn part(res: &Results, w: &WatchData, ctx: &mut Ctx) -> Result<Part, String> {
     let (verdict, conclusion) = verdict(w);
     let plots = plots(w, ctx)?;
-    crate::export::csv::watch(res, w, ctx)?;
     let mut sections = Vec::new();
     let why = why_blocks(w);
     if !why.is_empty() {
