@@ -58,6 +58,14 @@ mod a_new_kind {
         fn plays_audio(&self) -> bool {
             false
         }
+        fn audio(
+            &self,
+            _: &Rig,
+            _: &AudioOptions,
+            _: &Setting,
+        ) -> Result<Option<crate::rig::livefx::Asked>, String> {
+            Ok(None)
+        }
         fn check_lines(&self, _: &Rig, path: &str) -> Vec<String> {
             vec![format!("{path}: sleeps")]
         }

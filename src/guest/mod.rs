@@ -121,20 +121,24 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
         ));
     }
     let memory = g.memory.clone().unwrap_or_else(|| "1G".into());
-    let au = &plan.choices.audio;
-    // A guest has no running JACK server: start one on the snd-aloop card.
-    let jack = match &rig.livefx {
-        Some(cfg) if au.backend.map_or(cfg.backend, |b| b) == BackendChoice::Jack => {
-            Some(jack::Server {
-                name: au.device.clone().unwrap_or_else(|| jack::SERVER.into()),
-                rate: au.rate.unwrap_or(cfg.rate),
-                period: au.period.unwrap_or(cfg.period),
-                nperiods: cfg.nperiods,
-                callback_priority: cfg.callback_priority,
-                driver: g.jack,
-                watch: g.watch,
-            })
-        }
+    // A guest has no running JACK server: start one on the snd-aloop card, as the first
+    // setting that asks for JACK asks for it (the plan's audio: the command line over
+    // the setting over the rig).
+    let asked_jack = plan
+        .audio
+        .iter()
+        .flatten()
+        .find(|a| a.backend == BackendChoice::Jack);
+    let jack = match (&rig.livefx, asked_jack) {
+        (Some(cfg), Some(a)) => Some(jack::Server {
+            name: a.device.clone().unwrap_or_else(|| jack::SERVER.into()),
+            rate: a.rate,
+            period: a.period,
+            nperiods: a.nperiods,
+            callback_priority: cfg.callback_priority,
+            driver: g.jack,
+            watch: g.watch,
+        }),
         _ => None,
     };
     if g.watch && jack.is_none() {
@@ -830,6 +834,14 @@ mod tests {
                 "JACK_DEFAULT_SERVER=xrunrig /bin/xrunrig run-plan /xrunrig/plan/p0.json --out /results/x/p0"
             ),
             "{s}"
+        );
+        // The server is started as the plan asks: here the first setting's period.
+        let periods = concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/audio-periods.toml");
+        let p = a(&["--profile", periods, "--backend", "jack"]).unwrap();
+        assert!(
+            p.command[2].contains("-r 48000 -p 128 -n 2"),
+            "{:?}",
+            p.command
         );
         // Other backends run as they are; the duration reaches the guest exactly.
         let p = a(&["--backend", "clock", "--duration", "1.5"]).unwrap();

@@ -1,9 +1,10 @@
 //! The livefx rig as a rig kind (`kind = "livefx"`): what it does that other kinds do not.
 
 use super::config::Config;
-use crate::knobs::profile::Setting;
+use crate::knobs::profile::{AudioSetting, Setting};
 use crate::options::AudioOptions;
 use crate::rig::Rig;
+use crate::rig::livefx::Asked;
 use crate::sweep::kind::summary_of;
 use crate::sweep::{Brought, Prepared, Rebuild, RigKind};
 use crate::sys::format_cpu_set;
@@ -48,6 +49,15 @@ impl RigKind for Livefx {
         true
     }
 
+    fn audio(
+        &self,
+        rig: &Rig,
+        audio: &AudioOptions,
+        setting: &Setting,
+    ) -> Result<Option<Asked>, String> {
+        asked(config(rig)?, audio, setting.audio.as_ref()).map(Some)
+    }
+
     /// The `[livefx]` table in a line, then where each of its threads may run.
     fn check_lines(&self, rig: &Rig, path: &str) -> Vec<String> {
         let Ok(c) = config(rig) else { return vec![] };
@@ -89,8 +99,11 @@ impl RigKind for Livefx {
         let mut problems = vec![];
         let mut cache = Vec::new();
         let mut params = Vec::new();
+        let none = AudioOptions::default();
         for s in settings {
-            match super::resolve(c, &Default::default(), s.audio.as_ref(), &mut cache) {
+            match asked(c, &none, s.audio.as_ref())
+                .and_then(|x| super::resolve(c, &none, &x, &mut cache))
+            {
                 Ok(x) => params.push(x),
                 Err(e) => problems.push(format!("setting '{}': {e}", s.name)),
             }
@@ -128,6 +141,36 @@ impl RigKind for Livefx {
             ..Brought::default()
         })
     }
+}
+
+/// One setting's audio as asked: the command line over the setting's `audio` over the
+/// rig's `[livefx]`, each in its range.
+fn asked(cfg: &Config, a: &AudioOptions, audio: Option<&AudioSetting>) -> Result<Asked, String> {
+    let def = AudioSetting::default();
+    let au = audio.unwrap_or(&def);
+    let x = Asked {
+        backend: a.backend.or(au.backend).unwrap_or(cfg.backend),
+        device: a
+            .device
+            .clone()
+            .or_else(|| au.device.clone())
+            .or_else(|| cfg.device.clone()),
+        period_explicit: a.period.is_some() || au.period.is_some(),
+        period: a.period.or(au.period).unwrap_or(cfg.period),
+        rate: a.rate.or(au.rate).unwrap_or(cfg.rate),
+        nperiods: au.nperiods.unwrap_or(cfg.nperiods),
+    };
+    use crate::rig::limits::{MAX_NPERIODS, MAX_PERIOD, MAX_RATE};
+    for (what, v, max) in [
+        ("period", x.period, MAX_PERIOD),
+        ("rate", x.rate, MAX_RATE),
+        ("nperiods", x.nperiods, MAX_NPERIODS),
+    ] {
+        if !(1..=max).contains(&v) {
+            return Err(format!("{what} {v}: use 1..={max}"));
+        }
+    }
+    Ok(x)
 }
 
 fn cpus_or_any(cpus: &[usize]) -> String {

@@ -6,8 +6,8 @@ use super::config::Config;
 use super::trial::Params;
 use crate::audio::{BackendChoice, BackendKind, LoopbackSpec, ProbeSpec, StreamSpec, select};
 use crate::exit::EXIT_REFUSED;
-use crate::knobs::profile::AudioSetting;
 use crate::options::AudioOptions;
+use crate::rig::livefx::Asked;
 use crate::sweep::Prepared;
 
 /// Refuses a rig that pins livefx threads to CPUs this machine does not have online.
@@ -45,8 +45,15 @@ pub fn missing_cpus(rig: &str, cfg: &Config, online: &[usize]) -> Result<(), Str
 pub fn resolve_settings(p: &Prepared, cfg: &Config) -> Result<Vec<Params>, i32> {
     let mut cache = Vec::new();
     let mut params = Vec::new();
-    for s in &p.plan.settings {
-        match resolve(cfg, &p.plan.choices.audio, s.audio.as_ref(), &mut cache) {
+    for (s, asked) in p.plan.settings.iter().zip(&p.plan.audio) {
+        let Some(asked) = asked else {
+            eprintln!(
+                "xrunrig: setting '{}': the plan has no audio for it",
+                s.name
+            );
+            return Err(EXIT_REFUSED);
+        };
+        match resolve(cfg, &p.plan.choices.audio, asked, &mut cache) {
             Ok(x) => params.push(x),
             Err(e) => {
                 eprintln!("xrunrig: setting '{}': {e}", s.name);
@@ -128,41 +135,23 @@ pub fn announce(p: &Prepared, cfg: &Config, params: &[Params]) {
     }
 }
 
-/// Resolves one setting's audio parameters: command line over the setting's `audio`
-/// over the rig. `cache` keeps auto's probe per (backend, device), so it runs once.
+/// One setting's audio parameters: what the plan asked (`Asked`) with the backend
+/// `auto` picks, probed here. `cache` keeps auto's probe per (backend, device), so it
+/// runs once.
 pub fn resolve(
     cfg: &Config,
     a: &AudioOptions,
-    audio: Option<&AudioSetting>,
+    asked: &Asked,
     cache: &mut Vec<((BackendChoice, Option<String>), select::Selected)>,
 ) -> Result<Params, String> {
-    let def = AudioSetting::default();
-    let au = audio.unwrap_or(&def);
-    let choice = match a.backend {
-        Some(c) => c,
-        None => au.backend.unwrap_or(cfg.backend),
-    };
-    let device = a
-        .device
-        .clone()
-        .or_else(|| au.device.clone())
-        .or_else(|| cfg.device.clone());
-    let period_explicit = a.period.is_some() || au.period.is_some();
-    let period = a.period.or(au.period).unwrap_or(cfg.period);
-    let rate = a.rate.or(au.rate).unwrap_or(cfg.rate);
-    let nperiods = au.nperiods.unwrap_or(cfg.nperiods);
-    {
-        use crate::rig::limits::{MAX_NPERIODS, MAX_PERIOD, MAX_RATE};
-        for (what, v, max) in [
-            ("period", period, MAX_PERIOD),
-            ("rate", rate, MAX_RATE),
-            ("nperiods", nperiods, MAX_NPERIODS),
-        ] {
-            if !(1..=max).contains(&v) {
-                return Err(format!("{what} {v}: use 1..={max}"));
-            }
-        }
-    }
+    let Asked {
+        backend: choice,
+        device,
+        period,
+        period_explicit,
+        rate,
+        nperiods,
+    } = asked.clone();
     let key = (choice, device.clone());
     let sel = match cache.iter().find(|(k, _)| *k == key) {
         Some((_, s)) => s.clone(),

@@ -118,6 +118,21 @@ pub struct LoopbackCfg {
 /// its stream (`sweep::Plan::estimate_ns`).
 pub const OPEN_CLOSE_NS: u64 = 5_000_000_000;
 
+/// One setting's audio as the run asks for it (the command line over the setting's
+/// `audio` over the rig's `[livefx]`), decided with the plan, before any backend is
+/// probed: `auto` is still `auto` here.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Asked {
+    pub backend: BackendChoice,
+    pub device: Option<String>,
+    pub period: u32,
+    /// Asked for by the command line or the setting (a JACK server's period is then
+    /// changed to it), not the rig's default.
+    pub period_explicit: bool,
+    pub rate: u32,
+    pub nperiods: u32,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub duration_ns: u64,

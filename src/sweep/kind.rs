@@ -9,6 +9,7 @@ use crate::knobs::profile::Setting;
 use crate::options::AudioOptions;
 use crate::output::summary::{Row, TrialRecord};
 use crate::rig::Rig;
+use crate::rig::livefx::Asked;
 use results::run::RunDoc;
 use std::path::Path;
 
@@ -30,6 +31,15 @@ pub trait RigKind: Sync {
 
     /// Whether it plays audio: a guest kernel then gets sound cards and a JACK server.
     fn plays_audio(&self) -> bool;
+
+    /// One setting's audio as the run asks for it (`audio`: the command line's), or None
+    /// for a kind that plays none; Err says what is out of range.
+    fn audio(
+        &self,
+        rig: &Rig,
+        audio: &AudioOptions,
+        setting: &Setting,
+    ) -> Result<Option<Asked>, String>;
 
     /// `xrunrig check`: lines that describe the kind's own part of `rig` (printed first).
     fn check_lines(&self, rig: &Rig, path: &str) -> Vec<String>;

@@ -25,6 +25,9 @@ pub struct Plan {
     /// The settings to sweep, in the profile's order, after --setting; one "as-is"
     /// setting under --settings-as-is when the profile changes anything.
     pub settings: Vec<Setting>,
+    /// Each setting's audio as asked, in the order of `settings` (None: the kind plays
+    /// none); which backend `auto` is, is the machine's to say when the run starts.
+    pub audio: Vec<Option<rig::livefx::Asked>>,
     /// Why the profile's settings were not applied, when they were not.
     pub settings_note: Option<String>,
     /// Indices into rig.variants, in the rig's order, after --variant.
@@ -140,9 +143,17 @@ impl Plan {
             }];
             settings_note = Some(note);
         }
+        let audio = settings
+            .iter()
+            .map(|s| {
+                kind.audio(&rig, &choices.audio, s)
+                    .map_err(|e| format!("setting '{}': {e}", s.name))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Plan {
             rig,
             kind,
+            audio,
             profile,
             profile_given,
             settings,
@@ -227,4 +238,94 @@ impl Plan {
 
 fn names<'a>(it: impl Iterator<Item = &'a String>) -> String {
     it.cloned().collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo(p: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
+    }
+
+    fn options(rig: &str, profile: Option<&str>, choices: Choices) -> RunOptions {
+        RunOptions {
+            rig: repo(rig),
+            profile: profile.map(repo),
+            out: None,
+            choices,
+            guest: None,
+        }
+    }
+
+    /// Each setting's audio is decided with the plan: the command line over the
+    /// setting's `audio` over the rig; a thread rig has none.
+    #[test]
+    fn the_plan_holds_each_settings_audio_as_asked() {
+        let mut choices = Choices::default();
+        choices.audio.device = Some("hw:Loop,0".into());
+        let o = options(
+            "rigs/livefx.toml",
+            Some("profiles/audio-periods.toml"),
+            choices,
+        );
+        let p = Plan::new(&o, crate::kinds::of).unwrap();
+        let asked: Vec<(u32, u32, bool, Option<&str>)> = p
+            .audio
+            .iter()
+            .map(|a| {
+                let a = a.as_ref().unwrap();
+                (a.period, a.rate, a.period_explicit, a.device.as_deref())
+            })
+            .collect();
+        let d = Some("hw:Loop,0");
+        assert_eq!(
+            asked,
+            [
+                (128, 48000, true, d),
+                (256, 48000, true, d),
+                (1024, 48000, true, d)
+            ]
+        );
+        // --period over every setting's; the rig's nperiods where nothing else says.
+        let mut choices = Choices::default();
+        choices.audio.period = Some(64);
+        let o = options(
+            "rigs/livefx.toml",
+            Some("profiles/audio-periods.toml"),
+            choices,
+        );
+        let p = Plan::new(&o, crate::kinds::of).unwrap();
+        let lf = p.rig.livefx.as_ref().unwrap();
+        for a in p.audio.iter().flatten() {
+            assert_eq!(
+                (a.period, a.nperiods, a.backend),
+                (64, lf.nperiods, lf.backend)
+            );
+        }
+        // Without a profile: the rig's own period, not asked for.
+        let p = Plan::new(
+            &options("rigs/livefx.toml", None, Choices::default()),
+            crate::kinds::of,
+        )
+        .unwrap();
+        let a = p.audio[0].as_ref().unwrap();
+        assert_eq!((a.period, a.period_explicit), (lf.period, false));
+        let p = Plan::new(
+            &options("rigs/pi-inversion.toml", None, Choices::default()),
+            crate::kinds::of,
+        )
+        .unwrap();
+        assert_eq!(p.audio, [None]);
+        // Out of range: refused as the plan is made, the setting named.
+        let mut choices = Choices::default();
+        choices.audio.period = Some(100_000);
+        let o = options(
+            "rigs/livefx.toml",
+            Some("profiles/audio-periods.toml"),
+            choices,
+        );
+        let e = Plan::new(&o, crate::kinds::of).err().unwrap();
+        assert_eq!(e, "setting 'p128': period 100000: use 1..=16384");
+    }
 }

@@ -28,6 +28,15 @@ impl RigKind for Threads {
         false
     }
 
+    fn audio(
+        &self,
+        _: &Rig,
+        _: &AudioOptions,
+        _: &crate::knobs::profile::Setting,
+    ) -> Result<Option<crate::rig::livefx::Asked>, String> {
+        Ok(None)
+    }
+
     fn check_lines(&self, _: &Rig, _: &str) -> Vec<String> {
         vec![]
     }
