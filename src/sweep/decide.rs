@@ -4,7 +4,6 @@
 //! result into summary.json, and a guest run merged from several boots replays the
 //! same records to the same decisions.
 
-use super::kind::RigKind;
 use crate::output::summary::TrialRecord;
 use crate::rig::units::unit_scale;
 use crate::rig::{Metric, Rig};
@@ -32,13 +31,13 @@ const SUPPORTED: &str = "--until-decided needs a per-trial pass or fail: a threa
 /// The rule for `rig` swept over `settings` and `variants`, at most `max_trials` per
 /// setting; an error saying what to change when the run cannot have one.
 pub fn rule(
-    kind: &dyn RigKind,
+    no_trial_verdict: Option<String>,
     rig: &Rig,
     settings: &[String],
     variants: &[String],
     max_trials: u32,
 ) -> Result<Rule, String> {
-    if let Some(why) = kind.no_trial_verdict(rig) {
+    if let Some(why) = no_trial_verdict {
         return Err(format!("{SUPPORTED}; {why}"));
     }
     let bounded: Vec<&Metric> = rig.metrics.iter().filter(|m| m.bound.is_some()).collect();

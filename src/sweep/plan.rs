@@ -123,7 +123,13 @@ impl Plan {
                 .iter()
                 .map(|&i| rig.variants[i].name.clone())
                 .collect();
-            Some(decide::rule(kind, &rig, &s, &v, trials)?)
+            Some(decide::rule(
+                kind.no_trial_verdict(&rig),
+                &rig,
+                &s,
+                &v,
+                trials,
+            )?)
         } else {
             None
         };
