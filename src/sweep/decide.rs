@@ -300,7 +300,7 @@ name = "y"
     fn refuses_what_has_no_pass_or_fail() {
         let r = rig("");
         let e = rule(
-            crate::kinds::of(r.kind),
+            crate::kinds::of(r.kind).no_trial_verdict(&r),
             &r,
             &names(&["A"]),
             &names(&["x"]),
@@ -309,7 +309,7 @@ name = "y"
         .unwrap_err();
         assert!(e.contains("two settings") && e.contains("--setting"), "{e}");
         let e = rule(
-            crate::kinds::of(r.kind),
+            crate::kinds::of(r.kind).no_trial_verdict(&r),
             &r,
             &names(&["A", "B"]),
             &names(&["x"]),
@@ -318,7 +318,7 @@ name = "y"
         .unwrap_err();
         assert!(e.contains("--trials 5"), "{e}");
         let e = rule(
-            crate::kinds::of(r.kind),
+            crate::kinds::of(r.kind).no_trial_verdict(&r),
             &r,
             &names(&["A", "B"]),
             &names(&["x"]),
@@ -329,7 +329,7 @@ name = "y"
         // The maximum itself is allowed.
         assert!(
             rule(
-                crate::kinds::of(r.kind),
+                crate::kinds::of(r.kind).no_trial_verdict(&r),
                 &r,
                 &names(&["A", "B"]),
                 &names(&["x"]),
@@ -339,7 +339,7 @@ name = "y"
         );
         let r2 = rig("[metrics.w2]\nfrom = \"w.a\"\nto = \"w.b\"\nbound = \"< 1 s\"\n");
         let e = rule(
-            crate::kinds::of(r2.kind),
+            crate::kinds::of(r2.kind).no_trial_verdict(&r2),
             &r2,
             &names(&["A", "B"]),
             &names(&["x"]),
@@ -349,7 +349,7 @@ name = "y"
         assert!(e.contains("several (w2, wait)"), "{e}");
         assert!(
             rule(
-                crate::kinds::of(r.kind),
+                crate::kinds::of(r.kind).no_trial_verdict(&r),
                 &r,
                 &names(&["A", "B"]),
                 &names(&["x"]),
@@ -364,7 +364,7 @@ name = "y"
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let lf = crate::rig::load(&root.join("rigs/livefx.toml")).unwrap();
         let e = rule(
-            crate::kinds::of(lf.kind),
+            crate::kinds::of(lf.kind).no_trial_verdict(&lf),
             &lf,
             &names(&["A", "B"]),
             &names(&["default"]),
@@ -378,7 +378,7 @@ name = "y"
         let pi = crate::rig::load(&root.join("rigs/pi-boost-affinity.toml")).unwrap();
         let v: Vec<String> = pi.variants.iter().map(|v| v.name.clone()).collect();
         let r = rule(
-            crate::kinds::of(pi.kind),
+            crate::kinds::of(pi.kind).no_trial_verdict(&pi),
             &pi,
             &names(&["RT_PUSH_IPI", "NO_RT_PUSH_IPI"]),
             &v,
@@ -415,7 +415,7 @@ name = "y"
     fn the_second_settings_passes_count_and_p_is_printed() {
         let r = rig("");
         let rule = rule(
-            crate::kinds::of(r.kind),
+            crate::kinds::of(r.kind).no_trial_verdict(&r),
             &r,
             &names(&["A", "B"]),
             &names(&["x"]),
@@ -449,7 +449,7 @@ name = "y"
     fn replay_decides_stops_and_leaves_open() {
         let r = rig("");
         let rule = rule(
-            crate::kinds::of(r.kind),
+            crate::kinds::of(r.kind).no_trial_verdict(&r),
             &r,
             &names(&["A", "B"]),
             &names(&["x", "y"]),
