@@ -388,7 +388,7 @@ fn the_timeline_is_drawn_coloured_by_cause() {
 #[test]
 fn xrun_times_are_on_the_watch_clock() {
     let dir = synthetic("times");
-    let res = analysis::load::load(&dir).unwrap();
+    let res = analysis::kind::load(&dir).unwrap();
     let w = res.data::<analysis::load::WatchData>().expect("a watch");
     let t: Vec<f64> = w.times.iter().map(|t| t.0).collect();
     let want = [

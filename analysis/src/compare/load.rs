@@ -2,8 +2,9 @@
 //! to be runs of one experiment (else refused), and each metric of the baseline found
 //! in the others.
 
-use super::sample::{Key, Sample, samples};
-use crate::load::{self, LivefxData, Results};
+use super::sample::{Key, Sample};
+use crate::kind;
+use crate::load::{Results, first_seen};
 use crate::redact::Redactor;
 use std::path::PathBuf;
 
@@ -30,9 +31,9 @@ pub fn load(dirs: &[PathBuf], redact: bool) -> Result<Dirs, String> {
     same_directory(dirs)?;
     let results: Vec<Results> = dirs
         .iter()
-        .map(|d| load::load(d))
+        .map(|d| kind::load(d))
         .collect::<Result<_, _>>()?;
-    if let Some(w) = results.iter().find(|r| !r.kind.rig_ran()) {
+    if let Some(w) = results.iter().find(|r| !kind::of(r).rig_ran()) {
         return Err(format!(
             "{} is an `xrunrig watch` directory: compare sets rig runs (trials, livefx) side \
              by side; read a watch with `xrunrig report {}`",
@@ -80,6 +81,15 @@ fn same_directory(dirs: &[PathBuf]) -> Result<(), String> {
     Ok(())
 }
 
+/// Settings in the order the run swept them.
+fn settings(r: &Results) -> Vec<String> {
+    first_seen(kind::of(r).keys().into_iter().map(|k| k.0))
+}
+
+fn variants(r: &Results) -> Vec<String> {
+    first_seen(kind::of(r).keys().into_iter().map(|k| k.1))
+}
+
 fn list(v: &[String]) -> String {
     if v.is_empty() {
         "none".into()
@@ -101,17 +111,13 @@ fn same_experiment(a: &Results, b: &Results, label: &str) -> Result<(), String> 
             b.dir.display()
         ))
     };
-    if a.kind.name() != b.kind.name() {
-        return refuse(format!(
-            "A is a {} run, {label} a {} run",
-            a.kind.name(),
-            b.kind.name()
-        ));
+    if a.kind != b.kind {
+        return refuse(format!("A is a {} run, {label} a {} run", a.kind, b.kind));
     }
     if a.rig != b.rig {
         return refuse(format!("A is rig '{}', {label} is rig '{}'", a.rig, b.rig));
     }
-    let (sa, sb) = (a.settings(), b.settings());
+    let (sa, sb) = (settings(a), settings(b));
     if sa != sb {
         return refuse(format!(
             "A has settings {}, {label} has {}",
@@ -119,7 +125,7 @@ fn same_experiment(a: &Results, b: &Results, label: &str) -> Result<(), String> 
             list(&sb)
         ));
     }
-    let (va, vb) = (a.variants(), b.variants());
+    let (va, vb) = (variants(a), variants(b));
     if va != vb {
         return refuse(format!(
             "A has variants {}, {label} has {}",
@@ -152,7 +158,7 @@ fn same_experiment(a: &Results, b: &Results, label: &str) -> Result<(), String> 
             if y { "applied" } else { "not applied" }
         ));
     }
-    if let Some(what) = a.kind.differs(b.kind.as_ref(), label) {
+    if let Some(what) = kind::of(a).differs(kind::of(b), label) {
         return refuse(what);
     }
     // One run in two places (a copy): run.json and summary.json the same, byte for byte
@@ -170,42 +176,11 @@ fn same_experiment(a: &Results, b: &Results, label: &str) -> Result<(), String> 
     Ok(())
 }
 
-/// Two livefx runs, A and `label`, where a (setting, variant) ran with another backend,
-/// period or rate: what differs, in the words `same_experiment` refuses with.
-pub fn audio_differs(x: &LivefxData, y: &LivefxData, label: &str) -> Option<String> {
-    for r in &x.rows {
-        let Some(o) = y.row(&r.setting, &r.variant) else {
-            continue;
-        };
-        let (pa, pb) = (
-            (&r.backend, r.period, r.rate),
-            (&o.backend, o.period, o.rate),
-        );
-        if pa != pb {
-            let show = |p: (&String, Option<u32>, Option<u32>)| {
-                format!(
-                    "backend {}, period {}, {} Hz",
-                    p.0,
-                    p.1.map_or("?".into(), |v| v.to_string()),
-                    p.2.map_or("?".into(), |v| v.to_string())
-                )
-            };
-            return Some(format!(
-                "{} / {} ran with {} in A and {} in {label}",
-                r.setting,
-                r.variant,
-                show(pa),
-                show(pb)
-            ));
-        }
-    }
-    None
-}
-
 /// Each metric of the baseline with what every directory has under the same
 /// (setting, variant, metric).
 pub fn metrics(results: &[Results]) -> Vec<Metric> {
-    let per: Vec<Vec<(Key, Sample)>> = results.iter().map(samples).collect();
+    // A watch has none: `load()` refuses it.
+    let per: Vec<Vec<(Key, Sample)>> = results.iter().map(|r| kind::of(r).samples()).collect();
     per[0]
         .iter()
         .map(|(k, s)| Metric {

@@ -3,8 +3,8 @@
 //! value for the table, and the test between two such samples.
 
 use crate::dist::Dist;
+use crate::load::TrialsData;
 use crate::load::livefx::LivefxData;
-use crate::load::{Results, TrialsData};
 use crate::stats::{
     cv_percent, geo_mean, log_welch, mann_whitney, median, overdispersed_rate, sorted,
 };
@@ -47,12 +47,6 @@ impl Sample {
             Sample::Events(v) => v.iter().filter(|x| x.1 > 0.0).count(),
         }
     }
-}
-
-/// Every metric of one directory, in its order.
-pub fn samples(r: &Results) -> Vec<(Key, Sample)> {
-    // A watch has none: `compare::load` refuses it.
-    r.kind.samples()
 }
 
 /// A trial rig's: each row's values, or each trial's median of them.
@@ -130,6 +124,39 @@ pub fn livefx_samples(d: &LivefxData) -> Vec<(Key, Sample)> {
         }
     }
     out
+}
+
+/// Two livefx runs, A and `label`, where a (setting, variant) ran with another backend,
+/// period or rate: what differs, in the words
+/// `load.rs` `same_experiment()` refuses with.
+pub fn audio_differs(x: &LivefxData, y: &LivefxData, label: &str) -> Option<String> {
+    for r in &x.rows {
+        let Some(o) = y.row(&r.setting, &r.variant) else {
+            continue;
+        };
+        let (pa, pb) = (
+            (&r.backend, r.period, r.rate),
+            (&o.backend, o.period, o.rate),
+        );
+        if pa != pb {
+            let show = |p: (&String, Option<u32>, Option<u32>)| {
+                format!(
+                    "backend {}, period {}, {} Hz",
+                    p.0,
+                    p.1.map_or("?".into(), |v| v.to_string()),
+                    p.2.map_or("?".into(), |v| v.to_string())
+                )
+            };
+            return Some(format!(
+                "{} / {} ran with {} in A and {} in {label}",
+                r.setting,
+                r.variant,
+                show(pa),
+                show(pb)
+            ));
+        }
+    }
+    None
 }
 
 /// (value, spread text, unit) for the table: the median trial (trial rigs), the

@@ -1,9 +1,9 @@
 //! The CSV export, written by `xrunrig report` into the results directory's export/:
 //! CSV of raw samples and trials (pandas reads them as is), and cyclictest-style
 //! histogram text for latency metrics. Each kind's `kind::ResultKind` `csv()` picks its
-//! files: `trials()`, `livefx()` or `watch()` here.
+//! files: `trials()`, `livefx()` or `watch()` here. The `Export` itself, `Csv`, is in
+//! `mod.rs`: it looks each directory's kind up, and this file sits below `kind/`.
 
-use super::{Export, Out};
 use crate::dist::Dist;
 use crate::load::Results;
 use crate::load::cycles;
@@ -13,35 +13,6 @@ use crate::load::watch::WatchData;
 use crate::out::Ctx;
 use results::file_part as safe;
 use std::io::BufRead;
-
-/// The CSV export: each kind's files under export/.
-pub struct Csv;
-
-impl Export for Csv {
-    fn name(&self) -> &'static str {
-        "csv"
-    }
-    fn writes(&self) -> &'static str {
-        "CSV of samples, trials, events and cycles, and cyclictest-style histograms, \
-         under the results directory's export/"
-    }
-    fn in_report(&self) -> bool {
-        true
-    }
-    fn export(&self, res: &[Results], out: &mut Out) -> Result<(), String> {
-        // Some files are streamed as they are made, straight into the directory.
-        let Out::Dir(ctx) = out else {
-            return Err(
-                "the CSV export writes files into a results directory: `xrunrig report DIR`".into(),
-            );
-        };
-        ctx.mkdir("export")?;
-        for r in res {
-            r.kind.csv(r, ctx)?;
-        }
-        Ok(())
-    }
-}
 
 /// export/xruns.csv (a watch directory): one row per xrun, its time on the report's
 /// timeline (`t_s`), the late thread (and the thread of its process it waited for), the

@@ -5,10 +5,12 @@
 //! there.
 
 pub mod csv;
+pub mod figure;
 pub mod kcidb;
 pub mod lava;
 
-use crate::load::{self, Results};
+use crate::kind;
+use crate::load::Results;
 use crate::out::Ctx;
 use std::path::PathBuf;
 
@@ -55,17 +57,47 @@ pub trait Export {
 /// The registration: every export, with its default options.
 pub fn all() -> Vec<Box<dyn Export>> {
     vec![
-        Box::new(csv::Csv),
+        Box::new(Csv),
         Box::new(kcidb::Kcidb::default()),
         Box::new(lava::Lava),
     ]
+}
+
+/// The CSV export: each kind's files under export/ (`csv.rs`, below `kind/`: here, the
+/// export that looks each directory's kind up).
+pub struct Csv;
+
+impl Export for Csv {
+    fn name(&self) -> &'static str {
+        "csv"
+    }
+    fn writes(&self) -> &'static str {
+        "CSV of samples, trials, events and cycles, and cyclictest-style histograms, \
+         under the results directory's export/"
+    }
+    fn in_report(&self) -> bool {
+        true
+    }
+    fn export(&self, res: &[Results], out: &mut Out) -> Result<(), String> {
+        // Some files are streamed as they are made, straight into the directory.
+        let Out::Dir(ctx) = out else {
+            return Err(
+                "the CSV export writes files into a results directory: `xrunrig report DIR`".into(),
+            );
+        };
+        ctx.mkdir("export")?;
+        for r in res {
+            kind::of(r).csv(r, ctx)?;
+        }
+        Ok(())
+    }
 }
 
 /// The results directories `dirs`, loaded in order, each accepted by `e`.
 pub fn load(e: &dyn Export, dirs: &[PathBuf]) -> Result<Vec<Results>, String> {
     let mut out = Vec::with_capacity(dirs.len());
     for d in dirs {
-        let res = load::load(d)?;
+        let res = kind::load(d)?;
         e.accepts(&res)?;
         out.push(res);
     }

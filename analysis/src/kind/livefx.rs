@@ -1,23 +1,16 @@
 //! Audio rigs (`kind = "livefx"`): per-cycle records, rows per setting and variant.
 
-use super::{Input, ResultKind};
+use super::ResultKind;
 use crate::compare::sample::{Key, Sample};
-use crate::export::kcidb;
-use crate::load::{LivefxData, Results};
+use crate::export::figure::{self, Figure};
+use crate::load::{Input, LivefxData, Results};
 use crate::out::Ctx;
-use crate::report::Part;
-use crate::report::answer::Answer;
+use crate::report::part::{Answer, Part};
 use std::any::Any;
 
-pub fn load(i: &Input, warnings: &mut Vec<String>) -> Result<Box<dyn ResultKind>, String> {
-    Ok(Box::new(crate::load::livefx::load(
-        i.dir, i.summary, warnings,
-    )?))
-}
-
 impl ResultKind for LivefxData {
-    fn name(&self) -> &'static str {
-        results::KIND_LIVEFX
+    fn load(i: &Input, warnings: &mut Vec<String>) -> Result<Self, String> {
+        crate::load::livefx::load(&i.dir, &i.summary, warnings)
     }
     fn keys(&self) -> Vec<(String, String)> {
         LivefxData::keys(self)
@@ -26,7 +19,7 @@ impl ResultKind for LivefxData {
         crate::report::livefx::verdict(&crate::report::livefx::cases(self))
     }
     fn answer(&self) -> Answer {
-        crate::report::answer::livefx(self)
+        crate::report::livefx::answer(self)
     }
     fn part(&self, res: &Results, ctx: &mut Ctx) -> Result<Part, String> {
         crate::report::livefx::part(res, self, ctx)
@@ -37,11 +30,11 @@ impl ResultKind for LivefxData {
     fn samples(&self) -> Vec<(Key, Sample)> {
         crate::compare::sample::livefx_samples(self)
     }
-    fn kcidb_figures(&self) -> Vec<kcidb::Figure> {
-        kcidb::livefx_tests(self)
+    fn kcidb_figures(&self) -> Vec<Figure> {
+        figure::livefx_tests(self)
     }
     fn differs(&self, other: &dyn ResultKind, label: &str) -> Option<String> {
         let other = (other as &dyn Any).downcast_ref::<LivefxData>()?;
-        crate::compare::load::audio_differs(self, other, label)
+        crate::compare::sample::audio_differs(self, other, label)
     }
 }

@@ -8,21 +8,26 @@ pub mod trials;
 pub mod watch;
 
 use crate::compare::sample::{Key, Sample};
-use crate::export::kcidb;
-use crate::load::Results;
+use crate::export::figure::Figure;
+use crate::load::{self, Input, LivefxData, Results, TrialsData, WatchData};
 use crate::out::Ctx;
-use crate::report::Part;
-use crate::report::answer::Answer;
-use results::run::RunDoc;
-use serde_json::Value;
+use crate::report::part::{Answer, Part};
 use std::any::Any;
 use std::path::Path;
 
+// Layering: what a kind does with its data (report/, compare/sample.rs, export/csv.rs,
+// export/figure.rs) and `load::Results` sit below this folder and do not know the trait;
+// what looks a directory's kind up and calls it (`load()`, `of()` and their callers:
+// report::build, answer, compare, the exports) sits here or above.
+
 /// One kind's data, loaded. `Any` lets a kind compare itself with another directory of
-/// the same kind (`differs()`).
+/// the same kind (`differs()`), and `Results` hold it.
 pub trait ResultKind: Any {
-    /// summary.json's `kind` (the name it is registered under in `KINDS`).
-    fn name(&self) -> &'static str;
+    /// Reads the kind's data from the directory `load::open()` read; problems that do not
+    /// stop the reading go into `warnings` (the report lists them).
+    fn load(input: &Input, warnings: &mut Vec<String>) -> Result<Self, String>
+    where
+        Self: Sized;
 
     /// (setting, variant) of each summary row, in the order the run wrote them.
     fn keys(&self) -> Vec<(String, String)>;
@@ -59,7 +64,7 @@ pub trait ResultKind: Any {
     fn samples(&self) -> Vec<(Key, Sample)>;
 
     /// Every figure exported as a KCIDB test (and a LAVA test case).
-    fn kcidb_figures(&self) -> Vec<kcidb::Figure>;
+    fn kcidb_figures(&self) -> Vec<Figure>;
 
     /// Why `other` (`xrunrig compare`'s `label`: B, C, ...), of the same kind, rig,
     /// settings and variants as this baseline (A), is still not a run of the same
@@ -69,43 +74,87 @@ pub trait ResultKind: Any {
     }
 }
 
-/// What a kind's loader reads: the directory, its summary.json and run.json (empty when
-/// missing). Problems go into the warnings the report lists.
-pub struct Input<'a> {
-    pub dir: &'a Path,
-    pub summary: &'a Value,
-    pub run: &'a RunDoc,
+/// A kind's loader, its data as `Results` hold it.
+pub type Loader = fn(&Input, &mut Vec<String>) -> Result<Box<dyn Any>, String>;
+
+/// A kind as registered: summary.json's `kind`, its loader, and how its data (held by
+/// `Results` as `Any`) is seen as a `ResultKind` again.
+pub struct Kind {
+    pub name: &'static str,
+    load: Loader,
+    view: fn(&dyn Any) -> Option<&dyn ResultKind>,
 }
 
-pub type Loader = fn(&Input, &mut Vec<String>) -> Result<Box<dyn ResultKind>, String>;
+impl Kind {
+    /// `T` under `name`: its loader and its view are made from the one type, so the data
+    /// a kind loads is always the data it views.
+    const fn of<T: ResultKind>(name: &'static str) -> Kind {
+        Kind {
+            name,
+            load: load_as::<T>,
+            view: view_as::<T>,
+        }
+    }
+}
 
-/// The registration: summary.json's `kind` and the loader of that kind's data.
-pub const KINDS: &[(&str, Loader)] = &[
-    (results::KIND_TRIALS, trials::load),
-    (results::KIND_LIVEFX, livefx::load),
-    (results::watch::KIND_WATCH, watch::load),
+fn load_as<T: ResultKind>(i: &Input, warnings: &mut Vec<String>) -> Result<Box<dyn Any>, String> {
+    Ok(Box::new(T::load(i, warnings)?))
+}
+
+fn view_as<T: ResultKind>(data: &dyn Any) -> Option<&dyn ResultKind> {
+    data.downcast_ref::<T>().map(|t| t as &dyn ResultKind)
+}
+
+/// The registration: summary.json's `kind` and the type that implements it.
+pub const KINDS: &[Kind] = &[
+    Kind::of::<TrialsData>(results::KIND_TRIALS),
+    Kind::of::<LivefxData>(results::KIND_LIVEFX),
+    Kind::of::<WatchData>(results::watch::KIND_WATCH),
 ];
 
-/// Loads the data of the kind named `name`; an unknown name is refused naming the kinds
-/// this build reads.
-pub fn load(
-    name: &str,
-    input: &Input,
-    warnings: &mut Vec<String>,
-) -> Result<Box<dyn ResultKind>, String> {
-    match KINDS.iter().find(|k| k.0 == name) {
-        Some((_, loader)) => loader(input, warnings),
-        None => Err(format!(
+/// Reads the results directory `dir`: `load::open()`, then the loader of its kind.
+pub fn load(dir: &Path) -> Result<Results, String> {
+    let mut warnings = Vec::new();
+    let input = load::open(dir, &mut warnings)?;
+    let kind = find(&input.kind, dir)?;
+    let data = (kind.load)(&input, &mut warnings)?;
+    // No rig ran (a watch): the report is named for what was watched.
+    let title = (kind.view)(data.as_ref()).and_then(|k| k.title());
+    Ok(Results {
+        dir: input.dir,
+        rig: title.unwrap_or(input.rig),
+        run: input.run,
+        has_run: input.has_run,
+        kind: kind.name,
+        data,
+        warnings,
+    })
+}
+
+/// What `res`'s kind answers: its data through the trait of the kind it was loaded as.
+pub fn of(res: &Results) -> &dyn ResultKind {
+    KINDS
+        .iter()
+        .find(|k| k.name == res.kind)
+        .and_then(|k| (k.view)(res.data.as_ref()))
+        .unwrap_or_else(|| panic!("{}: data not of its kind {:?}", res.dir.display(), res.kind))
+}
+
+/// The kind named `name` (summary.json's in `dir`); an unknown name is refused naming the
+/// kinds this build reads.
+fn find(name: &str, dir: &Path) -> Result<&'static Kind, String> {
+    KINDS.iter().find(|k| k.name == name).ok_or_else(|| {
+        format!(
             "{}: unknown kind {name:?} (this xrunrig reads {})",
-            input.dir.join(results::SUMMARY_JSON).display(),
+            dir.join(results::SUMMARY_JSON).display(),
             known()
-        )),
-    }
+        )
+    })
 }
 
 /// "\"trials\", \"livefx\" and \"watch\"".
 fn known() -> String {
-    let names: Vec<String> = KINDS.iter().map(|k| format!("{:?}", k.0)).collect();
+    let names: Vec<String> = KINDS.iter().map(|k| format!("{:?}", k.name)).collect();
     match names.split_last() {
         Some((last, [])) => last.clone(),
         Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
@@ -125,10 +174,11 @@ mod tests {
 
     #[test]
     fn every_kind_is_registered_once() {
-        for (i, (name, _)) in KINDS.iter().enumerate() {
+        for (i, k) in KINDS.iter().enumerate() {
             assert!(
-                KINDS[..i].iter().all(|k| k.0 != *name),
-                "{name} registered twice"
+                KINDS[..i].iter().all(|x| x.name != k.name),
+                "{} registered twice",
+                k.name
             );
         }
     }
@@ -146,21 +196,17 @@ mod tests {
         crate::synth::watch::generate(&dirs[2].1).unwrap();
         assert_eq!(dirs.len(), KINDS.len(), "a synthetic directory per kind");
         for (name, d) in &dirs {
-            let res = crate::load::load(d).unwrap();
-            assert_eq!(res.kind.name(), *name);
+            let res = load(d).unwrap();
+            assert_eq!(res.kind, *name);
+            // The data is seen through the trait of the kind it was loaded as.
+            let _ = of(&res).keys();
             std::fs::remove_dir_all(d).unwrap();
         }
     }
 
     #[test]
     fn an_unknown_kind_is_refused_naming_the_known_ones() {
-        let run = RunDoc::default();
-        let input = Input {
-            dir: Path::new("/r"),
-            summary: &Value::Null,
-            run: &run,
-        };
-        let e = load("weird", &input, &mut vec![]).err().unwrap();
+        let e = find("weird", Path::new("/r")).err().unwrap();
         assert_eq!(
             e,
             "/r/summary.json: unknown kind \"weird\" (this xrunrig reads \"trials\", \

@@ -1,21 +1,15 @@
 //! Thread rigs (`kind = "trials"`): one engine trial per record.
 
-use super::{Input, ResultKind};
+use super::ResultKind;
 use crate::compare::sample::{Key, Sample};
-use crate::export::kcidb;
-use crate::load::{Results, TrialsData};
+use crate::export::figure::{self, Figure};
+use crate::load::{Input, Results, TrialsData};
 use crate::out::Ctx;
-use crate::report::Part;
-
-pub fn load(i: &Input, warnings: &mut Vec<String>) -> Result<Box<dyn ResultKind>, String> {
-    Ok(Box::new(crate::load::trials::load(
-        i.dir, i.summary, warnings,
-    )?))
-}
+use crate::report::part::Part;
 
 impl ResultKind for TrialsData {
-    fn name(&self) -> &'static str {
-        results::KIND_TRIALS
+    fn load(i: &Input, warnings: &mut Vec<String>) -> Result<Self, String> {
+        crate::load::trials::load(&i.dir, &i.summary, warnings)
     }
     fn keys(&self) -> Vec<(String, String)> {
         TrialsData::keys(self)
@@ -32,7 +26,7 @@ impl ResultKind for TrialsData {
     fn samples(&self) -> Vec<(Key, Sample)> {
         crate::compare::sample::trial_samples(self)
     }
-    fn kcidb_figures(&self) -> Vec<kcidb::Figure> {
-        kcidb::trial_figures(self)
+    fn kcidb_figures(&self) -> Vec<Figure> {
+        figure::trial_figures(self)
     }
 }

@@ -1,22 +1,16 @@
 //! `xrunrig watch` beside a JACK or PipeWire session (`kind = "watch"`): no rig ran, so
 //! nothing to compare or export as tests.
 
-use super::{Input, ResultKind};
+use super::ResultKind;
 use crate::compare::sample::{Key, Sample};
-use crate::export::kcidb;
-use crate::load::{Results, WatchData};
+use crate::export::figure::Figure;
+use crate::load::{Input, Results, WatchData};
 use crate::out::Ctx;
-use crate::report::Part;
-
-pub fn load(i: &Input, warnings: &mut Vec<String>) -> Result<Box<dyn ResultKind>, String> {
-    Ok(Box::new(crate::load::watch::load(
-        i.dir, i.summary, i.run, warnings,
-    )?))
-}
+use crate::report::part::Part;
 
 impl ResultKind for WatchData {
-    fn name(&self) -> &'static str {
-        results::watch::KIND_WATCH
+    fn load(i: &Input, warnings: &mut Vec<String>) -> Result<Self, String> {
+        crate::load::watch::load(&i.dir, &i.summary, &i.run, warnings)
     }
     /// One session watched: no settings or variants.
     fn keys(&self) -> Vec<(String, String)> {
@@ -40,7 +34,7 @@ impl ResultKind for WatchData {
     fn samples(&self) -> Vec<(Key, Sample)> {
         vec![]
     }
-    fn kcidb_figures(&self) -> Vec<kcidb::Figure> {
+    fn kcidb_figures(&self) -> Vec<Figure> {
         vec![]
     }
 }

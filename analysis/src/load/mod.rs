@@ -7,9 +7,10 @@ pub mod livefx;
 pub mod trials;
 pub mod watch;
 
-use crate::kind::{self, ResultKind};
 use results::SummaryHead;
 use results::run::{ReadError, RunDoc};
+use serde_json::Value;
+use std::any::Any;
 use std::path::{Path, PathBuf};
 
 pub use livefx::LivefxData;
@@ -23,26 +24,35 @@ pub struct Results {
     pub run: RunDoc,
     /// False when run.json was missing or unreadable.
     pub has_run: bool,
-    /// The kind's data (summary.json's `kind`), through what every kind answers.
-    pub kind: Box<dyn ResultKind>,
+    /// summary.json's `kind`, as registered in `kind::KINDS`.
+    pub kind: &'static str,
+    /// The kind's data (a `TrialsData`, `LivefxData`, ...). `Any`, not the kind's trait:
+    /// the trait names what the report, compare and the exports make of it, and they
+    /// read `Results`; `kind::of()` gives the trait back.
+    pub data: Box<dyn Any>,
     /// Problems found while reading (bad lines, truncated files), said in the report.
     pub warnings: Vec<String>,
 }
 
 impl Results {
     /// The kind's own data, when it is a `T` (tests look inside a watch this way).
-    pub fn data<T: ResultKind>(&self) -> Option<&T> {
-        (self.kind.as_ref() as &dyn std::any::Any).downcast_ref()
+    pub fn data<T: Any>(&self) -> Option<&T> {
+        self.data.downcast_ref()
     }
+}
 
-    /// Settings in the order the run swept them.
-    pub fn settings(&self) -> Vec<String> {
-        first_seen(self.kind.keys().into_iter().map(|k| k.0))
-    }
-
-    pub fn variants(&self) -> Vec<String> {
-        first_seen(self.kind.keys().into_iter().map(|k| k.1))
-    }
+/// A results directory checked and its summary.json and run.json read: what a kind's
+/// loader reads (`kind::load()` picks the loader by `kind`).
+pub struct Input {
+    pub dir: PathBuf,
+    pub summary: Value,
+    /// run.json as written; empty (every field absent) when the file is missing.
+    pub run: RunDoc,
+    pub has_run: bool,
+    /// The rig summary.json names, else run.json's, else "unknown rig".
+    pub rig: String,
+    /// summary.json's `kind` (trials when it has none).
+    pub kind: String,
 }
 
 /// Each item once, in the order first seen (the order the run wrote them).
@@ -93,7 +103,9 @@ fn read_value(path: &Path) -> Result<serde_json::Value, String> {
     serde_json::from_str(&text).map_err(|e| format!("{} is not valid JSON: {e}", path.display()))
 }
 
-pub fn load(dir: &Path) -> Result<Results, String> {
+/// Checks `dir` (a directory, complete, of a format this build reads) and reads its
+/// summary.json and run.json; problems that do not stop the reading go into `warnings`.
+pub fn open(dir: &Path, warnings: &mut Vec<String>) -> Result<Input, String> {
     let summary_path = dir.join(results::SUMMARY_JSON);
     if !dir.is_dir() {
         return Err(format!(
@@ -117,7 +129,6 @@ pub fn load(dir: &Path) -> Result<Results, String> {
     let head: SummaryHead = serde_json::from_value(summary.clone())
         .map_err(|e| format!("{}: {e}", summary_path.display()))?;
     results::check_format(head.format, &summary_path.display().to_string())?;
-    let mut warnings = Vec::new();
     let run = match std::fs::read_to_string(dir.join(results::RUN_JSON)) {
         Ok(text) => match RunDoc::from_json(&text) {
             Ok(r) => Some(r),
@@ -134,28 +145,17 @@ pub fn load(dir: &Path) -> Result<Results, String> {
     }
     let has_run = run.is_some();
     let run = run.unwrap_or_default();
-    let mut rig = head
+    let rig = head
         .rig
         .clone()
         .or_else(|| run.rig.as_ref().and_then(|r| r.name.clone()))
         .unwrap_or_else(|| "unknown rig".into());
-    let kind_name = head.kind.as_deref().unwrap_or(results::KIND_TRIALS);
-    let input = kind::Input {
-        dir,
-        summary: &summary,
-        run: &run,
-    };
-    let kind = kind::load(kind_name, &input, &mut warnings)?;
-    // No rig ran (a watch): the report is named for what was watched.
-    if let Some(t) = kind.title() {
-        rig = t;
-    }
-    Ok(Results {
+    Ok(Input {
         dir: dir.to_path_buf(),
-        rig,
+        kind: head.kind.unwrap_or_else(|| results::KIND_TRIALS.into()),
+        summary,
         run,
         has_run,
-        kind,
-        warnings,
+        rig,
     })
 }

@@ -1,9 +1,8 @@
 //! The report of a livefx run: counts (xruns, misses), latency percentiles from the raw
 //! cycles, a verdict per setting in LatencyMon's terms, the timeline and the plots.
 
-use super::Part;
 use super::common::{self, fmt_count, fmt_dur, fmt_us};
-use super::safe;
+use super::part::{Answer, Part};
 use crate::dist::Dist;
 use crate::doc::Block;
 use crate::load::Results;
@@ -15,6 +14,7 @@ use crate::plot::timeline::TimelinePlot;
 use crate::stats::{
     fmt_p, holm, log_welch, overdispersed_rate, sureness, zero_events_upper_per_hour,
 };
+use results::file_part as safe;
 use results::livefx::Cause;
 
 /// `sureness` in terms of audio time rather than trials.
@@ -873,7 +873,7 @@ pub fn plots(d: &LivefxData, cs: &[Case], ctx: &mut Ctx) -> Result<Vec<Block>, S
 pub fn part(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<Part, String> {
     let cs = cases(d);
     let (bullets, conclusion) = verdict(&cs);
-    let what_ran = common::what_ran(&res.run, &res.rig, res.kind.name(), livefx_what_ran(res, d));
+    let what_ran = common::what_ran(&res.run, &res.rig, res.kind, livefx_what_ran(res, d));
     let table = tables(&cs);
     let ev = first_events(d);
     let plots = plots(d, &cs, ctx)?;
@@ -1008,6 +1008,40 @@ fn workers(run: &results::run::RunDoc) -> Option<String> {
         })
         .collect();
     (!out.is_empty()).then(|| out.join("; "))
+}
+
+/// A livefx run's answer: the verdict, with each backend named for what it measured.
+pub fn answer(d: &LivefxData) -> Answer {
+    let cs = cases(d);
+    let (lines, conclusion) = verdict(&cs);
+    let mut backends: Vec<&str> = Vec::new();
+    for r in &d.rows {
+        if !backends.contains(&r.backend.as_str()) {
+            backends.push(&r.backend);
+        }
+    }
+    let words: Vec<String> = backends.iter().map(|b| backend_words(b)).collect();
+    let backend = if words.is_empty() {
+        String::new()
+    } else {
+        format!(" Backend: {}.", words.join("; "))
+    };
+    Answer {
+        lines,
+        one_line: format!("{conclusion}{backend}"),
+    }
+}
+
+/// What a backend (as summary.json names it) measured, in words.
+pub fn backend_words(backend: &str) -> String {
+    match backend {
+        "clock" => "built-in clock: no sound hardware was tested (timers only; a card's \
+                    interrupts and driver are not in these numbers)"
+            .into(),
+        "jack" => "JACK: the server's own sound card and driver were exercised".into(),
+        "alsa" => "ALSA: a sound card's driver was exercised".into(),
+        other => format!("backend {other}"),
+    }
 }
 
 #[cfg(test)]

@@ -4,15 +4,19 @@
 pub mod answer;
 pub mod common;
 pub mod livefx;
+pub mod part;
 pub mod trials;
 pub mod watch;
 
 use crate::doc::{self, Block, Doc};
 use crate::export::{self, Out};
-use crate::load::{self, Results};
+use crate::kind;
+use crate::load::Results;
 use crate::out::Ctx;
 use crate::redact::Redactor;
 use std::path::Path;
+
+use part::Part;
 
 /// A name safe in a file name: the results format's rule, so plots and exports are
 /// named as the engine names a trial's files (the livefx engine imports it from here).
@@ -58,7 +62,7 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
             vec![Block::Bullets(doctor)],
         );
     }
-    let part = res.kind.part(res, ctx)?;
+    let part = kind::of(res).part(res, ctx)?;
     let Part {
         conclusion,
         verdict,
@@ -97,23 +101,10 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
     })
 }
 
-/// What one kind of results contributes to the report; `build` lays it out the same
-/// way for every kind.
-pub struct Part {
-    pub conclusion: String,
-    pub verdict: Vec<String>,
-    pub table: Vec<Block>,
-    /// "What ran".
-    pub what_ran: Block,
-    /// Sections after "Results", in order.
-    pub sections: Vec<(String, Vec<Block>)>,
-    pub plots: Vec<Block>,
-}
-
 /// Writes report.txt, report.md, report.html and report.json, the plots and the exports
 /// that belong in a results directory; returns report.txt and the files written.
 pub fn write_all(dir: &Path, redact: bool) -> Result<(String, Vec<String>), String> {
-    let res = load::load(dir)?;
+    let res = kind::load(dir)?;
     let red = redactor_for(&res, redact);
     let mut ctx = Ctx::new(dir, red.clone(), res.rig.clone())?;
     let b = build(&res, &mut ctx)?;
@@ -146,7 +137,7 @@ pub fn write_all(dir: &Path, redact: bool) -> Result<(String, Vec<String>), Stri
     ctx.write("report.html", &html)?;
     let json = serde_json::json!({
         "rig": res.rig,
-        "kind": res.kind.name(),
+        "kind": res.kind,
         "conclusion": b.conclusion,
         "verdict": b.verdict,
         "warnings": res.warnings,
@@ -190,7 +181,7 @@ mod tests {
         let d = std::env::temp_dir().join(format!("analysis-build-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         crate::synth::trials::generate(&d).unwrap();
-        let res = load::load(&d).unwrap();
+        let res = kind::load(&d).unwrap();
         let mut ctx = Ctx::new(&d, Redactor::none(), res.rig.clone()).unwrap();
         let b = build(&res, &mut ctx).unwrap();
         assert!(!b.verdict.is_empty());

@@ -2,9 +2,8 @@
 //! metric with a Mann–Whitney test between settings (or variants), trace evidence and
 //! the plots.
 
-use super::Part;
 use super::common::{self, bound_words, fmt_val};
-use super::safe;
+use super::part::Part;
 use crate::doc::Block;
 use crate::load::Results;
 use crate::load::trials::{TRow, TrialsData};
@@ -12,6 +11,7 @@ use crate::out::Ctx;
 use crate::plot::cdf::{Figure, Panel, PanelKind, Series, ecdf_with_missing, value_steps};
 use crate::plot::strip::{Column, Strip};
 use crate::stats::{fmt_p, mann_whitney, min_p, sorted, sureness};
+use results::file_part as safe;
 use results::trials::TrialStatus;
 use results::units::bound_limit;
 
@@ -611,7 +611,7 @@ pub fn part(res: &Results, t: &TrialsData, ctx: &mut Ctx) -> Result<Part, String
     let what_ran = common::what_ran(
         &res.run,
         &res.rig,
-        res.kind.name(),
+        res.kind,
         vec![(
             "trials".to_string(),
             format!(

@@ -3,9 +3,9 @@
 //! client, "Why the xruns" grouped by culprit and sentence (as livefx's "Why the
 //! misses"), the kept trace windows and how to open them, and the timeline by cause.
 
-use super::Part;
 use super::common::{fmt_count, fmt_dur, fmt_val, provenance};
 use super::livefx::fmt_small;
+use super::part::Part;
 use crate::doc::Block;
 use crate::load::Results;
 use crate::load::watch::{CAUSES, Culprit, Figures, Origin, WatchData, Who};
@@ -317,7 +317,7 @@ pub fn what_ran(res: &Results, w: &WatchData) -> Block {
     let s = &w.summary;
     let sec = res.run.watch.as_ref();
     let mut kv: Vec<(String, String)> = vec![
-        ("kind".into(), res.kind.name().into()),
+        ("kind".into(), res.kind.into()),
         ("server".into(), server_text(w)),
         ("audio".into(), audio_text(w)),
         (
