@@ -37,7 +37,6 @@ mod tests {
 /// else in the plan knows kinds (the "Where new code goes" recipe, tried).
 #[cfg(test)]
 mod a_new_kind {
-    use crate::knobs::profile::Setting;
     use crate::options::{AudioOptions, Choices};
     use crate::rig::{Kind, Rig};
     use crate::sweep::{Brought, Plan, Prepared, Rebuild, RigKind};
@@ -54,26 +53,6 @@ mod a_new_kind {
         }
         fn no_trial_verdict(&self, rig: &Rig) -> Option<String> {
             Some(format!("rig '{}' only sleeps", rig.name))
-        }
-        fn plays_audio(&self) -> bool {
-            false
-        }
-        fn audio(
-            &self,
-            _: &Rig,
-            _: &AudioOptions,
-            _: &Setting,
-        ) -> Result<Option<crate::rig::livefx::Asked>, String> {
-            Ok(None)
-        }
-        fn check_lines(&self, _: &Rig, path: &str) -> Vec<String> {
-            vec![format!("{path}: sleeps")]
-        }
-        fn check_cpus(&self, _: &Rig, _: &[usize]) -> Result<(), String> {
-            Ok(())
-        }
-        fn check_settings(&self, _: &Rig, _: &[Setting]) -> Vec<String> {
-            vec![]
         }
         fn run(&self, _: Prepared) -> i32 {
             0

@@ -198,21 +198,24 @@ const ROOMS: &[&str] = &[
     "shell",
 ];
 
-/// Every (file, room it names) of src/'s rooms, outside test code and comments.
-fn room_imports() -> Vec<(String, String, String)> {
-    fn walk(d: &Path, out: &mut Vec<std::path::PathBuf>) {
-        for e in std::fs::read_dir(d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
+/// Every .rs file under `d`.
+fn rs_files(d: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(d).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(rs_files(&p));
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
         }
     }
+    out
+}
+
+/// Every (file, room it names) of src/'s rooms, outside test code and comments.
+fn room_imports() -> Vec<(String, String, String)> {
     let src = repo().join("src");
-    let mut files = vec![];
-    walk(&src, &mut files);
+    let files = rs_files(&src);
     let mut out = vec![];
     for f in files {
         let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
@@ -301,18 +304,7 @@ fn rig_kinds_are_matched_only_where_they_are_registered() {
     );
     assert!(kind_variants_named("BackendKind::Livefx; ThreadKind::Trials").is_empty());
     let src = repo().join("src");
-    let mut files = vec![];
-    fn walk(d: &Path, out: &mut Vec<std::path::PathBuf>) {
-        for e in std::fs::read_dir(d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
-    walk(&src, &mut files);
+    let files = rs_files(&src);
     let mut found = vec![];
     for f in files {
         let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();

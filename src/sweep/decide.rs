@@ -246,6 +246,11 @@ pub fn render_pair(p: &DecidedPair) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    /// `rule` as the plan calls it: with the rig's kind's answer.
+    fn rule_of(r: &Rig, s: &[String], v: &[String], max: u32) -> Result<Rule, String> {
+        rule(crate::kinds::of(r.kind).no_trial_verdict(r), r, s, v, max)
+    }
     use std::collections::BTreeMap;
     use std::path::Path;
 
@@ -299,92 +304,32 @@ name = "y"
     #[test]
     fn refuses_what_has_no_pass_or_fail() {
         let r = rig("");
-        let e = rule(
-            crate::kinds::of(r.kind).no_trial_verdict(&r),
-            &r,
-            &names(&["A"]),
-            &names(&["x"]),
-            8,
-        )
-        .unwrap_err();
+        let e = rule_of(&r, &names(&["A"]), &names(&["x"]), 8).unwrap_err();
         assert!(e.contains("two settings") && e.contains("--setting"), "{e}");
-        let e = rule(
-            crate::kinds::of(r.kind).no_trial_verdict(&r),
-            &r,
-            &names(&["A", "B"]),
-            &names(&["x"]),
-            4,
-        )
-        .unwrap_err();
+        let e = rule_of(&r, &names(&["A", "B"]), &names(&["x"]), 4).unwrap_err();
         assert!(e.contains("--trials 5"), "{e}");
-        let e = rule(
-            crate::kinds::of(r.kind).no_trial_verdict(&r),
-            &r,
-            &names(&["A", "B"]),
-            &names(&["x"]),
-            65,
-        )
-        .unwrap_err();
+        let e = rule_of(&r, &names(&["A", "B"]), &names(&["x"]), 65).unwrap_err();
         assert!(e.contains("at most 64"), "{e}");
         // The maximum itself is allowed.
-        assert!(
-            rule(
-                crate::kinds::of(r.kind).no_trial_verdict(&r),
-                &r,
-                &names(&["A", "B"]),
-                &names(&["x"]),
-                64
-            )
-            .is_ok()
-        );
+        assert!(rule_of(&r, &names(&["A", "B"]), &names(&["x"]), 64).is_ok());
         let r2 = rig("[metrics.w2]\nfrom = \"w.a\"\nto = \"w.b\"\nbound = \"< 1 s\"\n");
-        let e = rule(
-            crate::kinds::of(r2.kind).no_trial_verdict(&r2),
-            &r2,
-            &names(&["A", "B"]),
-            &names(&["x"]),
-            8,
-        )
-        .unwrap_err();
+        let e = rule_of(&r2, &names(&["A", "B"]), &names(&["x"]), 8).unwrap_err();
         assert!(e.contains("several (w2, wait)"), "{e}");
-        assert!(
-            rule(
-                crate::kinds::of(r.kind).no_trial_verdict(&r),
-                &r,
-                &names(&["A", "B"]),
-                &names(&["x"]),
-                8
-            )
-            .is_ok()
-        );
+        assert!(rule_of(&r, &names(&["A", "B"]), &names(&["x"]), 8).is_ok());
     }
 
     #[test]
     fn audio_rigs_are_refused_with_the_rigs_that_work() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let lf = crate::rig::load(&root.join("rigs/livefx.toml")).unwrap();
-        let e = rule(
-            crate::kinds::of(lf.kind).no_trial_verdict(&lf),
-            &lf,
-            &names(&["A", "B"]),
-            &names(&["default"]),
-            8,
-        )
-        .unwrap_err();
+        let e = rule_of(&lf, &names(&["A", "B"]), &names(&["default"]), 8).unwrap_err();
         assert!(
             e.contains("livefx") && e.contains("rigs/pi-boost-affinity.toml"),
             "{e}"
         );
         let pi = crate::rig::load(&root.join("rigs/pi-boost-affinity.toml")).unwrap();
         let v: Vec<String> = pi.variants.iter().map(|v| v.name.clone()).collect();
-        let r = rule(
-            crate::kinds::of(pi.kind).no_trial_verdict(&pi),
-            &pi,
-            &names(&["RT_PUSH_IPI", "NO_RT_PUSH_IPI"]),
-            &v,
-            8,
-        )
-        .unwrap();
+        let r = rule_of(&pi, &names(&["RT_PUSH_IPI", "NO_RT_PUSH_IPI"]), &v, 8).unwrap();
         assert_eq!(r.metric.name, "wait");
     }
 
@@ -414,14 +359,7 @@ name = "y"
     #[test]
     fn the_second_settings_passes_count_and_p_is_printed() {
         let r = rig("");
-        let rule = rule(
-            crate::kinds::of(r.kind).no_trial_verdict(&r),
-            &r,
-            &names(&["A", "B"]),
-            &names(&["x"]),
-            8,
-        )
-        .unwrap();
+        let rule = rule_of(&r, &names(&["A", "B"]), &names(&["x"]), 8).unwrap();
         // A never timely, B always (the mirror of the test below): A is the worse.
         let recs: Vec<_> = (0..6)
             .flat_map(|t| [rec("A", "x", t, Some(500.0)), rec("B", "x", t, Some(1.0))])
@@ -448,14 +386,7 @@ name = "y"
     #[test]
     fn replay_decides_stops_and_leaves_open() {
         let r = rig("");
-        let rule = rule(
-            crate::kinds::of(r.kind).no_trial_verdict(&r),
-            &r,
-            &names(&["A", "B"]),
-            &names(&["x", "y"]),
-            8,
-        )
-        .unwrap();
+        let rule = rule_of(&r, &names(&["A", "B"]), &names(&["x", "y"]), 8).unwrap();
         let mut recs = vec![];
         // x: A always timely, B never: decided after 6 rounds. y: both stuck:
         // undecidable after 2.

@@ -17,6 +17,7 @@ use std::path::Path;
 /// plan, which sits below the kinds.
 pub type Kinds = fn(crate::rig::Kind) -> &'static dyn RigKind;
 
+/// The defaults are a kind's that plays no audio and has no table of its own.
 pub trait RigKind: Sync {
     /// The name rigs and results give it (a rig's `kind`, summary.json's `kind`).
     fn name(&self) -> &'static str;
@@ -30,26 +31,37 @@ pub trait RigKind: Sync {
     fn no_trial_verdict(&self, rig: &Rig) -> Option<String>;
 
     /// Whether it plays audio: a guest kernel then gets sound cards and a JACK server.
-    fn plays_audio(&self) -> bool;
+    fn plays_audio(&self) -> bool {
+        false
+    }
 
     /// One setting's audio as the run asks for it (`audio`: the command line's), or None
     /// for a kind that plays none; Err says what is out of range.
     fn audio(
         &self,
-        rig: &Rig,
-        audio: &AudioOptions,
-        setting: &Setting,
-    ) -> Result<Option<Asked>, String>;
+        _rig: &Rig,
+        _audio: &AudioOptions,
+        _setting: &Setting,
+    ) -> Result<Option<Asked>, String> {
+        Ok(None)
+    }
 
     /// `xrunrig check`: lines that describe the kind's own part of `rig` (printed first).
-    fn check_lines(&self, rig: &Rig, path: &str) -> Vec<String>;
+    fn check_lines(&self, _rig: &Rig, _path: &str) -> Vec<String> {
+        vec![]
+    }
 
     /// `xrunrig check` and `run`: what the kind's threads need of the `online` CPUs.
-    fn check_cpus(&self, rig: &Rig, online: &[usize]) -> Result<(), String>;
+    /// (The rig's own threads' CPUs are every kind's: `Rig::check_machine`.)
+    fn check_cpus(&self, _rig: &Rig, _online: &[usize]) -> Result<(), String> {
+        Ok(())
+    }
 
     /// `xrunrig check` on this machine: what `run` would refuse in each setting (its
     /// audio parameters, the backends it names), one problem a line.
-    fn check_settings(&self, rig: &Rig, settings: &[Setting]) -> Vec<String>;
+    fn check_settings(&self, _rig: &Rig, _settings: &[Setting]) -> Vec<String> {
+        vec![]
+    }
 
     /// Runs a prepared plan: its own last checks, the results directory, the sweep, its
     /// results; the exit code.

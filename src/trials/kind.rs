@@ -24,32 +24,6 @@ impl RigKind for Threads {
         None
     }
 
-    fn plays_audio(&self) -> bool {
-        false
-    }
-
-    fn audio(
-        &self,
-        _: &Rig,
-        _: &AudioOptions,
-        _: &crate::knobs::profile::Setting,
-    ) -> Result<Option<crate::rig::livefx::Asked>, String> {
-        Ok(None)
-    }
-
-    fn check_lines(&self, _: &Rig, _: &str) -> Vec<String> {
-        vec![]
-    }
-
-    /// Its threads' CPUs are the rig's (`Rig::check_machine`, every kind's).
-    fn check_cpus(&self, _: &Rig, _: &[usize]) -> Result<(), String> {
-        Ok(())
-    }
-
-    fn check_settings(&self, _: &Rig, _: &[crate::knobs::profile::Setting]) -> Vec<String> {
-        vec![]
-    }
-
     fn run(&self, p: Prepared) -> i32 {
         super::run_main(p)
     }
