@@ -25,8 +25,10 @@ pub struct Ctx {
     pub out: OutDir,
     pub red: Redactor,
     pub rig: String,
-    /// Files written, relative to `dir`.
+    /// Files written, relative to `dir` (plots as they are rendered: `flush` writes them).
     pub files: Vec<String>,
+    /// Plots rendered and not yet written, so building a document writes nothing.
+    pending: Vec<(String, Vec<u8>)>,
 }
 
 impl Ctx {
@@ -38,15 +40,27 @@ impl Ctx {
             red,
             rig,
             files: vec![],
+            pending: vec![],
         })
     }
+    /// Renders `p` as `rel`.png and `rel`.svg, written by the next `flush`.
     pub fn save(&mut self, p: &impl Plot, rel: &str) -> Result<(), String> {
         let (png, svg) = plot::render(p)?;
-        self.out.write(&format!("{rel}.png"), &png)?;
-        self.out
-            .write(&format!("{rel}.svg"), self.red.apply(&svg).as_bytes())?;
-        self.files.push(format!("{rel}.png"));
-        self.files.push(format!("{rel}.svg"));
+        let svg = self.red.apply(&svg).into_bytes();
+        for (name, bytes) in [(format!("{rel}.png"), png), (format!("{rel}.svg"), svg)] {
+            self.files.push(name.clone());
+            self.pending.push((name, bytes));
+        }
+        Ok(())
+    }
+    /// Writes the plots rendered since the last flush (their folder made if missing).
+    pub fn flush(&mut self) -> Result<(), String> {
+        for (rel, bytes) in std::mem::take(&mut self.pending) {
+            if let Some((folder, _)) = rel.rsplit_once('/') {
+                self.mkdir(folder)?;
+            }
+            self.out.write(&rel, &bytes)?;
+        }
         Ok(())
     }
     pub fn write(&mut self, rel: &str, text: &str) -> Result<(), String> {

@@ -45,6 +45,7 @@ pub fn run(
     let mut ctx = Ctx::new(&out, dirs.red.clone(), dirs.results[0].rig.clone())?;
     ctx.mkdir("plots")?;
     let imgs = plots::plots(&metrics, &dirs, &mut ctx)?;
+    ctx.flush()?;
     let d = write::document(&dirs, &v, threshold, imgs);
     let (mut text, json) = write::write(&mut ctx, &d, &v, &dirs.labels[0], threshold)?;
     text += &format!("\ncomparison: {}\n", out.display());

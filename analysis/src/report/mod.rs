@@ -46,10 +46,9 @@ pub struct Built {
     pub table: Vec<Block>,
 }
 
-/// Builds the document, rendering the plots it shows into plots/; the exports are the
-/// report command's own step (`write_all()`).
+/// Builds the document and renders the plots it shows, writing nothing: the plots
+/// (`Ctx::flush`) and the exports are the report command's own steps (`write_all()`).
 pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
-    ctx.mkdir("plots")?;
     let mut doc = Doc {
         title: format!("xrunrig report: {}", res.rig),
         subtitle: None,
@@ -108,6 +107,8 @@ pub fn write_all(dir: &Path, redact: bool) -> Result<(String, Vec<String>), Stri
     let red = redactor_for(&res, redact);
     let mut ctx = Ctx::new(dir, red.clone(), res.rig.clone())?;
     let b = build(&res, &mut ctx)?;
+    ctx.mkdir("plots")?;
+    ctx.flush()?;
     // After the plots: report.json lists the files in the order they were written.
     for e in export::all().iter().filter(|e| e.in_report()) {
         e.export(std::slice::from_ref(&res), &mut Out::Dir(&mut ctx))?;
@@ -175,9 +176,10 @@ mod tests {
     use super::*;
     use crate::redact::Redactor;
 
-    /// `build` computes the document; the exports are `write_all`'s step.
+    /// `build` computes the document and writes nothing; the plots and the exports are
+    /// `write_all`'s steps.
     #[test]
-    fn build_writes_no_export() {
+    fn build_writes_nothing() {
         let d = std::env::temp_dir().join(format!("analysis-build-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         crate::synth::trials::generate(&d).unwrap();
@@ -191,11 +193,17 @@ mod tests {
             ctx.files
         );
         assert!(!d.join("export").exists());
+        assert!(!d.join("plots").exists());
+        let plots = ctx.files.clone();
+        assert!(!plots.is_empty());
         let (_, files) = write_all(&d, false).unwrap();
         assert!(
             files.contains(&"export/trials.csv".to_string()),
             "{files:?}"
         );
+        for p in &plots {
+            assert!(d.join(p).is_file(), "{p}");
+        }
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
