@@ -1,5 +1,5 @@
 //! What differs between rig kinds, behind one trait. Each kind implements `RigKind`
-//! once (`src/trials.rs` `Threads`, `src/livefx/kind.rs` `Livefx`) and is registered
+//! once (`src/trials/kind.rs` `Threads`, `src/livefx/kind.rs` `Livefx`) and is registered
 //! once, in `src/kinds.rs` `of()`; a plan carries its kind's implementation
 //! (`Plan::kind`), so no code outside that registration matches on `rig::Kind`.
 
@@ -51,8 +51,8 @@ pub trait RigKind: Sync {
         vec![]
     }
 
-    /// `xrunrig check` and `run`: what the kind's threads need of the `online` CPUs.
-    /// (The rig's own threads' CPUs are every kind's: `Rig::check_machine`.)
+    /// `xrunrig check`: what the kind's own threads need of the `online` CPUs, as its
+    /// run checks them (the rig's threads' CPUs are every kind's: `Rig::check_machine`).
     fn check_cpus(&self, _rig: &Rig, _online: &[usize]) -> Result<(), String> {
         Ok(())
     }
