@@ -309,3 +309,19 @@ fn lava_run_boots_the_guest_kernel_and_reports_every_row() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A kernel message the console put into the middle of the results' base64 (measured:
+/// "SEJUvyc3vH[   12.360435] clocksource: timekeeping watchdog on CPU2: …", the line's
+/// rest on the next line) is left out, so the tarball still decodes.
+#[test]
+fn a_kernel_message_inside_the_attached_results_is_left_out() {
+    assert_eq!(
+        lava::base64_part("SEJUvyc3vH[   12.360435] clocksource: timekeeping watchdog"),
+        "SEJUvyc3vH"
+    );
+    assert_eq!(lava::base64_part("[   12.36] rcu: INFO: stall"), "");
+    assert_eq!(
+        lava::base64_part("iP5Y6+T9o+ZfCOpw0lB1Mj551/vb00of=="),
+        "iP5Y6+T9o+ZfCOpw0lB1Mj551/vb00of=="
+    );
+}

@@ -386,6 +386,13 @@ pub fn lava_cases(log: &str) -> Vec<(String, String, Option<f64>, Option<String>
     out
 }
 
+/// A console line of the base64 dump without a kernel message the console put into it
+/// ("…vH[   12.36] clocksource: …": the line's rest comes on the next line). base64
+/// has no '[', so everything from the first one is the kernel's.
+pub fn base64_part(msg: &str) -> &str {
+    msg.split('[').next().unwrap_or("")
+}
+
 /// The results tarball the job put into its log, between the markers, base64.
 pub fn attached_results(log: &str, into: &Path) -> PathBuf {
     let mut b64 = String::new();
@@ -400,7 +407,7 @@ pub fn attached_results(log: &str, into: &Path) -> PathBuf {
         } else if msg.starts_with("XRUNRIG-RESULTS-END") {
             inside = false;
         } else if inside {
-            b64.push_str(msg);
+            b64.push_str(base64_part(msg));
         }
     }
     assert!(!b64.is_empty(), "no results attached in the job log");
