@@ -3,8 +3,8 @@
 use crate::audio::BackendChoice;
 pub use crate::options::GuestJack;
 use crate::options::{
-    AccelChoice, AudioOptions, CheckOptions, Choices, DoctorOptions, GuestOptions, KernelChoice,
-    KernelSpec, RunOptions, parse_cli_duration, valid_memory,
+    AccelChoice, AudioOptions, BisectOptions, CheckOptions, Choices, DoctorOptions, GuestOptions,
+    KernelChoice, KernelSpec, RunOptions, parse_cli_duration, valid_memory,
 };
 use crate::rig::limits::{
     GUEST_MAX_CPUS, MAX_PERIOD, MAX_RATE, MAX_RUN_NS, MAX_TRIAL_NS, MAX_TRIALS,
@@ -61,6 +61,115 @@ pub enum Cmd {
     /// run decided on the host: rig, profile and choices). Not for people: hidden.
     #[command(name = "run-plan", hide = true)]
     RunPlan(RunPlanArgs),
+    /// Find the commit between two kernels where a rig's behaviour changed: each step
+    /// built from one tree checked out in place, booted in a QEMU guest, and decided
+    /// good, bad or undecided by Fisher's exact test against the two ends; the first
+    /// bad commit is confirmed by reverting it.
+    Bisect(Box<BisectArgs>),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BisectArgs {
+    /// The rig file (rigs/*.toml): a thread rig with one bounded metric, or an audio
+    /// rig that states a per-trial pass.
+    pub rig: PathBuf,
+    /// Profile of settings (profiles/*.toml); --setting picks the one every step runs.
+    #[arg(long)]
+    pub profile: Option<PathBuf>,
+    /// The kernel tree: a git checkout (read only; steps are built in a worktree in the
+    /// build cache).
+    #[arg(long)]
+    pub tree: PathBuf,
+    /// A commit that behaves well (an ancestor of --bad).
+    #[arg(long)]
+    pub good: String,
+    /// A commit that shows the regression.
+    #[arg(long)]
+    pub bad: String,
+    /// The profile's setting every step runs (needed when it has several).
+    #[arg(long)]
+    pub setting: Option<String>,
+    /// The rig's variant every step runs (needed when it has several).
+    #[arg(long)]
+    pub variant: Option<String>,
+    /// Do not apply the profile's settings in the guests.
+    #[arg(long)]
+    pub settings_as_is: bool,
+    /// Most trials a step gets before it is called undecided and skipped.
+    #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub trials: u32,
+    /// Trials per boot: a step is looked at after each batch.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub batch: u32,
+    /// A patch applied at every step (repeatable, in order); a step it does not apply
+    /// to is skipped.
+    #[arg(long, value_name = "FILE")]
+    pub patch: Vec<PathBuf>,
+    /// Where bisect.json, bisect.log and each boot's results go (default:
+    /// results/bisect-<rig>-<UTC time>); the same --out resumes a killed bisection.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Guest vCPUs (default: what the rig pins, at least 4).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=GUEST_MAX_CPUS as i64))]
+    pub cpus: Option<u32>,
+    /// Guest memory, e.g. 1G or 512M.
+    #[arg(long, value_parser = memory_arg)]
+    pub memory: Option<String>,
+    /// Guest acceleration.
+    #[arg(long, value_enum, default_value_t = AccelChoice::Auto)]
+    pub accel: AccelChoice,
+    /// Extra guest kernel command line.
+    #[arg(long)]
+    pub append: Option<String>,
+    /// Audio backend for audio rigs.
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendChoice>,
+    /// Audio period in frames (1 to 16384).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_PERIOD)))]
+    pub period: Option<u32>,
+    /// How long each audio trial runs ("2 s", "10").
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration, allow_hyphen_values = true)]
+    pub duration: Option<u64>,
+    /// With --backend jack: the driver of the jackd the guest starts.
+    #[arg(long, value_enum, default_value_t = GuestJack::Alsa)]
+    pub guest_jack: GuestJack,
+}
+
+impl BisectArgs {
+    /// The edge: typed options from here on.
+    pub fn into_options(self) -> BisectOptions {
+        BisectOptions {
+            rig: self.rig,
+            profile: self.profile,
+            tree: self.tree,
+            good: self.good,
+            bad: self.bad,
+            setting: self.setting,
+            variant: self.variant,
+            settings_as_is: self.settings_as_is,
+            trials: self.trials,
+            batch: self.batch,
+            patches: self.patch,
+            out: self.out,
+            audio: AudioOptions {
+                backend: self.backend,
+                period: self.period,
+                duration_ns: self.duration,
+                ..Default::default()
+            },
+            guest: GuestOptions {
+                kernels: vec![],
+                stray_patches: vec![],
+                cpus: self.cpus,
+                memory: self.memory,
+                modules: None,
+                accel: self.accel,
+                append: self.append,
+                jack: self.guest_jack,
+                watch: false,
+            },
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]

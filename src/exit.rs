@@ -88,6 +88,24 @@ pub fn codes(cmd: &str) -> Vec<(i32, &'static str)> {
                 "could not watch: no server answered, or tracing could not be set up",
             ),
         ],
+        "bisect" => vec![
+            (0, "the first bad commit found, and its revert confirmed it"),
+            (
+                EXIT_FOUND,
+                "no confirmed answer: the ends do not differ, skipped steps left several \
+                 candidates, or the revert did not confirm the commit (the table says which)",
+            ),
+            refused,
+            (
+                EXIT_FAILED,
+                "failed while running (an end does not build, git failed); the same command \
+                 resumes from bisect.json",
+            ),
+            (
+                EXIT_INTERRUPTED,
+                "interrupted (Ctrl-C, SIGTERM); the same command resumes from bisect.json",
+            ),
+        ],
         "completions" | "man" => vec![(0, "written"), (1, "cannot write")],
         _ => vec![
             (
@@ -118,7 +136,9 @@ pub fn help(cmd: &str) -> String {
 mod tests {
     #[test]
     fn every_command_names_its_codes() {
-        for c in ["", "run", "compare", "doctor", "check", "restore", "report"] {
+        for c in [
+            "", "run", "compare", "doctor", "check", "restore", "report", "bisect",
+        ] {
             let h = super::help(c);
             assert!(
                 h.starts_with("Exit status:") && h.contains("  0 "),

@@ -6,6 +6,7 @@
 //! `guest` (running a rig under another kernel in QEMU), `doctor` (preflight checks).
 
 pub mod audio;
+pub mod bisect;
 pub mod check;
 pub mod cli;
 pub mod doctor;

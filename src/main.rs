@@ -54,6 +54,7 @@ fn main() {
         Cmd::Completions(a) => xrunrig::shell::completions_main(a.shell),
         Cmd::Man(a) => xrunrig::shell::man_main(a.out.as_deref()),
         Cmd::RunPlan(a) => xrunrig::run::plan_main(&a.plan, &a.out),
+        Cmd::Bisect(a) => xrunrig::bisect::main(&a.into_options()),
     };
     std::process::exit(code);
 }

@@ -47,6 +47,30 @@ pub struct DoctorOptions {
     pub json: bool,
 }
 
+/// `xrunrig bisect`, decided.
+#[derive(Debug, Clone)]
+pub struct BisectOptions {
+    pub rig: PathBuf,
+    pub profile: Option<PathBuf>,
+    /// The user's git checkout (read only).
+    pub tree: PathBuf,
+    pub good: String,
+    pub bad: String,
+    pub setting: Option<String>,
+    pub variant: Option<String>,
+    pub settings_as_is: bool,
+    /// Most trials per step.
+    pub trials: u32,
+    /// Trials per boot (a look after each).
+    pub batch: u32,
+    /// Applied at every step, in order.
+    pub patches: Vec<PathBuf>,
+    pub out: Option<PathBuf>,
+    pub audio: AudioOptions,
+    /// The guest machine; `kernels` is empty (each step is its own kernel).
+    pub guest: GuestOptions,
+}
+
 /// `xrunrig run`, decided.
 #[derive(Debug, Clone)]
 pub struct RunOptions {

@@ -193,6 +193,7 @@ const ROOMS: &[&str] = &[
     "watch",
     "check",
     "guest",
+    "bisect",
     "run",
     "cli",
     "shell",

@@ -6,6 +6,7 @@
 //! with a significance test per metric and gates on regressions. The crate reads the
 //! results format only; it does not depend on the xrunrig crate.
 
+pub mod bisect;
 pub mod compare;
 pub mod dist;
 pub mod doc;

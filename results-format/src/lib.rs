@@ -2,6 +2,7 @@
 //! and `analysis` reads them back through the same types, so a field renamed on one side
 //! cannot silently break the other.
 
+pub mod bisect;
 pub mod combined;
 pub mod instruments;
 pub mod kbuild;

@@ -309,7 +309,8 @@ impl HostPlan {
     }
 }
 
-pub use run_ctx::KernelRun;
+pub use kernel_run::run_kernel;
+pub use run_ctx::{Ctx, KernelRun};
 
 /// The results directory for each kernel.
 fn result_dirs(a: &RunOptions, rig: &str, kernels: &[Kernel]) -> (Option<PathBuf>, Vec<PathBuf>) {

@@ -40,26 +40,7 @@ pub fn rule(
     if let Some(why) = no_trial_verdict {
         return Err(format!("{SUPPORTED}; {why}"));
     }
-    let bounded: Vec<&Metric> = rig.metrics.iter().filter(|m| m.bound.is_some()).collect();
-    let metric = match bounded.as_slice() {
-        [m] => (*m).clone(),
-        [] => {
-            return Err(format!(
-                "{SUPPORTED}; rig '{}' has no metric with a bound",
-                rig.name
-            ));
-        }
-        many => {
-            return Err(format!(
-                "{SUPPORTED}; rig '{}' has several ({})",
-                rig.name,
-                many.iter()
-                    .map(|m| m.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-    };
+    let metric = bounded_metric(rig)?;
     let [a, b] = settings else {
         return Err(format!(
             "--until-decided compares two settings of a profile; this run has {} ({}): \
@@ -89,6 +70,59 @@ pub fn rule(
         metric,
         settings: [a.clone(), b.clone()],
         variants: variants.to_vec(),
+    })
+}
+
+/// The rig's one metric with a bound: each trial's pass or fail.
+fn bounded_metric(rig: &Rig) -> Result<Metric, String> {
+    let bounded: Vec<&Metric> = rig.metrics.iter().filter(|m| m.bound.is_some()).collect();
+    match bounded.as_slice() {
+        [m] => Ok((*m).clone()),
+        [] => Err(format!(
+            "{SUPPORTED}; rig '{}' has no metric with a bound",
+            rig.name
+        )),
+        many => Err(format!(
+            "{SUPPORTED}; rig '{}' has several ({})",
+            rig.name,
+            many.iter()
+                .map(|m| m.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// A trial's pass or fail as the rig states it (`xrunrig bisect` classifies the
+/// records of each step with it).
+#[derive(Debug, Clone)]
+pub struct Criterion {
+    metric: Metric,
+}
+
+impl Criterion {
+    pub fn passed(&self, r: &TrialRecord) -> bool {
+        passed(r, &self.metric)
+    }
+
+    /// "wait < 100 ms".
+    pub fn describe(&self) -> String {
+        let bound = self
+            .metric
+            .bound
+            .map(|b| b.display(&self.metric.unit))
+            .unwrap_or_default();
+        format!("{} {bound}", self.metric.name)
+    }
+}
+
+/// The plan's per-trial pass or fail; an error saying what the rig lacks.
+pub fn criterion(plan: &super::Plan) -> Result<Criterion, String> {
+    if let Some(why) = plan.kind.no_trial_verdict(&plan.rig) {
+        return Err(format!("{SUPPORTED}; {why}"));
+    }
+    Ok(Criterion {
+        metric: bounded_metric(&plan.rig)?,
     })
 }
 

@@ -13,6 +13,7 @@
 mod make;
 mod patches;
 mod source;
+pub mod worktree;
 
 use super::kernel::Kernel;
 use crate::options::KernelSpec;

@@ -1,0 +1,212 @@
+//! `bisect.json`: an `xrunrig bisect` run whole — its inputs, the rule each step was
+//! decided by, the two ends as measured, every step (commit, verdict, counts, p-values,
+//! build and run seconds, where its kernel came from), the first bad commit and the
+//! revert that confirms it. Written after every step, so a killed bisection resumes
+//! from it; `bisect.log` beside it is the same steps in `git bisect log`'s form.
+
+use crate::kbuild::KernelBuild;
+use serde::{Deserialize, Serialize};
+
+pub const BISECT_JSON: &str = "bisect.json";
+/// `git bisect replay` reads it.
+pub const BISECT_LOG: &str = "bisect.log";
+pub const KIND_BISECT: &str = "bisect";
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Commit {
+    /// Full object name.
+    pub sha: String,
+    /// The commit's subject line.
+    #[serde(default)]
+    pub subject: String,
+}
+
+impl Commit {
+    pub fn short(&self) -> &str {
+        &self.sha[..self.sha.len().min(12)]
+    }
+}
+
+/// What a bisection is asked: a resumed one must be asked the same.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Inputs {
+    pub rig: String,
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// The one setting and variant every step runs.
+    pub setting: String,
+    pub variant: String,
+    /// The user's repository (absolute).
+    pub tree: String,
+    pub good: Commit,
+    pub bad: Commit,
+    /// Patches applied at every step, in order (file names and sha256).
+    #[serde(default)]
+    pub patches: Vec<crate::kbuild::PatchInfo>,
+    /// Trials per step at most.
+    pub max_trials: u32,
+    pub cpus: u32,
+}
+
+/// How each step was decided.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Rule {
+    /// In words: the test, the looks, the levels, the error rates.
+    pub text: String,
+    /// What makes a trial pass ("wait < 100 ms").
+    pub criterion: String,
+    pub test: String,
+    /// Trials per boot: a look after each batch.
+    pub batch: u32,
+    /// A step's chance of being called bad when it is like the good end (or good when
+    /// like the bad end), at most.
+    pub alpha_step: f64,
+    /// The level each look of a step is tested at.
+    pub per_look: f64,
+    /// Trials per step at which it looks.
+    pub looks: Vec<u32>,
+    /// The ends' comparison: its overall error rate.
+    pub alpha_ends: f64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    GoodEnd,
+    BadEnd,
+    #[default]
+    Step,
+    /// The bad end with the first bad commit reverted.
+    Revert,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Good,
+    Bad,
+    /// Undecided at its maximum of trials: skipped, as `git bisect skip`.
+    #[default]
+    Undecided,
+    /// Did not build (or a --patch did not apply): skipped.
+    BuildFailed,
+    /// Built, but its guest run failed: skipped.
+    RunFailed,
+    /// An end: measured, compared with the other end (see `Outcome`).
+    Measured,
+}
+
+impl Verdict {
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Good => "good",
+            Verdict::Bad => "bad",
+            Verdict::Undecided => "skip (undecided)",
+            Verdict::BuildFailed => "skip (build failed)",
+            Verdict::RunFailed => "skip (run failed)",
+            Verdict::Measured => "measured",
+        }
+    }
+
+    pub fn skipped(self) -> bool {
+        matches!(
+            self,
+            Verdict::Undecided | Verdict::BuildFailed | Verdict::RunFailed
+        )
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Step {
+    pub role: Role,
+    pub commit: Commit,
+    pub verdict: Verdict,
+    /// Trials that passed, of `trials`.
+    pub passed: u32,
+    pub trials: u32,
+    /// Fisher's exact two-sided p against each end (steps and the revert).
+    #[serde(default)]
+    pub p_vs_good: Option<f64>,
+    #[serde(default)]
+    pub p_vs_bad: Option<f64>,
+    pub build_s: f64,
+    pub run_s: f64,
+    /// Why it was skipped, or what else is worth knowing.
+    #[serde(default)]
+    pub note: Option<String>,
+    #[serde(default)]
+    pub build: Option<KernelBuild>,
+    /// Its results directories, one per batch (relative to bisect.json's directory).
+    #[serde(default)]
+    pub runs: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum Outcome {
+    /// Still running (or killed: resume it).
+    #[default]
+    Unfinished,
+    /// The first bad commit, and whether its revert confirmed it.
+    Found { confirmed: Option<bool> },
+    /// Skipped steps leave several candidates.
+    Candidates { commits: Vec<Commit> },
+    /// The two ends did not differ (or the good end failed more): nothing was bisected.
+    EndsDoNotDiffer { why: String },
+    /// Stopped by the user or by an error.
+    Stopped { why: String },
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct BisectDoc {
+    pub format_version: u32,
+    pub kind: String,
+    /// xrunrig's version and commit.
+    #[serde(default)]
+    pub xrunrig: String,
+    pub inputs: Inputs,
+    pub rule: Rule,
+    /// Commits between the ends (the bad end included, the good one not).
+    pub range: u32,
+    #[serde(default)]
+    pub ends: Vec<Step>,
+    #[serde(default)]
+    pub steps: Vec<Step>,
+    #[serde(default)]
+    pub first_bad: Option<Commit>,
+    #[serde(default)]
+    pub confirmation: Option<Step>,
+    pub outcome: Outcome,
+    /// The bisection's error rate, at most: each decided step's and the ends'.
+    #[serde(default)]
+    pub overall_alpha: f64,
+    pub started: String,
+    #[serde(default)]
+    pub wall_s: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_back() {
+        let d = BisectDoc {
+            format_version: 1,
+            kind: KIND_BISECT.into(),
+            outcome: Outcome::Found {
+                confirmed: Some(true),
+            },
+            steps: vec![Step {
+                verdict: Verdict::BuildFailed,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let t = serde_json::to_string(&d).unwrap();
+        assert!(t.contains("\"outcome\":\"found\""), "{t}");
+        assert!(t.contains("\"verdict\":\"build_failed\""), "{t}");
+        let back: BisectDoc = serde_json::from_str(&t).unwrap();
+        assert_eq!(back, d);
+    }
+}

@@ -1,0 +1,406 @@
+//! A bisection's one build tree: a `git worktree` of the user's repository in the build
+//! cache (`bisect/trees/<key>`, the key hashing the repository's path and the config
+//! recipe), checked out in place at each step so make recompiles only what changed
+//! since the last step, never a copy per step and never the user's checkout.
+//!
+//! A new tree starts warm when it can: from a copy of a cached build of the same
+//! kernel version (`trees/*` of `--kernel debian-src:…`/`src:…` runs), whose files git
+//! then brings to the commit's (`sync`): only the files whose content differs are
+//! rewritten, so only they and what depends on them are compiled again.
+//!
+//! Each step's kernel is kept (`bisect/kernels/<key>`, the key hashing the commit, the
+//! config and what was applied on top): a resumed or repeated bisection boots it again
+//! without building.
+
+use super::{config_sha, lock, make, patches, sha256_hex};
+use crate::guest::kernel::Kernel;
+use results::kbuild::KernelBuild;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// A built step's kernel, kept apart from the tree (which the next step rewrites).
+const KEPT: &str = ".xrunrig-kept";
+
+pub fn bisect_root() -> PathBuf {
+    super::cache_root().join("bisect")
+}
+
+/// `git -C dir args…`, its stdout; an error with git's own words.
+pub fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let o = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run git (apt-get install git): {e}"))?;
+    if !o.status.success() {
+        return Err(format!(
+            "`git {}` in {}: {}",
+            args.join(" "),
+            dir.display(),
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).trim_end().to_string())
+}
+
+/// What the tree holds on top of a commit.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Extra {
+    None,
+    /// `git revert --no-commit` of this commit.
+    Revert(String),
+}
+
+pub struct Worktree {
+    pub repo: PathBuf,
+    pub dir: PathBuf,
+    pub log_path: PathBuf,
+    patches: Vec<patches::Patch>,
+    /// Said once, on the first build: where the tree started from.
+    pub started_from: Option<String>,
+}
+
+fn common_dir(dir: &Path) -> Option<PathBuf> {
+    let s = git(
+        dir,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    )
+    .ok()?;
+    std::fs::canonicalize(s).ok()
+}
+
+/// VERSION.PATCHLEVEL.SUBLEVEL of the top Makefile's text.
+pub fn makefile_version(text: &str) -> Option<String> {
+    let field = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k)?.trim_start().strip_prefix('='))
+            .map(|v| v.trim().to_string())
+    };
+    Some(format!(
+        "{}.{}.{}",
+        field("VERSION")?,
+        field("PATCHLEVEL")?,
+        field("SUBLEVEL")?
+    ))
+}
+
+/// A finished cached build of kernel `version` with this config recipe to start from:
+/// the one with fewest patches, then the newest.
+fn warm_source(version: &str) -> Option<PathBuf> {
+    let trees = super::cache_root().join("trees");
+    let mut found: Vec<(usize, std::time::SystemTime, PathBuf)> = vec![];
+    for e in std::fs::read_dir(&trees).ok()?.flatten() {
+        let t = e.path();
+        if !t.join(super::DONE).exists() {
+            continue;
+        }
+        let Ok(b) = std::fs::read_to_string(t.join(super::PROVENANCE)) else {
+            continue;
+        };
+        let Ok(b) = serde_json::from_str::<KernelBuild>(&b) else {
+            continue;
+        };
+        if b.version.as_deref() != Some(version) || b.config.as_deref() != Some(make::RECIPE) {
+            continue;
+        }
+        let when = std::fs::metadata(t.join(super::DONE))
+            .and_then(|m| m.modified())
+            .unwrap_or(std::time::UNIX_EPOCH);
+        found.push((b.patches.len(), when, t));
+    }
+    found.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    found.into_iter().next().map(|x| x.2)
+}
+
+impl Worktree {
+    /// The bisection's tree for `repo`, made (a worktree at `commit`) when missing,
+    /// adopted again when its repository was made anew at the same path.
+    pub fn open(repo: &Path, commit: &str, patch_files: &[PathBuf]) -> Result<Worktree, String> {
+        let repo =
+            std::fs::canonicalize(repo).map_err(|e| format!("--tree {}: {e}", repo.display()))?;
+        let patches: Vec<patches::Patch> = patch_files
+            .iter()
+            .map(|p| patches::read(p))
+            .collect::<Result<_, _>>()?;
+        let root = bisect_root();
+        let key = &sha256_hex(format!("{}\n{}", repo.display(), config_sha()).as_bytes())[..16];
+        let dir = root.join("trees").join(key);
+        let logs = root.join("logs");
+        std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+        let log_path = logs.join(format!("{key}.log"));
+        let mut w = Worktree {
+            repo: repo.clone(),
+            dir: dir.clone(),
+            log_path,
+            patches,
+            started_from: None,
+        };
+        let repo_common = common_dir(&repo)
+            .ok_or_else(|| format!("--tree {}: not a git repository", repo.display()))?;
+        if dir.exists() && common_dir(&dir).as_deref() == Some(repo_common.as_path()) {
+            w.started_from = Some(format!("this bisection's tree {}", dir.display()));
+            return Ok(w);
+        }
+        let _ = git(&repo, &["worktree", "prune"]);
+        // Files to start from: a stale tree of this path (its repository made anew),
+        // moved; else a cached build of the same version, copied.
+        let stale = dir.with_extension("stale");
+        let _ = std::fs::remove_dir_all(&stale);
+        let from = if dir.exists() {
+            std::fs::rename(&dir, &stale).map_err(|e| format!("{}: {e}", dir.display()))?;
+            let _ = std::fs::remove_file(stale.join(".git"));
+            Some((stale.clone(), true))
+        } else {
+            let mk = git(&repo, &["show", &format!("{commit}:Makefile")])?;
+            makefile_version(&mk)
+                .and_then(|v| warm_source(&v))
+                .map(|t| (t, false))
+        };
+        std::fs::create_dir_all(dir.parent().expect("trees"))
+            .map_err(|e| format!("{}: {e}", root.display()))?;
+        git(
+            &repo,
+            &[
+                "worktree",
+                "add",
+                "--detach",
+                "--no-checkout",
+                &dir.display().to_string(),
+                commit,
+            ],
+        )?;
+        match from {
+            Some((src, moved)) => {
+                w.log(&format!(
+                    "starting from {} ({})",
+                    src.display(),
+                    if moved { "moved" } else { "copied" }
+                ));
+                eprintln!(
+                    "xrunrig: bisect: starting the build tree from {} ({})",
+                    src.display(),
+                    if moved {
+                        "this path's earlier tree"
+                    } else {
+                        "a cached build of the same version: only what differs is compiled"
+                    }
+                );
+                if moved {
+                    for e in std::fs::read_dir(&src)
+                        .map_err(|e| e.to_string())?
+                        .flatten()
+                    {
+                        std::fs::rename(e.path(), dir.join(e.file_name()))
+                            .map_err(|e| format!("{}: {e}", dir.display()))?;
+                    }
+                    let _ = std::fs::remove_dir_all(&src);
+                } else {
+                    let o = Command::new("cp")
+                        .arg("-a")
+                        .arg(format!("{}/.", src.display()))
+                        .arg(&dir)
+                        .output()
+                        .map_err(|e| format!("cannot run cp: {e}"))?;
+                    if !o.status.success() {
+                        return Err(format!(
+                            "cannot copy {}: {}",
+                            src.display(),
+                            String::from_utf8_lossy(&o.stderr).trim()
+                        ));
+                    }
+                    super::repoint_tools(&src, &dir);
+                }
+                for m in [super::DONE, super::READY, super::PROVENANCE] {
+                    let _ = std::fs::remove_file(dir.join(m));
+                }
+                w.started_from = Some(src.display().to_string());
+                w.sync(commit)?;
+            }
+            None => {
+                w.started_from = Some("from scratch".into());
+                git(&dir, &["checkout", "-f", "-q", "--detach", commit])?;
+            }
+        }
+        Ok(w)
+    }
+
+    fn log(&self, line: &str) {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&self.log_path)
+        {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+
+    /// Files not written by git: the index is set to `commit`, refreshed against the
+    /// files (equal content keeps its file and time), and only what differs is
+    /// checked out.
+    fn sync(&mut self, commit: &str) -> Result<(), String> {
+        git(&self.dir, &["reset", "-q", commit])?;
+        // Exit 1 lists files that differ: expected.
+        let _ = git(&self.dir, &["update-index", "-q", "--refresh"]);
+        git(&self.dir, &["reset", "-q", "--hard", commit])?;
+        git(&self.dir, &["clean", "-fdq"])?;
+        Ok(())
+    }
+
+    /// The tree at `commit` with `extra` on top and the bisection's patches applied.
+    /// git rewrites only the files that differ from what the tree holds, so make
+    /// recompiles only those (a patch applied at the last step is undone here too).
+    pub fn checkout(&mut self, commit: &str, extra: &Extra) -> Result<(), String> {
+        git(&self.dir, &["reset", "-q", "--hard"])?;
+        git(&self.dir, &["checkout", "-f", "-q", "--detach", commit])?;
+        if let Extra::Revert(c) = extra
+            && let Err(e) = git(&self.dir, &["revert", "--no-commit", c])
+        {
+            let _ = git(&self.dir, &["revert", "--abort"]);
+            let _ = git(&self.dir, &["reset", "-q", "--hard"]);
+            return Err(format!("{c} does not revert cleanly on {commit}: {e}"));
+        }
+        let label = format!(
+            "{}{}",
+            &commit[..commit.len().min(12)],
+            match extra {
+                Extra::None => String::new(),
+                Extra::Revert(c) => format!(" with {} reverted", &c[..c.len().min(12)]),
+            }
+        );
+        let mut log = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&self.log_path)
+            .map_err(|e| format!("{}: {e}", self.log_path.display()))?;
+        for p in &self.patches {
+            patches::apply(p, &self.dir, &label, &mut log)?;
+        }
+        Ok(())
+    }
+
+    /// The kept kernel's key: what is built (commit, what is on top, patches, config).
+    pub fn key(&self, commit: &str, extra: &Extra) -> String {
+        let mut s = format!("xrunrig-bisect-1\n{commit}\n{}\n", config_sha());
+        if let Extra::Revert(c) = extra {
+            s.push_str(&format!("revert {c}\n"));
+        }
+        for p in &self.patches {
+            s.push_str(&p.info.sha256);
+            s.push('\n');
+        }
+        sha256_hex(s.as_bytes())[..16].to_string()
+    }
+
+    pub fn kept(&self, commit: &str, extra: &Extra) -> Option<Kernel> {
+        let k = bisect_root().join("kernels").join(self.key(commit, extra));
+        if !k.join(KEPT).exists() {
+            return None;
+        }
+        let mut b: KernelBuild = std::fs::read_to_string(k.join(super::PROVENANCE))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())?;
+        b.cached = true;
+        b.build_s = Some(0.0);
+        super::kernel_from_tree(&b.source.clone(), &k, b).ok()
+    }
+
+    /// Builds what `checkout` left in the tree and keeps the kernel; `source` and
+    /// `detail` say what it is, for provenance.
+    pub fn build(
+        &mut self,
+        commit: &str,
+        extra: &Extra,
+        source: &str,
+        detail: &str,
+    ) -> Result<Kernel, String> {
+        let _lock = lock(&super::cache_root())?;
+        let mut log = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&self.log_path)
+            .map_err(|e| format!("{}: {e}", self.log_path.display()))?;
+        let (_, stamp) = crate::sys::utc_now();
+        let _ = writeln!(
+            log,
+            "== {stamp} building {detail} in {}",
+            self.dir.display()
+        );
+        let t0 = Instant::now();
+        if !self.dir.join(".config").exists() {
+            eprintln!("xrunrig: bisect: configuring ({})", make::RECIPE);
+            make::configure(&self.dir, &mut log)?;
+        }
+        let version = super::kernelversion(&self.dir);
+        let what = format!("{detail} ({})", version.as_deref().unwrap_or("?"));
+        make::make(&self.dir, &self.log_path, &what)?;
+        let cfg = std::fs::read(self.dir.join(".config"))
+            .map_err(|e| format!("{}: .config: {e}", self.dir.display()))?;
+        let key = self.key(commit, extra);
+        let info = KernelBuild {
+            source: source.to_string(),
+            source_detail: Some(detail.to_string()),
+            source_sha256: None,
+            version,
+            patches: self.patches.iter().map(|p| p.info.clone()).collect(),
+            config_sha256: Some(sha256_hex(&cfg)),
+            config: Some(make::RECIPE.into()),
+            key: Some(key.clone()),
+            build_dir: Some(self.dir.display().to_string()),
+            cached: false,
+            started_from: self.started_from.take(),
+            build_s: Some((t0.elapsed().as_secs_f64() * 10.0).round() / 10.0),
+            log: Some(self.log_path.display().to_string()),
+        };
+        let kept = bisect_root().join("kernels").join(&key);
+        keep(&self.dir, &kept, &info)?;
+        let _ = writeln!(
+            log,
+            "== built in {:.1} s, kept in {}",
+            t0.elapsed().as_secs_f64(),
+            kept.display()
+        );
+        super::kernel_from_tree(source, &kept, info)
+    }
+}
+
+/// The files a boot needs, out of the tree into `kept` (laid out as in a tree).
+fn keep(tree: &Path, kept: &Path, info: &KernelBuild) -> Result<(), String> {
+    let part = kept.with_extension("part");
+    let _ = std::fs::remove_dir_all(&part);
+    for f in [
+        "arch/x86/boot/bzImage",
+        "vmlinux",
+        "include/config/kernel.release",
+        "modules.builtin",
+    ] {
+        let to = part.join(f);
+        std::fs::create_dir_all(to.parent().expect("a file in a folder"))
+            .map_err(|e| format!("{}: {e}", to.display()))?;
+        if tree.join(f).exists() {
+            std::fs::copy(tree.join(f), &to).map_err(|e| format!("{f}: {e}"))?;
+        }
+    }
+    std::fs::write(
+        part.join(super::PROVENANCE),
+        serde_json::to_string_pretty(info).unwrap_or_default(),
+    )
+    .map_err(|e| format!("{}: {e}", part.display()))?;
+    std::fs::write(part.join(KEPT), b"").map_err(|e| format!("{}: {e}", part.display()))?;
+    let _ = std::fs::remove_dir_all(kept);
+    std::fs::rename(&part, kept).map_err(|e| format!("{}: {e}", kept.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_makefile_version() {
+        let mk = "# SPDX\nVERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 118\nEXTRAVERSION =\nNAME = Baby Opossum Posse\n";
+        assert_eq!(makefile_version(mk).as_deref(), Some("6.12.118"));
+        assert_eq!(makefile_version("VERSION = 6\n"), None);
+    }
+}
