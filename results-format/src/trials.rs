@@ -203,12 +203,24 @@ pub struct Decided {
     /// The overall error rate, across every look.
     #[serde(default)]
     pub alpha: f64,
-    /// The level each look is tested at (alpha over the looks that can reach it).
+    /// The level the looks after the first share (in files without `levels`, every
+    /// look's: alpha over the looks that can reach it, Tarone's).
     #[serde(default)]
     pub per_look: f64,
     /// Trials per setting at which a look can decide.
     #[serde(default)]
     pub looks: Vec<u32>,
+    /// The level each of `looks` is tested at, in the same order: p ≤ it decides.
+    /// Empty in files written before looks had levels of their own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<f64>,
+    /// The rule's overall error rate, computed exactly over every outcome: the chance,
+    /// when both settings pass with one probability, that any look decides, at the
+    /// probability where it is largest (`error_rate_q`). None in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_rate: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_rate_q: Option<f64>,
     /// The most trials a setting gets per variant.
     #[serde(default)]
     pub max_trials: u32,
@@ -347,6 +359,16 @@ mod tests {
         assert_eq!(r.metrics["w"], vec![1.0, 2.0]);
         assert!(r.marks.is_empty());
         assert_eq!(r.evidence, vec!["e"]);
+    }
+
+    #[test]
+    fn a_decided_rule_written_before_levels_still_reads() {
+        let d: Decided = serde_json::from_str(
+            r#"{"rule":"r","test":"fisher_exact_two_sided","alpha":0.01,"per_look":0.0033333333333333335,"looks":[6,7,8],"max_trials":8,"pairs":[]}"#,
+        )
+        .unwrap();
+        assert_eq!((d.looks, d.per_look), (vec![6, 7, 8], 0.01 / 3.0));
+        assert!(d.levels.is_empty() && d.error_rate.is_none() && d.error_rate_q.is_none());
     }
 
     #[test]

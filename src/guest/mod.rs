@@ -756,9 +756,9 @@ mod tests {
         // A resumed part runs its remaining rounds in full: the merge decides.
         let later = resume::parts_from(&p.order, 5);
         assert!(!p.plan_for(&later[0]).choices.until_decided);
-        // Boot 1 brought 2 rounds home: "pi" 0/2 vs 2/2 (open), "nopi" 0/2 vs 0/2
-        // (undecidable), then round 3's first trial. What is left: "pi" alone, from
-        // round 3's second setting on.
+        // Boot 1 brought 3 rounds home: "pi" 3/3 vs 0/3 (open), the others 0/3 vs 0/3
+        // (undecidable), then round 4's first trial. What is left: "pi" alone, from
+        // round 4's second setting on.
         let dir = crate::testkit::private_dir("until-resume");
         let part = p.whole();
         let (s0, s1) = (&p.order.settings[0], &p.order.settings[1]);
@@ -773,7 +773,7 @@ mod tests {
         } else {
             (1500.0, 1.0)
         };
-        for t in 0..2 {
+        for t in 0..3 {
             for v in &p.order.variants {
                 add(s0, v, t, if v == "pi" { good } else { 1500.0 });
             }
@@ -781,7 +781,7 @@ mod tests {
                 add(s1, v, t, if v == "pi" { bad } else { 1500.0 });
             }
         }
-        add(s0, "pi", 2, good);
+        add(s0, "pi", 3, good);
         std::fs::create_dir_all(dir.join("p0")).unwrap();
         std::fs::write(dir.join("p0").join(results::SAMPLES_JSONL), lines).unwrap();
         let boots = vec![resume::Boot {
@@ -793,14 +793,14 @@ mod tests {
             left,
             vec![
                 resume::Part {
-                    round0: 2,
+                    round0: 3,
                     trials: 1,
                     settings: vec![s1.clone()],
                     variants: vec!["pi".into()],
                 },
                 resume::Part {
-                    round0: 3,
-                    trials: 5,
+                    round0: 4,
+                    trials: 4,
                     settings: p.order.settings.clone(),
                     variants: vec!["pi".into()],
                 },

@@ -207,7 +207,6 @@ pub fn evaluate(rule: &Rule, records: &[TrialRecord]) -> State {
         });
     }
     let plan = &rule.plan;
-    let looks: Vec<String> = plan.looks.iter().map(u32::to_string).collect();
     let bound = rule
         .metric
         .bound
@@ -216,27 +215,75 @@ pub fn evaluate(rule: &Rule, records: &[TrialRecord]) -> State {
     State {
         decided: Decided {
             rule: format!(
-                "after each round, Fisher's exact test (two-sided) on trials with {} {bound}; \
-                 overall alpha {} shared by the looks that can reach it (Tarone): at {} \
-                 trials per setting, each at p ≤ {:.3e}; at most {} trials per setting; a \
-                 pair that no remaining outcome can decide stops early, undecided",
+                "after each round, Fisher's exact test (two-sided) on trials with {} {bound}: \
+                 {}; at most {} trials per setting; a pair that no remaining outcome can \
+                 decide stops early, undecided",
                 rule.metric.name,
-                plan.alpha,
-                looks.join(", "),
-                plan.per_look,
+                levels_text(plan),
                 plan.max_trials
             ),
             test: "fisher_exact_two_sided".into(),
             metric: rule.metric.name.clone(),
             bound,
             alpha: plan.alpha,
-            per_look: plan.per_look,
+            per_look: plan
+                .later_level()
+                .or(plan.levels.first().copied())
+                .unwrap_or(0.0),
             looks: plan.looks.clone(),
+            levels: plan.levels.clone(),
+            error_rate: Some(plan.exact.error),
+            error_rate_q: Some(plan.exact.q),
             max_trials: plan.max_trials,
             pairs,
         },
         open,
     }
+}
+
+/// What each look decides at, and the overall error rate that gives, as computed.
+fn levels_text(plan: &Plan) -> String {
+    let exact = format!(
+        "computed exactly over all outcomes, the overall error rate is {:.3e} at worst \
+         (both settings passing with probability {:.2})",
+        plan.exact.error, plan.exact.q
+    );
+    let Some(&n) = plan.looks.first() else {
+        return format!("no look can decide; {exact}");
+    };
+    let first = format!(
+        "at {n} trials per setting, decides only {n}/{n} against 0/{n} (p ≤ {:.3e})",
+        plan.levels[0]
+    );
+    match plan.later_level() {
+        Some(c) => format!(
+            "the first look, {first}, then the looks at {} trials per setting at p ≤ {c:.3e}, \
+             the largest common level (at most alpha {}) that keeps the overall error rate \
+             within alpha; {exact}",
+            spans(&plan.looks[1..]),
+            plan.alpha
+        ),
+        None => format!("one look, {first}; {exact}, within alpha {}", plan.alpha),
+    }
+}
+
+/// Trials per setting, a run of three or more as a range: "6 to 8", "5, 7 to 64".
+fn spans(looks: &[u32]) -> String {
+    let mut out = vec![];
+    let mut i = 0;
+    while i < looks.len() {
+        let mut j = i;
+        while j + 1 < looks.len() && looks[j + 1] == looks[j] + 1 {
+            j += 1;
+        }
+        out.push(match j - i {
+            0 => looks[i].to_string(),
+            1 => format!("{}, {}", looks[i], looks[j]),
+            _ => format!("{} to {}", looks[i], looks[j]),
+        });
+        i = j + 1;
+    }
+    out.join(", ")
 }
 
 /// A p-value with the figures a reader compares against the per-look level.
@@ -394,7 +441,8 @@ name = "y"
     fn the_second_settings_passes_count_and_p_is_printed() {
         let r = rig("");
         let rule = rule_of(&r, &names(&["A", "B"]), &names(&["x"]), 8).unwrap();
-        // A never timely, B always (the mirror of the test below): A is the worse.
+        // A never timely, B always (the mirror of the test below): A is the worse, at the
+        // first look, 5/5 against 0/5.
         let recs: Vec<_> = (0..6)
             .flat_map(|t| [rec("A", "x", t, Some(500.0)), rec("B", "x", t, Some(1.0))])
             .collect();
@@ -402,12 +450,12 @@ name = "y"
         let x = &st.decided.pairs[0];
         assert_eq!(
             (x.decision, x.trials, x.first_within, x.second_within),
-            (Decision::Decided, 6, 0, 6)
+            (Decision::Decided, 5, 0, 5)
         );
         assert_eq!(x.worse.as_deref(), Some("A"));
         assert!(
             render(&st.decided)
-                .contains("x: A 0/6 vs B 6/6 within bound, p = 0.0022: decided: A worse"),
+                .contains("x: A 0/5 vs B 5/5 within bound, p = 0.0079: decided: A worse"),
             "{}",
             render(&st.decided)
         );
@@ -422,8 +470,8 @@ name = "y"
         let r = rig("");
         let rule = rule_of(&r, &names(&["A", "B"]), &names(&["x", "y"]), 8).unwrap();
         let mut recs = vec![];
-        // x: A always timely, B never: decided after 6 rounds. y: both stuck:
-        // undecidable after 2.
+        // x: A always timely, B never: decided after 5 rounds. y: both stuck:
+        // undecidable after 3 (0/8 against 5/8 is the best left: p = 0.026).
         for t in 0..6 {
             for (s, v, w) in [
                 ("A", "x", 1.0),
@@ -434,28 +482,58 @@ name = "y"
                 recs.push(rec(s, v, t, Some(w)));
             }
         }
-        let st = evaluate(&rule, &recs[..4 * 5]);
+        let st = evaluate(&rule, &recs[..4 * 4]);
         assert_eq!(st.open, names(&["x"]));
         let st = evaluate(&rule, &recs);
         assert!(st.open.is_empty());
         let x = &st.decided.pairs[0];
         assert_eq!(
             (x.decision, x.trials, x.first_within, x.second_within),
-            (Decision::Decided, 6, 6, 0)
+            (Decision::Decided, 5, 5, 0)
         );
         assert_eq!(x.worse.as_deref(), Some("B"));
-        assert!((x.p.unwrap() - 2.0 / 924.0).abs() < 1e-12);
+        assert!((x.p.unwrap() - 2.0 / 252.0).abs() < 1e-12);
         let y = &st.decided.pairs[1];
-        assert_eq!((y.decision, y.trials), (Decision::Undecidable, 2));
+        assert_eq!((y.decision, y.trials), (Decision::Undecidable, 3));
         // A round one setting did not finish is not looked at: x stays open.
-        let st = evaluate(&rule, &recs[..4 * 5 + 1]);
+        let st = evaluate(&rule, &recs[..4 * 4 + 1]);
         assert_eq!(st.open, names(&["x"]));
-        assert_eq!(st.decided.pairs[0].trials, 5);
+        assert_eq!(st.decided.pairs[0].trials, 4);
         let text = render(&st.decided);
         assert!(
-            text.contains("Tarone") && text.contains("at 6, 7, 8 trials"),
+            text.contains(
+                "the first look, at 5 trials per setting, decides only 5/5 against 0/5 \
+                 (p ≤ 7.937e-3), then the looks at 6 to 8 trials per setting at p ≤ 1.000e-2"
+            ) && text
+                .contains("computed exactly over all outcomes, the overall error rate is 4.395e-3"),
             "{text}"
         );
-        assert!(text.contains("y: A 0/2 vs B 0/2 within bound"), "{text}");
+        assert!(text.contains("y: A 0/3 vs B 0/3 within bound"), "{text}");
+        // summary.json holds each look's level and the computed rate.
+        let d = &st.decided;
+        assert_eq!(d.looks, vec![5, 6, 7, 8]);
+        assert_eq!(d.levels.len(), 4);
+        assert!((d.levels[0] - 2.0 / 252.0).abs() < 1e-12 && d.per_look == 0.01);
+        assert!(d.error_rate.is_some_and(|e| e <= d.alpha), "{d:?}");
+    }
+
+    #[test]
+    fn the_rule_text_names_the_looks_and_levels_it_uses() {
+        let r = rig("");
+        let one = rule_of(&r, &names(&["A", "B"]), &names(&["x"]), 5).unwrap();
+        let t = evaluate(&one, &[]).decided.rule;
+        assert!(
+            t.contains("one look, at 5 trials per setting, decides only 5/5 against 0/5")
+                && t.contains("within alpha 0.01"),
+            "{t}"
+        );
+        // At 64 the shared level is below 6/6 against 0/6's p (0.0022): no look at 6.
+        let long = rule_of(&r, &names(&["A", "B"]), &names(&["x"]), 64).unwrap();
+        let t = evaluate(&long, &[]).decided.rule;
+        assert!(
+            t.contains("then the looks at 7 to 64 trials per setting"),
+            "{t}"
+        );
+        assert_eq!(spans(&[5, 6, 8, 10, 11, 12]), "5, 6, 8, 10 to 12");
     }
 }
