@@ -77,7 +77,12 @@ fn until_decided_stops_a_decided_pair_and_an_undecidable_one_early() {
     let dec = &sum["until_decided"];
     assert_eq!(dec["test"], "fisher_exact_two_sided", "{sum}");
     assert_eq!(dec["alpha"], 0.01);
-    assert_eq!(dec["looks"], serde_json::json!([6, 7, 8]));
+    // The first look at 5 trials per setting (5/5 against 0/5 only), then every round.
+    assert_eq!(dec["looks"], serde_json::json!([5, 6, 7, 8]));
+    let levels = dec["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 4, "{dec}");
+    let rate = dec["error_rate"].as_f64().unwrap();
+    assert!(rate > 0.0 && rate <= 0.01, "{dec}");
     assert_eq!(dec["max_trials"], 8);
     let pair = |v: &str| {
         dec["pairs"]
@@ -93,7 +98,14 @@ fn until_decided_stops_a_decided_pair_and_an_undecidable_one_early() {
     assert_eq!(shared["worse"], "rr-100ms", "{shared}");
     let n = shared["trials"].as_u64().unwrap();
     assert!(n < 8, "decided only at the maximum: {shared}");
-    assert!(shared["p"].as_f64().unwrap() <= dec["per_look"].as_f64().unwrap());
+    // Decided at a look, at that look's level.
+    let look = dec["looks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|l| l.as_u64() == Some(n))
+        .unwrap_or_else(|| panic!("decided at {n}, not a look: {dec}"));
+    assert!(shared["p"].as_f64().unwrap() <= levels[look].as_f64().unwrap());
     let apart = pair("apart");
     assert_eq!(apart["decision"], "undecidable", "{apart}\n{t}");
     assert!(apart["trials"].as_u64().unwrap() < 8, "{apart}");
@@ -139,13 +151,15 @@ fn until_decided_stops_a_decided_pair_and_an_undecidable_one_early() {
         "{t}"
     );
     assert!(t.contains("decided: rr-100ms worse"), "{t}");
-    assert!(t.contains("apart: rr-37ms 2/2 vs rr-100ms 2/2"), "{t}");
+    // Both always within the bound: 3/3 against 3/3 leaves at best 3/8 against 8/8
+    // (p = 0.026 > 0.01): undecidable after 3.
+    assert!(t.contains("apart: rr-37ms 3/3 vs rr-100ms 3/3"), "{t}");
     // And so does the report.
     let o = xrunrig(&["report", out.to_str().unwrap()], &d);
     assert!(o.status.success(), "{}", text(&o));
     let rep = std::fs::read_to_string(out.join("report.txt")).unwrap();
     assert!(
-        rep.contains("Until decided") && rep.contains("Tarone"),
+        rep.contains("Until decided") && rep.contains("computed exactly over all outcomes"),
         "{rep}"
     );
     assert!(rep.contains("decided: rr-100ms worse"), "{rep}");

@@ -1,6 +1,6 @@
 //! `--until-decided` in a Debian 6.12 guest (the guest's own xrunrig decides): the
 //! PI-boost A/B with its no-PI control across RT_PUSH_IPI. The PI pair stops at the
-//! first look the rule decides, replayed here over the recorded trials (6 clean rounds
+//! first look the rule decides, replayed here over the recorded trials (5 clean rounds
 //! when no NO_RT_PUSH_IPI trial escapes); the control, stuck under both settings, can
 //! never be decided and stops once no outcome could change that.
 //! And a run whose guest faults (the emulator's int3, made on purpose) resumes only the
@@ -100,6 +100,8 @@ fn fisher(a: u64, b: u64, n: u64) -> f64 {
 
 #[test]
 fn fisher_matches_hand_computed_values() {
+    // 5/5 against 0/5, the first look's table: 2 / C(10,5).
+    assert!((fisher(5, 0, 5) - 2.0 / 252.0).abs() < 1e-12);
     // 6/6 against 0/6: the two extreme tables, 2 / C(12,6).
     assert!((fisher(6, 0, 6) - 2.0 / 924.0).abs() < 1e-12);
     // 8/8 against 1/8: 2 * 8 / C(16,9).
@@ -124,10 +126,10 @@ fn outcomes(dir: &Path, variant: &str, setting: &str) -> Vec<bool> {
 }
 
 /// The rule, replayed over the recorded trials: the PI pair stops at the first look whose
-/// p is at most the per-look level, decided; with no such look it is not decided. Which
+/// p is at most that look's level, decided; with no such look it is not decided. Which
 /// look that is depends on the kernel: under TCG a NO_RT_PUSH_IPI/pi trial now and then
 /// escapes within the bound (35 ms in CI on QEMU 10, after 6 of 6 decided runs here), and
-/// then 6 clean rounds are not enough. The control, stuck under both settings, is never
+/// then 5 clean rounds are not enough. The control, stuck under both settings, is never
 /// decided.
 fn check_decisions(dir: &Path, sum: &Value, t: &str) -> (u64, u64) {
     let d = &sum["until_decided"];
@@ -140,13 +142,26 @@ fn check_decisions(dir: &Path, sum: &Value, t: &str) -> (u64, u64) {
         ),
         (Some(0.01), Some(8), Some("< 100 ms"))
     );
-    let per_look = d["per_look"].as_f64().unwrap();
     let looks: Vec<u64> = d["looks"]
         .as_array()
         .unwrap()
         .iter()
         .map(|l| l.as_u64().unwrap())
         .collect();
+    // Each look's own level: the first (5 trials per setting) decides only 5/5 against
+    // 0/5, the later ones share theirs.
+    let levels: Vec<f64> = d["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_f64().unwrap())
+        .collect();
+    assert_eq!(
+        (looks.first(), levels.len()),
+        (Some(&5), looks.len()),
+        "{d}"
+    );
+    assert!(d["error_rate"].as_f64().is_some_and(|e| e <= 0.01), "{d}");
     let pi = pair(sum, "pi");
     let n_pi = pi["trials"].as_u64().unwrap();
     let (rt, no) = (
@@ -157,8 +172,10 @@ fn check_decisions(dir: &Path, sum: &Value, t: &str) -> (u64, u64) {
     let first = looks
         .iter()
         .copied()
-        .filter(|&l| l as usize <= rt.len().min(no.len()))
-        .find(|&l| fisher(within(&rt, l), within(&no, l), l) <= per_look);
+        .zip(levels.iter().copied())
+        .filter(|&(l, _)| l as usize <= rt.len().min(no.len()))
+        .find(|&(l, level)| fisher(within(&rt, l), within(&no, l), l) <= level)
+        .map(|(l, _)| l);
     eprintln!("PI pair: RT_PUSH_IPI {rt:?}, NO_RT_PUSH_IPI {no:?}: first deciding look {first:?}");
     match first {
         Some(l) => {
@@ -220,9 +237,10 @@ fn an_until_decided_guest_run_resumed_after_a_fault_keeps_its_decisions() {
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     let out = tmp("int3");
-    // After 10 trials: rounds 1 and 2 of both variants (the control then stopped),
-    // round 3's PI pair. The fresh boot runs the PI variant's remaining rounds.
-    let (o, t) = run(&out, Some("int3:10"));
+    // After 14 trials: rounds 1 to 3 of both variants (the control then stopped: 0/3
+    // against 0/3), round 4's PI pair (still open: the first look is at 5). The fresh
+    // boot runs the PI variant's remaining rounds.
+    let (o, t) = run(&out, Some("int3:14"));
     assert_eq!(o.status.code(), Some(0), "{t}");
     assert!(
         t.contains("resuming the remaining trials in a fresh boot"),
@@ -239,7 +257,7 @@ fn an_until_decided_guest_run_resumed_after_a_fault_keeps_its_decisions() {
     // The merge replayed the rule over both boots' trials. The fresh boot ran the
     // variants still open after the first in full (the guest decides only from a whole
     // run's trials): the PI pair all 8 rounds, decided inside them; the control, stopped
-    // in the first boot (0/2 against 0/2), none (a rescued trial keeps it open: all 8).
+    // in the first boot (0/3 against 0/3), none (a rescued trial keeps it open: all 8).
     let samples = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
     let count = |v: &str| {
         samples

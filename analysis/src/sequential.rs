@@ -881,6 +881,13 @@ mod tests {
                 p.exact.error,
                 p.exact.q
             );
+            let t = tarone(alpha, max);
+            eprintln!(
+                "  Tarone's plan: looks {:?} at {:.7}; exact overall error {:.7}",
+                t.looks,
+                t.levels[0],
+                t.error_rate().error
+            );
         }
     }
 }
