@@ -37,6 +37,11 @@ pub const MAX_NPERIODS: u32 = 32;
 pub const MAX_LATENCY: u32 = 1 << 20;
 /// Plugins of one livefx worker (copied into each instance).
 pub const MAX_PLUGINS: usize = 64;
+/// `[livefx] pass`: the most deadline misses a trial, or a minute of it, may state as
+/// its bound: a typo (`misses = 1000000000`) is a positioned error, not a bound no trial
+/// reaches (100 000 a minute is a miss every 0.6 ms).
+pub const MAX_PASS_MISSES: u64 = 1_000_000;
+pub const MAX_PASS_PER_MINUTE: f64 = 100_000.0;
 /// Settings in one profile.
 pub const MAX_SETTINGS: usize = 64;
 /// Names that become part of a path (the rig's `name`).

@@ -31,8 +31,18 @@ pub struct LivefxDef {
     loopback: Option<Spanned<LoopbackDef>>,
     /// Marks of a background thread that open and close its bursts of load.
     bursts: Option<Spanned<BurstsDef>>,
+    /// A trial's pass or fail (`--until-decided`): its misses at most so many.
+    pass: Option<Spanned<PassDef>>,
     #[serde(default)]
     workers: Vec<Spanned<WorkerDef>>,
+}
+
+/// `pass = { misses = N }` or `pass = { misses_per_minute = X }`: one of the two.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PassDef {
+    misses: Option<Spanned<i64>>,
+    misses_per_minute: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -133,6 +143,27 @@ pub struct Asked {
     pub nperiods: u32,
 }
 
+/// A trial's pass or fail as the rig states it: at most so many deadline misses not
+/// injected (the record's `misses_not_injected`) in the trial, or per minute of it.
+///
+/// Misses, not xruns, are the dropouts counted: a miss is the callback's cycle ending
+/// after its deadline, its output not there when the card needed it, which a listener
+/// hears on every backend, and every backend measures it the same way. Xruns are the
+/// server's word and differ by server: JACK does not call every late client cycle an
+/// xrun (misses outnumber xruns in docs/measured.md), PipeWire never tells a client of
+/// its own overrun, the clock backend counts each period an overrun skipped (one miss,
+/// several xruns), and a server's xrun can come from outside the rig (a patched
+/// livefx-push-ipi run had an xrun and no miss, docs/verdicts.md). Injected misses are
+/// left out: they are the rig's own overruns (`--inject-every`), there to check the
+/// counters, the same in every setting.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pass {
+    /// At most this many in the trial, however long it is.
+    Misses(u64),
+    /// At most this many per minute of the trial (its record's `duration_ms`).
+    MissesPerMinute(f64),
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub duration_ns: u64,
@@ -148,6 +179,8 @@ pub struct Config {
     pub loopback: LoopbackCfg,
     pub workers: Vec<WorkerCfg>,
     pub bursts: Option<BurstsCfg>,
+    /// `pass`: None when the rig states no per-trial pass or fail.
+    pub pass: Option<Pass>,
 }
 
 /// Where a background thread's bursts start and end: its marks (`thread.mark`), the
@@ -221,7 +254,7 @@ pub(super) fn compile(
     let lf = def.get_ref();
     let mut ck = Ck { problems: vec![] };
     // Checked in the order the problems are reported: timing, callback, loopback,
-    // bursts, workers.
+    // bursts, pass, workers.
     let duration_ns = ck.trial_duration(&lf.duration);
     let backend = ck.backend(&lf.backend);
     let period = ck.count(&lf.period, 256, "period", MAX_PERIOD, &at);
@@ -232,6 +265,7 @@ pub(super) fn compile(
     let (callback_priority, callback_cpus) = ck.callback(&lf.callback);
     let loopback = ck.loopback(&lf.loopback, period);
     let bursts = lf.bursts.as_ref().and_then(|b| ck.bursts(b, marks));
+    let pass = lf.pass.as_ref().and_then(|p| ck.pass(p));
     let workers = ck.workers(&lf.workers, lock_names);
     if workers.len() > 254 {
         ck.err(at.clone(), "at most 254 worker instances");
@@ -255,6 +289,7 @@ pub(super) fn compile(
         loopback,
         workers,
         bursts,
+        pass,
     }
 }
 
@@ -404,6 +439,48 @@ impl Ck {
             return None;
         }
         split.map(|(t, m)| (t.to_string(), m.to_string()))
+    }
+
+    /// `pass`: exactly one of its two bounds, each in its range.
+    fn pass(&mut self, p: &Spanned<PassDef>) -> Option<Pass> {
+        let d = p.get_ref();
+        let how = "write pass = { misses = 0 } (a trial passes with no deadline miss) or \
+                   pass = { misses_per_minute = 2.0 }";
+        match (&d.misses, &d.misses_per_minute) {
+            (Some(n), None) => {
+                let max = limits::MAX_PASS_MISSES;
+                match u64::try_from(*n.get_ref()) {
+                    Ok(v) if v <= max => Some(Pass::Misses(v)),
+                    _ => {
+                        self.err(
+                            n.span(),
+                            format!("pass: misses = {} must be 0..={max}", n.get_ref()),
+                        );
+                        None
+                    }
+                }
+            }
+            (None, Some(r)) => {
+                let (x, max) = (*r.get_ref(), limits::MAX_PASS_PER_MINUTE);
+                if x.is_finite() && (0.0..=max).contains(&x) {
+                    Some(Pass::MissesPerMinute(x))
+                } else {
+                    self.err(
+                        r.span(),
+                        format!("pass: misses_per_minute = {x} must be between 0 and {max}"),
+                    );
+                    None
+                }
+            }
+            (Some(_), Some(_)) => {
+                self.err(p.span(), format!("pass: give one bound, not both: {how}"));
+                None
+            }
+            (None, None) => {
+                self.err(p.span(), format!("pass is empty: {how}"));
+                None
+            }
+        }
     }
 
     /// `[[livefx.workers]]`, each expanded into its instances, in order.

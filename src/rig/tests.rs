@@ -338,3 +338,91 @@ fn counts_past_their_caps_are_positioned_errors() {
             .any(|p| p.2.contains("CPU 5000 does not exist"))
     );
 }
+
+/// `[livefx] pass`: one bound, in its range; each problem at its value (or at the
+/// table, when the table itself is wrong).
+#[test]
+fn livefx_pass_is_one_bound_in_its_range() {
+    use super::livefx::Pass;
+    let lf = |pass: &str| {
+        format!(
+            "kind = \"livefx\"\n[livefx]\n{pass}\n[[livefx.workers]]\nname = \"w\"\n\
+             priority = 10\nplugins = [ {{ run = \"1 ms\" }} ]\n"
+        )
+    };
+    let ok = |pass: &str| {
+        parse(Path::new("lf.toml"), &lf(pass))
+            .unwrap()
+            .livefx
+            .unwrap()
+            .pass
+    };
+    assert_eq!(ok("pass = { misses = 0 }"), Some(Pass::Misses(0)));
+    assert_eq!(
+        ok("pass = { misses = 1000000 }"),
+        Some(Pass::Misses(1_000_000))
+    );
+    assert_eq!(
+        ok("pass = { misses_per_minute = 2.5 }"),
+        Some(Pass::MissesPerMinute(2.5))
+    );
+    // An integer rate is a rate.
+    assert_eq!(
+        ok("pass = { misses_per_minute = 2 }"),
+        Some(Pass::MissesPerMinute(2.0))
+    );
+    assert_eq!(ok("# no pass"), None);
+    for (pass, want, at) in [
+        (
+            "pass = { misses = -1 }",
+            "pass: misses = -1 must be 0..=1000000",
+            (3, 19),
+        ),
+        (
+            "pass = { misses = 1000001 }",
+            "must be 0..=1000000",
+            (3, 19),
+        ),
+        (
+            "pass = { misses_per_minute = -0.5 }",
+            "pass: misses_per_minute = -0.5 must be between 0 and 100000",
+            (3, 30),
+        ),
+        (
+            "pass = { misses_per_minute = nan }",
+            "must be between 0",
+            (3, 30),
+        ),
+        (
+            "pass = { misses_per_minute = inf }",
+            "must be between 0",
+            (3, 30),
+        ),
+        (
+            "pass = { misses_per_minute = 1e6 }",
+            "must be between 0",
+            (3, 30),
+        ),
+        (
+            "pass = { misses = 0, misses_per_minute = 1.0 }",
+            "pass: give one bound, not both: write pass = { misses = 0 }",
+            (3, 8),
+        ),
+        (
+            "pass = {}",
+            "pass is empty: write pass = { misses = 0 }",
+            (3, 8),
+        ),
+        ("pass = { misses = \"none\" }", "invalid type", (3, 19)),
+    ] {
+        assert_eq!(one_err(&lf(pass), want), at, "{pass}");
+    }
+    // A key it does not know is named, with the two it does.
+    let e = errs(&lf("pass = { dropouts = 0 }"));
+    assert!(
+        e.iter().any(|p| p.0 == 3
+            && p.2.contains("unknown field `dropouts`")
+            && p.2.contains("misses_per_minute")),
+        "{e:?}"
+    );
+}
