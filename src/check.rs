@@ -335,6 +335,7 @@ mod tests {
             "  worker live.0: FIFO 60, CPUs {0}",
             "  worker live.1: FIFO 60, CPUs {2}",
             "  worker render: FIFO 10, CPUs {1,3}, not waited for",
+            "  --until-decided: a trial passes with at most 0 deadline misses (not injected)",
             "[instruments] ok — sched trace of 4 event(s)",
         ] {
             assert!(out.contains(want), "{want:?} not in:\n{out}");

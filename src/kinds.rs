@@ -39,6 +39,7 @@ mod tests {
 mod a_new_kind {
     use crate::options::{AudioOptions, Choices};
     use crate::rig::{Kind, Rig};
+    use crate::sweep::decide::Criterion;
     use crate::sweep::{Brought, Plan, Prepared, Rebuild, RigKind};
     use std::path::Path;
 
@@ -51,8 +52,8 @@ mod a_new_kind {
         fn per_trial_ns(&self, _: &Rig, _: &AudioOptions) -> [u64; 3] {
             [7_000_000_000, 1_000_000_000, 0]
         }
-        fn no_trial_verdict(&self, rig: &Rig) -> Option<String> {
-            Some(format!("rig '{}' only sleeps", rig.name))
+        fn trial_verdict(&self, rig: &Rig) -> Result<Criterion, String> {
+            Err(format!("rig '{}' only sleeps", rig.name))
         }
         fn run(&self, _: Prepared) -> i32 {
             0

@@ -579,7 +579,9 @@ fn measure_ends(
                 return Ok(Some(format!(
                     "the ends do not differ: good {g}/{n1} passed, bad {x}/{n2} (Fisher's exact \
                      p = {p:.2e}, the rule needs p ≤ {:.2e}); nothing between them was built",
-                    plan.per_look
+                    plan.later_level()
+                        .or(plan.levels.first().copied())
+                        .unwrap_or(plan.alpha)
                 )));
             }
             _ => {}

@@ -5,6 +5,7 @@ use crate::knobs::profile::{AudioSetting, Setting};
 use crate::options::AudioOptions;
 use crate::rig::Rig;
 use crate::rig::livefx::Asked;
+use crate::sweep::decide::Criterion;
 use crate::sweep::kind::summary_of;
 use crate::sweep::{Brought, Prepared, Rebuild, RigKind};
 use crate::sys::format_cpu_set;
@@ -38,11 +39,17 @@ impl RigKind for Livefx {
         ]
     }
 
-    fn no_trial_verdict(&self, rig: &Rig) -> Option<String> {
-        Some(format!(
-            "rig '{}' is an audio (livefx) rig, whose trials have no single pass or fail",
-            rig.name
-        ))
+    /// The rig's `pass`: without one an audio trial has no pass or fail (how many
+    /// misses are too many is the rig's to say).
+    fn trial_verdict(&self, rig: &Rig) -> Result<Criterion, String> {
+        config(rig)?.pass.map(Criterion::Misses).ok_or_else(|| {
+            format!(
+                "livefx rig '{}' states no pass or fail for its trials: add \
+                 pass = {{ misses = 0 }} (a trial passes with no deadline miss) or \
+                 pass = {{ misses_per_minute = 2.0 }} to its [livefx] table",
+                rig.name
+            )
+        })
     }
 
     fn plays_audio(&self) -> bool {
@@ -83,6 +90,13 @@ impl RigKind for Livefx {
                 if w.waited { "" } else { ", not waited for" }
             ));
         }
+        // Whether --until-decided can run it, said before anything runs.
+        out.push(match self.trial_verdict(rig) {
+            Ok(cr) => format!("  --until-decided: a trial passes with {}", cr.describe()),
+            Err(_) => "  --until-decided: not for this rig, which states no pass \
+                       (add pass = { misses = 0 } to [livefx])"
+                .into(),
+        });
         out
     }
 

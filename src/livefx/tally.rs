@@ -9,6 +9,7 @@ use super::trial::{Outcome, Params};
 use crate::instruments::TrialFindings;
 use crate::output::summary::TrialRecord;
 use results::livefx::Counters;
+use results::livefx::counters::record as names;
 use results::livefx::rows::TrialRow;
 
 /// One finished trial, as the tallies read it.
@@ -101,18 +102,19 @@ pub fn row(setting: &str, variant: &str, t: u32, d: &Done, found: &TrialFindings
     row
 }
 
-/// Metrics the record adds from the outcome (beside the counts).
-pub const DISCONTINUITIES: &str = "discontinuities";
+/// Metrics the record adds from the outcome (beside the counts); the names a trial's
+/// pass or fail reads are the results format's (`results::livefx::counters::record`).
+pub const DISCONTINUITIES: &str = names::DISCONTINUITIES;
 pub const UNEXPLAINED: &str = "discontinuities_unexplained";
 pub const ROUNDTRIP: &str = "roundtrip_frames";
 pub const DROPPED: &str = "records_dropped";
 /// Every metric `record` writes itself; the rest are the instruments'.
 pub const OWN_METRICS: [&str; 12] = [
-    "cycles",
-    "xruns",
-    "deadline_misses",
-    "injected",
-    "misses_not_injected",
+    names::CYCLES,
+    names::XRUNS,
+    names::DEADLINE_MISSES,
+    names::INJECTED,
+    names::MISSES_NOT_INJECTED,
     DISCONTINUITIES,
     UNEXPLAINED,
     ROUNDTRIP,
@@ -130,11 +132,11 @@ pub fn record(mut rec: TrialRecord, d: &Done, found: TrialFindings) -> TrialReco
     rec.detail = o.detail.clone();
     rec.duration_ms = o.duration_ns as f64 / 1e6;
     for (k, v) in [
-        ("cycles", counts.cycles),
-        ("xruns", counts.xruns),
-        ("deadline_misses", counts.deadline_misses),
-        ("injected", counts.injected),
-        ("misses_not_injected", counts.misses_not_injected),
+        (names::CYCLES, counts.cycles),
+        (names::XRUNS, counts.xruns),
+        (names::DEADLINE_MISSES, counts.deadline_misses),
+        (names::INJECTED, counts.injected),
+        (names::MISSES_NOT_INJECTED, counts.misses_not_injected),
     ] {
         rec.metrics.insert(k.into(), vec![v as f64]);
     }

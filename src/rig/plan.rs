@@ -130,7 +130,7 @@ pub struct Variant {
     pub plan: Plan,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Metric {
     pub name: String,
     pub from: (String, String),

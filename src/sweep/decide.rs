@@ -5,6 +5,7 @@
 //! same records to the same decisions.
 
 use crate::output::summary::TrialRecord;
+use crate::rig::livefx::Pass;
 use crate::rig::units::unit_scale;
 use crate::rig::{Metric, Rig};
 use analysis::sequential::{self, Look, Plan};
@@ -18,7 +19,8 @@ pub const ALPHA: f64 = 0.01;
 #[derive(Debug, Clone)]
 pub struct Rule {
     pub plan: Plan,
-    pub metric: Metric,
+    /// What a trial must keep to pass.
+    pub criterion: Criterion,
     /// The two settings compared, in sweep order.
     pub settings: [String; 2],
     pub variants: Vec<String>,
@@ -26,21 +28,106 @@ pub struct Rule {
 
 const SUPPORTED: &str = "--until-decided needs a per-trial pass or fail: a thread rig \
      (kind = \"trials\") with exactly one metric that has a bound, such as \
-     rigs/pi-boost-affinity.toml or rigs/pi-inversion.toml";
+     rigs/pi-boost-affinity.toml or rigs/pi-inversion.toml, or an audio rig \
+     (kind = \"livefx\") whose [livefx] table states pass = { misses = N } or \
+     pass = { misses_per_minute = X }, such as rigs/livefx-push-ipi.toml";
 
-/// The rule for `rig` swept over `settings` and `variants`, at most `max_trials` per
-/// setting; an error saying what to change when the run cannot have one.
+/// A trial's pass or fail, one concept across rig kinds: each kind says what its
+/// trials must keep (`RigKind::trial_verdict`); `--until-decided` counts passes with
+/// it and a bisect classifies records read back from samples.jsonl with it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Criterion {
+    /// A thread rig's one bounded metric: measured, every value within the bound.
+    Bound(Metric),
+    /// A livefx rig's `[livefx] pass`: the trial's deadline misses not injected at
+    /// most the bound.
+    Misses(Pass),
+}
+
+impl Criterion {
+    /// A thread rig's criterion: its one metric with a bound; an error naming what it
+    /// has instead.
+    pub fn bounded_metric(rig: &Rig) -> Result<Criterion, String> {
+        let bounded: Vec<&Metric> = rig.metrics.iter().filter(|m| m.bound.is_some()).collect();
+        match bounded.as_slice() {
+            [m] => Ok(Criterion::Bound((*m).clone())),
+            [] => Err(format!("rig '{}' has no metric with a bound", rig.name)),
+            many => Err(format!(
+                "rig '{}' has several ({})",
+                rig.name,
+                many.iter()
+                    .map(|m| m.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+
+    /// Whether `r` passes. Only a completed trial (status ok) passes: a timed-out or
+    /// aborted trial can hold marks or counts taken before it stopped, and what it
+    /// measured then says nothing about whether the setting keeps the bound. A trial
+    /// without the values the criterion reads does not pass either.
+    pub fn passed(&self, r: &TrialRecord) -> bool {
+        if r.status != results::trials::TrialStatus::Ok {
+            return false;
+        }
+        match self {
+            Criterion::Bound(m) => within(r, m),
+            Criterion::Misses(p) => misses_within(r, *p),
+        }
+    }
+
+    /// summary.json's `decided.metric`: what is bounded.
+    pub fn metric(&self) -> String {
+        match self {
+            Criterion::Bound(m) => m.name.clone(),
+            Criterion::Misses(Pass::Misses(_)) => "misses".into(),
+            Criterion::Misses(Pass::MissesPerMinute(_)) => "misses_per_minute".into(),
+        }
+    }
+
+    /// summary.json's `decided.bound`: the bound, with its unit.
+    pub fn bound(&self) -> String {
+        match self {
+            Criterion::Bound(m) => m.bound.map(|b| b.display(&m.unit)).unwrap_or_default(),
+            Criterion::Misses(Pass::Misses(n)) => format!("≤ {n}"),
+            Criterion::Misses(Pass::MissesPerMinute(x)) => format!("≤ {x}"),
+        }
+    }
+
+    /// The pass in words, for the rule: "wait < 100 ms", "at most 0 deadline misses
+    /// (not injected)".
+    pub fn describe(&self) -> String {
+        match self {
+            Criterion::Bound(_) => format!("{} {}", self.metric(), self.bound()),
+            Criterion::Misses(Pass::Misses(n)) => {
+                format!("at most {n} deadline misses (not injected)")
+            }
+            Criterion::Misses(Pass::MissesPerMinute(x)) => {
+                format!("at most {x} deadline misses (not injected) per minute")
+            }
+        }
+    }
+}
+
+/// The plan's per-trial pass or fail (`xrunrig bisect` classifies each step's records
+/// with it); an error saying what the rig lacks.
+pub fn criterion(plan: &super::Plan) -> Result<Criterion, String> {
+    plan.kind
+        .trial_verdict(&plan.rig)
+        .map_err(|why| format!("{SUPPORTED}; {why}"))
+}
+
+/// The rule for a rig whose kind gave `criterion`, swept over `settings` and
+/// `variants`, at most `max_trials` per setting; an error saying what to change when
+/// the run cannot have one.
 pub fn rule(
-    no_trial_verdict: Option<String>,
-    rig: &Rig,
+    criterion: Result<Criterion, String>,
     settings: &[String],
     variants: &[String],
     max_trials: u32,
 ) -> Result<Rule, String> {
-    if let Some(why) = no_trial_verdict {
-        return Err(format!("{SUPPORTED}; {why}"));
-    }
-    let metric = bounded_metric(rig)?;
+    let criterion = criterion.map_err(|why| format!("{SUPPORTED}; {why}"))?;
     let [a, b] = settings else {
         return Err(format!(
             "--until-decided compares two settings of a profile; this run has {} ({}): \
@@ -67,72 +154,20 @@ pub fn rule(
     }
     Ok(Rule {
         plan,
-        metric,
+        criterion,
         settings: [a.clone(), b.clone()],
         variants: variants.to_vec(),
     })
 }
 
-/// The rig's one metric with a bound: each trial's pass or fail.
-fn bounded_metric(rig: &Rig) -> Result<Metric, String> {
-    let bounded: Vec<&Metric> = rig.metrics.iter().filter(|m| m.bound.is_some()).collect();
-    match bounded.as_slice() {
-        [m] => Ok((*m).clone()),
-        [] => Err(format!(
-            "{SUPPORTED}; rig '{}' has no metric with a bound",
-            rig.name
-        )),
-        many => Err(format!(
-            "{SUPPORTED}; rig '{}' has several ({})",
-            rig.name,
-            many.iter()
-                .map(|m| m.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-    }
+/// Whether `r` passes `c` (`Criterion::passed`): what the rounds count and a bisect
+/// classifies samples.jsonl's records with.
+pub fn passed(r: &TrialRecord, c: &Criterion) -> bool {
+    c.passed(r)
 }
 
-/// A trial's pass or fail as the rig states it (`xrunrig bisect` classifies the
-/// records of each step with it).
-#[derive(Debug, Clone)]
-pub struct Criterion {
-    metric: Metric,
-}
-
-impl Criterion {
-    pub fn passed(&self, r: &TrialRecord) -> bool {
-        passed(r, &self.metric)
-    }
-
-    /// "wait < 100 ms".
-    pub fn describe(&self) -> String {
-        let bound = self
-            .metric
-            .bound
-            .map(|b| b.display(&self.metric.unit))
-            .unwrap_or_default();
-        format!("{} {bound}", self.metric.name)
-    }
-}
-
-/// The plan's per-trial pass or fail; an error saying what the rig lacks.
-pub fn criterion(plan: &super::Plan) -> Result<Criterion, String> {
-    if let Some(why) = plan.kind.no_trial_verdict(&plan.rig) {
-        return Err(format!("{SUPPORTED}; {why}"));
-    }
-    Ok(Criterion {
-        metric: bounded_metric(&plan.rig)?,
-    })
-}
-
-/// A trial passes when it completed (status ok), produced the metric and every value is
-/// within its bound (a trial without a value does not pass). A timed-out or aborted trial can hold marks taken before it stopped;
-/// what it measured then says nothing about whether the setting keeps its bound.
-pub fn passed(r: &TrialRecord, m: &Metric) -> bool {
-    if r.status != results::trials::TrialStatus::Ok {
-        return false;
-    }
+/// The metric was measured and every value is within its bound.
+fn within(r: &TrialRecord, m: &Metric) -> bool {
     let Some(bound) = m.bound else {
         return false;
     };
@@ -143,6 +178,30 @@ pub fn passed(r: &TrialRecord, m: &Metric) -> bool {
                 .iter()
                 .all(|&x| x >= 0.0 && bound.holds((x * scale).round() as u64))
     })
+}
+
+/// The trial's deadline misses not injected within `p` (see `Pass` for why misses):
+/// a record without the count measured nothing and fails. Per minute over its
+/// `duration_ms` (the stream's time, opening included), so a trial shorter than a
+/// minute may have fewer than the bound: at 2 a minute, none in 10 s.
+fn misses_within(r: &TrialRecord, p: Pass) -> bool {
+    use results::livefx::counters::record;
+    // A count as written: a negative or non-finite one (a damaged file) is no count.
+    let Some(n) = r
+        .metrics
+        .get(record::MISSES_NOT_INJECTED)
+        .and_then(|v| v.first())
+        .filter(|x| x.is_finite() && **x >= 0.0)
+    else {
+        return false;
+    };
+    match p {
+        Pass::Misses(max) => *n <= max as f64,
+        Pass::MissesPerMinute(rate) => {
+            let minutes = r.duration_ms / 60_000.0;
+            minutes.is_finite() && minutes > 0.0 && *n <= rate * minutes
+        }
+    }
 }
 
 /// What the records say so far.
@@ -172,8 +231,8 @@ pub fn evaluate(rule: &Rule, records: &[TrialRecord]) -> State {
             let (Some(x), Some(y)) = (find(s0, n), find(s1, n)) else {
                 break;
             };
-            a += u32::from(passed(x, &rule.metric));
-            b += u32::from(passed(y, &rule.metric));
+            a += u32::from(rule.criterion.passed(x));
+            b += u32::from(rule.criterion.passed(y));
             n += 1;
             let (pv, look) = rule.plan.look(a, b, n);
             p = Some(pv);
@@ -207,24 +266,19 @@ pub fn evaluate(rule: &Rule, records: &[TrialRecord]) -> State {
         });
     }
     let plan = &rule.plan;
-    let bound = rule
-        .metric
-        .bound
-        .map(|b| b.display(&rule.metric.unit))
-        .unwrap_or_default();
     State {
         decided: Decided {
             rule: format!(
-                "after each round, Fisher's exact test (two-sided) on trials with {} {bound}: \
+                "after each round, Fisher's exact test (two-sided) on trials with {}: \
                  {}; at most {} trials per setting; a pair that no remaining outcome can \
                  decide stops early, undecided",
-                rule.metric.name,
+                rule.criterion.describe(),
                 levels_text(plan),
                 plan.max_trials
             ),
             test: "fisher_exact_two_sided".into(),
-            metric: rule.metric.name.clone(),
-            bound,
+            metric: rule.criterion.metric(),
+            bound: rule.criterion.bound(),
             alpha: plan.alpha,
             per_look: plan
                 .later_level()
@@ -286,6 +340,12 @@ fn spans(looks: &[u32]) -> String {
     out.join(", ")
 }
 
+/// summary.json's `until_decided` for a run under `until` (None without
+/// `--until-decided`): what every rig kind's summary writes, from its records.
+pub fn decided(until: Option<&Rule>, records: &[TrialRecord]) -> Option<Decided> {
+    until.map(|r| evaluate(r, records).decided)
+}
+
 /// A p-value with the figures a reader compares against the per-look level.
 fn fmt_p(p: f64) -> String {
     if p < 0.001 {
@@ -330,7 +390,7 @@ pub(crate) mod tests {
 
     /// `rule` as the plan calls it: with the rig's kind's answer.
     fn rule_of(r: &Rig, s: &[String], v: &[String], max: u32) -> Result<Rule, String> {
-        rule(crate::kinds::of(r.kind).no_trial_verdict(r), r, s, v, max)
+        rule(crate::kinds::of(r.kind).trial_verdict(r), s, v, max)
     }
     use std::collections::BTreeMap;
     use std::path::Path;
@@ -399,25 +459,140 @@ name = "y"
         assert!(rule_of(&r, &names(&["A", "B"]), &names(&["x"]), 8).is_ok());
     }
 
+    /// A livefx rig with `pass` in its `[livefx]` table (`pass`: the table's line).
+    fn livefx_rig(pass: &str) -> Rig {
+        crate::rig::parse(
+            Path::new("lf.toml"),
+            &format!(
+                "kind = \"livefx\"\n[livefx]\n{pass}\n[[livefx.workers]]\nname = \"w\"\n\
+                 priority = 10\nplugins = [ {{ run = \"1 ms\" }} ]\n"
+            ),
+        )
+        .unwrap()
+    }
+
     #[test]
-    fn audio_rigs_are_refused_with_the_rigs_that_work() {
+    fn audio_rigs_without_a_pass_are_refused_with_the_rigs_that_work() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let lf = crate::rig::load(&root.join("rigs/livefx.toml")).unwrap();
         let e = rule_of(&lf, &names(&["A", "B"]), &names(&["default"]), 8).unwrap_err();
-        assert!(
-            e.contains("livefx") && e.contains("rigs/pi-boost-affinity.toml"),
-            "{e}"
-        );
+        for want in [
+            "rigs/pi-boost-affinity.toml",
+            "rigs/livefx-push-ipi.toml",
+            "livefx rig 'livefx' states no pass or fail",
+            "add pass = { misses = 0 }",
+            "to its [livefx] table",
+        ] {
+            assert!(e.contains(want), "{want:?} not in {e}");
+        }
         let pi = crate::rig::load(&root.join("rigs/pi-boost-affinity.toml")).unwrap();
         let v: Vec<String> = pi.variants.iter().map(|v| v.name.clone()).collect();
         let r = rule_of(&pi, &names(&["RT_PUSH_IPI", "NO_RT_PUSH_IPI"]), &v, 8).unwrap();
-        assert_eq!(r.metric.name, "wait");
+        assert_eq!(r.criterion.metric(), "wait");
+    }
+
+    #[test]
+    fn a_livefx_rig_with_a_pass_gets_a_rule_that_states_it() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let lf = crate::rig::load(&root.join("rigs/livefx-push-ipi.toml")).unwrap();
+        let v: Vec<String> = lf.variants.iter().map(|v| v.name.clone()).collect();
+        let r = rule_of(&lf, &names(&["RT_PUSH_IPI", "NO_RT_PUSH_IPI"]), &v, 8).unwrap();
+        assert_eq!(r.criterion, Criterion::Misses(Pass::Misses(0)));
+        let d = evaluate(&r, &[]).decided;
+        assert_eq!((d.metric.as_str(), d.bound.as_str()), ("misses", "≤ 0"));
+        assert!(
+            d.rule.contains(
+                "Fisher's exact test (two-sided) on trials with at most 0 deadline misses \
+                 (not injected); overall alpha"
+            ),
+            "{}",
+            d.rule
+        );
+        let per = livefx_rig("pass = { misses_per_minute = 2.5 }");
+        let r = rule_of(&per, &names(&["A", "B"]), &names(&["default"]), 8).unwrap();
+        let d = evaluate(&r, &[]).decided;
+        assert_eq!(
+            (d.metric.as_str(), d.bound.as_str()),
+            ("misses_per_minute", "≤ 2.5")
+        );
+        assert!(
+            d.rule
+                .contains("at most 2.5 deadline misses (not injected) per minute"),
+            "{}",
+            d.rule
+        );
+        // The settings' and trials' refusals are every kind's.
+        let e = rule_of(&per, &names(&["A"]), &names(&["default"]), 8).unwrap_err();
+        assert!(e.contains("two settings"), "{e}");
+    }
+
+    /// A livefx trial's record as `livefx::tally::record` writes it: its counts, over
+    /// `ms` of audio.
+    fn lf_rec(xruns: f64, misses: f64, injected: f64, ms: f64) -> TrialRecord {
+        let mut r = rec("A", "default", 0, None);
+        r.duration_ms = ms;
+        for (k, v) in [
+            ("cycles", 469.0),
+            ("xruns", xruns),
+            ("deadline_misses", misses + injected),
+            ("injected", injected),
+            ("misses_not_injected", misses),
+        ] {
+            r.metrics.insert(k.into(), vec![v]);
+        }
+        r
+    }
+
+    #[test]
+    fn a_livefx_trial_passes_with_its_misses_within_the_pass() {
+        let none = Criterion::Misses(Pass::Misses(0));
+        assert!(passed(&lf_rec(0.0, 0.0, 0.0, 10_000.0), &none));
+        assert!(!passed(&lf_rec(0.0, 1.0, 0.0, 10_000.0), &none));
+        let two = Criterion::Misses(Pass::Misses(2));
+        assert!(passed(&lf_rec(0.0, 2.0, 0.0, 10_000.0), &two));
+        assert!(!passed(&lf_rec(0.0, 3.0, 0.0, 10_000.0), &two));
+        // Injected misses are the rig's own overruns, and the xruns the server counts
+        // are its word, not the cycle's: neither fails a trial.
+        assert!(passed(&lf_rec(0.0, 0.0, 5.0, 10_000.0), &none));
+        assert!(passed(&lf_rec(3.0, 0.0, 0.0, 10_000.0), &none));
+        // A trial that did not complete fails, whatever it counted.
+        use results::trials::TrialStatus as S;
+        for status in [S::TimedOut, S::Aborted, S::Failed, S::Stuck, S::Unknown] {
+            let mut t = lf_rec(0.0, 0.0, 0.0, 10_000.0);
+            t.status = status;
+            assert!(!passed(&t, &none), "{status:?} counted as a pass");
+        }
+        // A record without its count (or with a damaged one) measured nothing.
+        let mut t = lf_rec(0.0, 0.0, 0.0, 10_000.0);
+        t.metrics.remove("misses_not_injected");
+        assert!(!passed(&t, &none));
+        assert!(!passed(&lf_rec(0.0, -1.0, 0.0, 10_000.0), &none));
+        assert!(!passed(&lf_rec(0.0, f64::NAN, 0.0, 10_000.0), &none));
+        // A thread rig's criterion finds no metric of its own in an audio record.
+        let r = rig("");
+        let wait = Criterion::Bound(r.metrics[0].clone());
+        assert!(!passed(&lf_rec(0.0, 0.0, 0.0, 10_000.0), &wait));
+    }
+
+    #[test]
+    fn misses_per_minute_are_counted_over_the_trials_duration() {
+        let c = Criterion::Misses(Pass::MissesPerMinute(2.0));
+        // 3 in 2 minutes: 1.5 a minute; 3 in 1 minute: 3.
+        assert!(passed(&lf_rec(0.0, 3.0, 0.0, 120_000.0), &c));
+        assert!(!passed(&lf_rec(0.0, 3.0, 0.0, 60_000.0), &c));
+        // Exactly at the bound passes ("at most").
+        assert!(passed(&lf_rec(0.0, 2.0, 0.0, 60_000.0), &c));
+        // A 10 s trial may have a third of a miss: none.
+        assert!(passed(&lf_rec(0.0, 0.0, 0.0, 10_000.0), &c));
+        assert!(!passed(&lf_rec(0.0, 1.0, 0.0, 10_000.0), &c));
+        // No duration: no rate, no pass.
+        assert!(!passed(&lf_rec(0.0, 0.0, 0.0, 0.0), &c));
     }
 
     #[test]
     fn a_trial_passes_within_the_bound_only() {
         let r = rig("");
-        let m = &r.metrics[0];
+        let m = &Criterion::Bound(r.metrics[0].clone());
         assert!(passed(&rec("A", "x", 0, Some(99.0)), m));
         assert!(!passed(&rec("A", "x", 0, Some(100.0)), m));
         assert!(!passed(&rec("A", "x", 0, None), m));
@@ -428,7 +603,7 @@ name = "y"
         // A trial stopped at its timeout (or aborted, stuck, failed) whose marks were
         // taken before the stop has a wait within the bound, yet did not complete.
         let r = rig("");
-        let m = &r.metrics[0];
+        let m = &Criterion::Bound(r.metrics[0].clone());
         use results::trials::TrialStatus as S;
         for status in [S::TimedOut, S::Aborted, S::Failed, S::Stuck, S::Unknown] {
             let mut t = rec("A", "x", 0, Some(1.0));

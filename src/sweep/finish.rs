@@ -114,11 +114,7 @@ pub fn finish_with(p: &Prepared, sw: &Swept, extra: RunExtra, metrics: &[rig::Me
         .collect();
     let rows = summary::rows(&sw.records, &settings, &variants, metrics);
     let mut sum = summary::Summary::new(&rig.name, rows);
-    sum.until_decided = p
-        .plan
-        .until
-        .as_ref()
-        .map(|r| super::decide::evaluate(r, &sw.records).decided);
+    sum.until_decided = super::decide::decided(p.plan.until.as_ref(), &sw.records);
     let mut code = 0;
     // Each file whole or not at all; INCOMPLETE goes last, once both are there.
     let mut written = vec![output::write_json(&p.dir.join(results::SUMMARY_JSON), &sum)];

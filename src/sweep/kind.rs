@@ -4,7 +4,7 @@
 //! (`Plan::kind`), so no code outside that registration matches on `rig::Kind`.
 
 use super::Prepared;
-use super::decide::Rule;
+use super::decide::{Criterion, Rule};
 use crate::knobs::profile::Setting;
 use crate::options::AudioOptions;
 use crate::output::summary::{Row, TrialRecord};
@@ -26,9 +26,9 @@ pub trait RigKind: Sync {
     /// and closing what it needs, the gap after it].
     fn per_trial_ns(&self, rig: &Rig, audio: &AudioOptions) -> [u64; 3];
 
-    /// `--until-decided` needs each trial to pass or fail: why this kind's trials do not,
-    /// or None when they do.
-    fn no_trial_verdict(&self, rig: &Rig) -> Option<String>;
+    /// `--until-decided` (and a bisect) needs each trial to pass or fail: what `rig`'s
+    /// trials must keep to pass, or why they have no pass or fail (what to add).
+    fn trial_verdict(&self, rig: &Rig) -> Result<Criterion, String>;
 
     /// Whether it plays audio: a guest kernel then gets sound cards and a JACK server.
     fn plays_audio(&self) -> bool {

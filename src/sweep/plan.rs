@@ -123,13 +123,7 @@ impl Plan {
                 .iter()
                 .map(|&i| rig.variants[i].name.clone())
                 .collect();
-            Some(decide::rule(
-                kind.no_trial_verdict(&rig),
-                &rig,
-                &s,
-                &v,
-                trials,
-            )?)
+            Some(decide::rule(kind.trial_verdict(&rig), &s, &v, trials)?)
         } else {
             None
         };

@@ -3,6 +3,7 @@
 use crate::options::AudioOptions;
 use crate::output::summary::{self, Summary};
 use crate::rig::{Metric, Rig};
+use crate::sweep::decide::Criterion;
 use crate::sweep::kind::summary_of;
 use crate::sweep::{Brought, Prepared, Rebuild, RigKind};
 use std::path::Path;
@@ -20,8 +21,9 @@ impl RigKind for Threads {
         [rig.trial_timeout_ns, 0, rig.trial_gap_ns]
     }
 
-    fn no_trial_verdict(&self, _: &Rig) -> Option<String> {
-        None
+    /// The rig's one metric with a bound.
+    fn trial_verdict(&self, rig: &Rig) -> Result<Criterion, String> {
+        Criterion::bounded_metric(rig)
     }
 
     fn run(&self, p: Prepared) -> i32 {
@@ -56,9 +58,7 @@ impl RigKind for Threads {
         }
         let rows = summary::rows(r.records, r.settings, r.variants, &metrics);
         let mut sum = Summary::new(&rig.name, rows);
-        sum.until_decided = r
-            .until
-            .map(|u| crate::sweep::decide::evaluate(u, r.records).decided);
+        sum.until_decided = crate::sweep::decide::decided(r.until, r.records);
         crate::output::write_json(&r.dir.join(results::SUMMARY_JSON), &sum)
     }
 

@@ -70,6 +70,19 @@ impl Counters {
     }
 }
 
+/// The names of a trial's counts in its samples.jsonl record (`metrics`): the engine
+/// writes them, and a livefx rig's pass or fail (`--until-decided`, and a bisect reading
+/// a results directory back) is read from them.
+pub mod record {
+    pub const CYCLES: &str = "cycles";
+    pub const XRUNS: &str = "xruns";
+    pub const DEADLINE_MISSES: &str = "deadline_misses";
+    pub const INJECTED: &str = "injected";
+    pub const MISSES_NOT_INJECTED: &str = "misses_not_injected";
+    /// Loopback clicks (present only with the loopback check).
+    pub const DISCONTINUITIES: &str = "discontinuities";
+}
+
 /// Counts over a rig's bursts of background load: the summary row's `bursts*` fields.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BurstCounts {
