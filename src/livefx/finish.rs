@@ -11,20 +11,23 @@ use results::livefx::{
     BackendNote, BackendUsed, CallbackInfo, HistEntry, LivefxSection, PluginInfo, WorkerInfo,
 };
 use results::run::InstrumentsSection;
+use results::trials::Decided;
 use results::{HISTOGRAMS_JSON, RUN_JSON, SUMMARY_JSON};
 
-/// Writes summary.json, histograms.json and run.json: 0, or EXIT_FAILED when one could
-/// not be written (each is still tried).
+/// Writes summary.json (with `decided`: `--until-decided`'s comparisons), histograms.json
+/// and run.json: 0, or EXIT_FAILED when one could not be written (each is still tried).
+#[allow(clippy::too_many_arguments)]
 pub fn write(
     p: &Prepared,
     cfg: &Config,
     params: &[Params],
     groups: &[Group],
     trial_rows: Vec<TrialRow>,
+    decided: Option<Decided>,
     sw: &Swept,
     instruments: Option<InstrumentsSection>,
 ) -> i32 {
-    let (summary, hists) = tables(&p.plan.rig.name, groups, trial_rows);
+    let (summary, hists) = tables(&p.plan.rig.name, groups, trial_rows, decided);
     let extra = RunExtra {
         instruments,
         livefx: Some(section(p, cfg, params, groups)),
@@ -64,6 +67,7 @@ pub(super) fn tables(
     rig: &str,
     groups: &[Group],
     trial_rows: Vec<TrialRow>,
+    decided: Option<Decided>,
 ) -> (Summary, Vec<HistEntry>) {
     let summary = Summary {
         format: Some(results::FORMAT_VERSION),
@@ -71,6 +75,7 @@ pub(super) fn tables(
         kind: rows::KIND.into(),
         rows: groups.iter().map(report::row).collect(),
         trials: trial_rows,
+        until_decided: decided,
     };
     (summary, groups.iter().flat_map(report::hists).collect())
 }
@@ -140,19 +145,21 @@ fn section(p: &Prepared, cfg: &Config, params: &[Params], groups: &[Group]) -> L
     }
 }
 
-/// Prints the table, the causes of misses, the knobs restored and where the results
-/// are; an exit code when the run failed (the JACK server went away, the sweep ended
-/// badly, a trial failed).
+/// Prints the table, `--until-decided`'s comparisons, the causes of misses, the knobs
+/// restored and where the results are; an exit code when the run failed (the JACK
+/// server went away, the sweep ended badly, a trial failed).
 pub fn report(
     p: &Prepared,
     groups: &[Group],
+    decided: Option<&Decided>,
     sw: &Swept,
     server_gone: bool,
     any_failed: Option<String>,
 ) -> Option<i32> {
     crate::output::console::report(&format!(
-        "\n{}{}{}",
+        "\n{}{}{}{}",
         report::render(groups),
+        decided.map_or(String::new(), crate::sweep::decide::render),
         report::render_why(groups),
         crate::output::answer(&p.dir)
     ));

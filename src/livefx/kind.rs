@@ -144,14 +144,20 @@ impl RigKind for Livefx {
             r.variants,
             r.records,
             r.doc.livefx.as_ref(),
+            r.until,
         )
     }
 
     fn brought(&self, dir: &Path) -> Option<Brought> {
         let sm: Summary = summary_of(dir, self.name())?;
+        let mut table = table(&sm);
+        if let Some(d) = &sm.until_decided {
+            table.push_str(&crate::sweep::decide::render(d));
+        }
         Some(Brought {
-            table: table(&sm),
+            table,
             livefx_rows: sm.rows,
+            decided: sm.until_decided,
             ..Brought::default()
         })
     }

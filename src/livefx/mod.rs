@@ -106,12 +106,24 @@ fn run(p: &mut Prepared) -> Result<i32, i32> {
 
     // Settings and variants never reached (interrupted, ended early) have no row.
     groups.retain(|g| g.trials > 0);
-    let mut code = finish::write(p, &cfg, &params, &groups, rows, &sw, inst_json);
+    // --until-decided: the comparisons the rounds stopped on, replayed from the same
+    // records, as a thread rig's finish does.
+    let decided = crate::sweep::decide::decided(p.plan.until.as_ref(), &sw.records);
+    let mut code = finish::write(
+        p,
+        &cfg,
+        &params,
+        &groups,
+        rows,
+        decided.clone(),
+        &sw,
+        inst_json,
+    );
     if let Some(e) = io_error {
         eprintln!("xrunrig: {e}");
         code = EXIT_FAILED;
     }
-    Ok(finish::report(p, &groups, &sw, server_gone, any_failed).unwrap_or(code))
+    Ok(finish::report(p, &groups, decided.as_ref(), &sw, server_gone, any_failed).unwrap_or(code))
 }
 
 /// What one trial's misses and bursts were, told from the RT side's records and the

@@ -154,7 +154,8 @@ fn params_of(
 }
 
 /// Writes `dir`'s summary.json and histograms.json from its finished trials
-/// (`records`, in the sweep's order), over the run's settings and variants.
+/// (`records`, in the sweep's order), over the run's settings and variants; `until`:
+/// the stopping rule the run had.
 pub fn rebuild(
     dir: &Path,
     rig: &Rig,
@@ -162,6 +163,7 @@ pub fn rebuild(
     variants: &[String],
     records: &[TrialRecord],
     section: Option<&LivefxSection>,
+    until: Option<&crate::sweep::decide::Rule>,
 ) -> Result<(), String> {
     let cfg = rig
         .livefx
@@ -232,7 +234,10 @@ pub fn rebuild(
     }
     // As a run's end: settings and variants never reached have no row.
     groups.retain(|g| g.trials > 0);
-    let (summary, hists) = super::finish::tables(&rig.name, &groups, rows);
+    // The stopping rule's decisions replayed from the merged records, as the guest's
+    // sweep made them.
+    let decided = crate::sweep::decide::decided(until, records);
+    let (summary, hists) = super::finish::tables(&rig.name, &groups, rows, decided);
     crate::output::write_json(&dir.join(results::SUMMARY_JSON), &summary)?;
     crate::output::write_json(&dir.join(results::HISTOGRAMS_JSON), &hists)
 }

@@ -54,6 +54,8 @@ pub struct LivefxData {
     pub trial_latency: BTreeMap<(String, String), Vec<TrialLatency>>,
     pub latency: BTreeMap<(String, String), Latency>,
     pub timeline: Option<Timeline>,
+    /// `--until-decided`: the rule and each variant's comparison, when the run had them.
+    pub until_decided: Option<Box<results::trials::Decided>>,
 }
 
 impl LivefxData {
@@ -187,7 +189,12 @@ fn hist_from_entry(e: &HistEntry) -> Dist {
 }
 
 pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<LivefxData, String> {
-    let Summary { rows, trials, .. } = Summary::deserialize(summary)
+    let Summary {
+        rows,
+        trials,
+        until_decided,
+        ..
+    } = Summary::deserialize(summary)
         .map_err(|e| format!("{}: {e}", dir.join(results::SUMMARY_JSON).display()))?;
     for r in &rows {
         if let Causes::Unreadable(e) = &r.why {
@@ -289,5 +296,6 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<L
         trial_latency,
         latency,
         timeline,
+        until_decided: until_decided.map(Box::new),
     })
 }

@@ -920,13 +920,19 @@ fn livefx_what_ran(res: &Results, d: &LivefxData) -> Vec<(String, String)> {
     extra.push((
         "trials".to_string(),
         format!(
-            "{} trial{} in all{}",
+            "{} trial{} in all{}{}",
             d.trials.len(),
             if d.trials.len() == 1 { "" } else { "s" },
             d.rows
                 .first()
                 .and_then(|r| r.trial_s())
-                .map_or(String::new(), |s| format!(", {} each", common::fmt_dur(s)))
+                .map_or(String::new(), |s| format!(", {} each", common::fmt_dur(s))),
+            match (&d.until_decided, res.run.trials) {
+                (Some(_), Some(n)) => {
+                    format!(", at most {n} per setting and variant (--until-decided)")
+                }
+                _ => String::new(),
+            }
         ),
     ));
     extra
@@ -936,6 +942,9 @@ fn livefx_what_ran(res: &Results, d: &LivefxData) -> Vec<(String, String)> {
 /// (`ev`), and where the numbers come from.
 fn livefx_sections(d: &LivefxData, cs: &[Case], ev: Vec<String>) -> Vec<(String, Vec<Block>)> {
     let mut sections = Vec::new();
+    if let Some(u) = &d.until_decided {
+        sections.push(("Until decided".to_string(), super::trials::until_decided(u)));
+    }
     let why = why_blocks(cs);
     if !why.is_empty() {
         sections.push(("Why the misses".to_string(), why));

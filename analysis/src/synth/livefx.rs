@@ -249,6 +249,7 @@ pub fn generate(dir: &Path, spec: &Spec) -> Result<u64, String> {
         kind: results::livefx::rows::KIND.into(),
         rows,
         trials,
+        until_decided: None,
     };
     // Readers must ignore fields they do not know: every row carries one.
     let mut summary = serde_json::to_value(&summary).map_err(|e| e.to_string())?;

@@ -53,6 +53,15 @@ pub struct Summary {
     pub rows: Vec<Row>,
     #[serde(default, deserialize_with = "lenient::records")]
     pub trials: Vec<TrialRow>,
+    /// `--until-decided`: the stopping rule and each variant's comparison, as a thread
+    /// rig's summary.json has them; absent for a run with a fixed number of trials (and
+    /// in results from before livefx rigs had it). A damaged one reads as absent.
+    #[serde(
+        default,
+        deserialize_with = "lenient::or_default",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub until_decided: Option<crate::trials::Decided>,
 }
 
 /// Percentiles of one latency in µs; all None when nothing was recorded.
