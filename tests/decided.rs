@@ -4,7 +4,9 @@
 //! its whole 80 ms spin (100 ms timeslice): the comparison is decided before the
 //! maximum and the variant stops getting trials. On two CPUs nothing waits: that
 //! variant can never be decided and stops as soon as no outcome could change that.
-//! Needs root (CI runs as root).
+//! A livefx rig on the clock backend under two audio periods, one its work cannot fit:
+//! its pass (`[livefx] pass`) decides the pair the same way. Needs root (CI runs as
+//! root).
 
 mod support;
 
@@ -192,7 +194,7 @@ fn until_decided_refuses_a_run_it_cannot_decide() {
     assert_eq!(o.status.code(), Some(2), "{t}");
     assert!(t.contains("--until-decided compares two settings"), "{t}");
     assert!(!out.exists());
-    // An audio rig has no per-trial pass or fail.
+    // An audio rig that states no pass has no per-trial pass or fail.
     let o = xrunrig(
         &[
             "run",
@@ -208,5 +210,137 @@ fn until_decided_refuses_a_run_it_cannot_decide() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(2), "{t}");
     assert!(t.contains("rigs/pi-boost-affinity.toml"), "{t}");
+    assert!(t.contains("add pass = { misses = 0 }"), "{t}");
     assert!(!out.exists());
+}
+
+/// A livefx rig whose plugin does 1 ms of work a cycle: at 32 frames (0.67 ms) every
+/// cycle misses, at 1024 (21 ms) the work fits. Its pass is a rate with room for the
+/// stalls this VM has at 1024 (up to 20 misses in 10 s, tests/livefx.rs) yet below the
+/// rate of the overruns injected on the command line, which are not counted.
+const LIVEFX_RIG: &str = r#"
+name = "lfx-periods"
+description = "1 ms of plugin work per cycle at two audio periods"
+kind = "livefx"
+trials = 8
+trial_gap = "20 ms"
+
+[livefx]
+duration = "2 s"
+backend = "clock"
+rate = 48000
+callback = { priority = 70 }
+pass = { misses_per_minute = 300 }
+
+[[livefx.workers]]
+name = "fx"
+priority = 60
+cpus = [1]
+plugins = [ { run = "1 ms" } ]
+"#;
+
+const LIVEFX_PROFILE: &str = r#"
+name = "two-periods"
+description = "32 frames against 1024"
+
+[[settings]]
+name = "p32"
+audio = { period = 32 }
+
+[[settings]]
+name = "p1024"
+audio = { period = 1024 }
+"#;
+
+#[test]
+fn until_decided_decides_a_livefx_rig_by_its_pass() {
+    if !testkit::root() {
+        return;
+    }
+    let _g = serial();
+    let d = testkit::private_dir("until-decided-livefx");
+    let rig = d.join("lfx-periods.toml");
+    std::fs::write(&rig, LIVEFX_RIG).unwrap();
+    let profile = d.join("two-periods.toml");
+    std::fs::write(&profile, LIVEFX_PROFILE).unwrap();
+    let out = d.join("res");
+    // An injected overrun every 5 cycles: at 1024 frames about 560 a minute, all of
+    // them misses, none counted against the pass of 300 a minute.
+    let o = xrunrig(
+        &[
+            "run",
+            rig.to_str().unwrap(),
+            "--profile",
+            profile.to_str().unwrap(),
+            "--backend",
+            "clock",
+            "--inject-every",
+            "5",
+            "--inject-factor",
+            "1.5",
+            "--until-decided",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &d,
+    );
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let sum = json(&out.join("summary.json"));
+    assert_eq!(sum["kind"], "livefx");
+    let dec = &sum["until_decided"];
+    assert_eq!(dec["test"], "fisher_exact_two_sided", "{sum}");
+    assert_eq!(dec["metric"], "misses_per_minute");
+    assert_eq!(dec["bound"], "≤ 300");
+    assert_eq!(dec["looks"], serde_json::json!([6, 7, 8]));
+    let pair = &dec["pairs"][0];
+    assert_eq!(pair["variant"], "default", "{dec}");
+    assert_eq!(pair["decision"], "decided", "{pair}\n{t}");
+    assert_eq!(pair["worse"], "p32", "{pair}");
+    assert_eq!(pair["first_within"], 0, "{pair}");
+    let n = pair["trials"].as_u64().unwrap();
+    assert!((6..=8).contains(&n), "{pair}");
+    assert!(pair["p"].as_f64().unwrap() <= dec["per_look"].as_f64().unwrap());
+    // The run stopped at that look: n trials per setting, no more.
+    let recs: Vec<serde_json::Value> = std::fs::read_to_string(out.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(recs.len() as u64, 2 * n, "samples.jsonl");
+    assert_eq!(sum["trials"].as_array().unwrap().len() as u64, 2 * n);
+    for r in sum["rows"].as_array().unwrap() {
+        assert_eq!(r["trials"].as_u64(), Some(n), "{r}");
+    }
+    // The injected misses alone are over the pass's rate in every 1024 trial; the
+    // trials within it passed all the same.
+    let m = |r: &serde_json::Value, k: &str| r["metrics"][k][0].as_f64().unwrap();
+    for r in recs.iter().filter(|r| r["setting"] == "p1024") {
+        let minutes = r["duration_ms"].as_f64().unwrap() / 60_000.0;
+        assert!(m(r, "injected") / minutes > 300.0, "{r}");
+    }
+    let within = pair["second_within"].as_u64().unwrap();
+    assert!(within >= n - 1, "{pair}");
+    // The table states the rule and the verdict; the report has its section.
+    assert!(
+        t.contains("until decided: after each round, Fisher's exact test (two-sided) on trials with at most 300 deadline misses (not injected) per minute"),
+        "{t}"
+    );
+    assert!(
+        t.contains(&format!(
+            "default: p32 0/{n} vs p1024 {within}/{n} within bound"
+        )),
+        "{t}"
+    );
+    assert!(t.contains("decided: p32 worse"), "{t}");
+    let o = xrunrig(&["report", out.to_str().unwrap()], &d);
+    assert!(o.status.success(), "{}", text(&o));
+    let rep = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(
+        rep.contains("Until decided") && rep.contains("Tarone"),
+        "{rep}"
+    );
+    assert!(rep.contains("decided: p32 worse"), "{rep}");
+    // "What ran" (wrapped before its "(--until-decided)").
+    assert!(rep.contains("at most 8 per setting and variant"), "{rep}");
 }

@@ -254,6 +254,64 @@ mod tests {
         assert!(t.contains("B / v: clock, 128, 9, 0, 0, - (-), -\n"), "{t}");
     }
 
+    /// A guest run merged from several boots: summary.json's comparisons are replayed
+    /// from the merged records under the guest's rule, and come home with the table.
+    #[test]
+    fn a_merged_runs_decisions_are_replayed_into_its_summary() {
+        use crate::sweep::decide;
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let rig = crate::rig::load(&root.join("rigs/livefx-push-ipi.toml")).unwrap();
+        let settings = vec!["RT_PUSH_IPI".to_string(), "NO_RT_PUSH_IPI".to_string()];
+        let variants = vec!["pi".to_string()];
+        let rule = decide::rule(Livefx.trial_verdict(&rig), &settings, &variants, 8).unwrap();
+        // No miss under RT_PUSH_IPI, 12 under NO_RT_PUSH_IPI: decided after 6 rounds.
+        let mut records = vec![];
+        for t in 0..6 {
+            for (s, misses) in [("RT_PUSH_IPI", 0.0), ("NO_RT_PUSH_IPI", 12.0)] {
+                let mut r = decide::tests::rec(s, "pi", t, None);
+                r.duration_ms = 30_000.0;
+                for (k, v) in [
+                    ("cycles", 703.0),
+                    ("xruns", misses),
+                    ("misses_not_injected", misses),
+                ] {
+                    r.metrics.insert(k.into(), vec![v]);
+                }
+                records.push(r);
+            }
+        }
+        let d = std::env::temp_dir().join(format!("xrunrig-lfx-merge-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let doc = results::run::RunDoc::default();
+        let rebuild = |until| {
+            Livefx.rebuild(&Rebuild {
+                dir: &d,
+                rig: &rig,
+                settings: &settings,
+                variants: &variants,
+                records: &records,
+                until,
+                doc: &doc,
+            })
+        };
+        rebuild(Some(&rule)).unwrap();
+        let b = Livefx.brought(&d).unwrap();
+        let dec = b.decided.unwrap();
+        let p = &dec.pairs[0];
+        assert_eq!((p.trials, p.first_within, p.second_within), (6, 6, 0));
+        assert_eq!(p.worse.as_deref(), Some("NO_RT_PUSH_IPI"));
+        assert!(
+            b.table
+                .contains("pi: RT_PUSH_IPI 6/6 vs NO_RT_PUSH_IPI 0/6 within bound"),
+            "{}",
+            b.table
+        );
+        // Without the rule (a fixed number of trials) there is none.
+        rebuild(None).unwrap();
+        assert!(Livefx.brought(&d).unwrap().decided.is_none());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
     /// summary.json is read only as the kind that wrote it: a thread rig's is not a
     /// livefx rig's, though lenient reading would take it.
     #[test]

@@ -517,4 +517,24 @@ mod tests {
         let back: Row = serde_json::from_value(v).unwrap();
         assert_eq!(back, r);
     }
+
+    /// `until_decided` is new: a summary without it (older results, a fixed number of
+    /// trials) loads, one of the wrong shape reads as absent, and none is written back.
+    #[test]
+    fn until_decided_is_optional_and_a_damaged_one_reads_as_absent() {
+        let s: Summary = serde_json::from_str(r#"{"kind":"livefx","rows":[]}"#).unwrap();
+        assert!(s.until_decided.is_none());
+        let out = serde_json::to_string(&s).unwrap();
+        assert!(!out.contains("until_decided"), "{out}");
+        let s: Summary = serde_json::from_str(
+            r#"{"kind":"livefx","until_decided":{"metric":"misses","bound":"≤ 0","looks":[6,7,8]}}"#,
+        )
+        .unwrap();
+        let d = s.until_decided.unwrap();
+        assert_eq!((d.metric.as_str(), d.looks), ("misses", vec![6, 7, 8]));
+        let s: Summary =
+            serde_json::from_str(r#"{"kind":"livefx","rows":[],"until_decided":{"looks":"x"}}"#)
+                .unwrap();
+        assert!(s.until_decided.is_none());
+    }
 }
