@@ -312,9 +312,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", value_parser = max_time_arg, allow_hyphen_values = true)]
     pub max_time: Option<u64>,
     /// Stop giving a variant trials once its two settings differ (Fisher's exact test on
-    /// the trials within the rig's bound, p ≤ 0.01 overall across the looks) or can no
-    /// longer be told apart; --trials (or the rig's) is the maximum per setting. Thread
-    /// rigs with one bounded metric, profiles with two settings.
+    /// the trials that pass, p ≤ 0.01 overall across the looks) or can no longer be told
+    /// apart; --trials (or the rig's) is the maximum per setting. Thread rigs with one
+    /// bounded metric, livefx rigs with a [livefx] pass; profiles with two settings.
     #[arg(long)]
     pub until_decided: bool,
 
