@@ -14,7 +14,8 @@ use xrunrig::testkit;
 /// Runs with RT threads one at a time: they share the pinned CPUs.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-const SUBCOMMANDS: [&str; 9] = [
+const SUBCOMMANDS: [&str; 10] = [
+    "bisect",
     "run",
     "watch",
     "check",

@@ -155,26 +155,48 @@ fn base_repo() -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     git(&dir, &["init", "-q", "--bare"]);
-    let tree = tarball_tree();
+    let release =
+        std::fs::read_to_string(tarball_tree().join("include/config/kernel.release")).unwrap();
+    // The tarball unpacked on its own: its .gitignore (Debian's) ignores everything at
+    // the top, so every file is added by force; the build's products are not there.
+    let tarball = std::fs::read_dir(xrunrig::guest::build::cache_root().join("src"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".tar.xz"))
+        .expect("linux-source-6.12's tarball in the build cache");
+    let tree = dir.with_extension("unpacked");
+    let _ = std::fs::remove_dir_all(&tree);
+    std::fs::create_dir_all(&tree).unwrap();
     let t0 = std::time::Instant::now();
-    // The build's products are ignored by the kernel's own .gitignore files: what is
-    // added is the tarball's tree.
+    let st = Command::new("tar")
+        .arg("-xf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&tree)
+        .arg("--strip-components=1")
+        .status()
+        .unwrap();
+    assert!(st.success());
     let st = Command::new("git")
         .arg("--git-dir")
         .arg(&dir)
         .arg("--work-tree")
         .arg(&tree)
-        .args(["add", "-A", "."])
+        .args(["-c", "core.bare=false", "add", "-A", "-f", "."])
         .current_dir(&tree)
         .status()
         .unwrap();
     assert!(st.success());
-    let release = std::fs::read_to_string(tree.join("include/config/kernel.release")).unwrap();
     let msg = format!("Linux {} (Debian linux-source-6.12)", release.trim());
     let st = Command::new("git")
         .arg("--git-dir")
         .arg(&dir)
+        .arg("--work-tree")
+        .arg(&tree)
         .args([
+            "-c",
+            "core.bare=false",
             "-c",
             "user.name=xrunrig test",
             "-c",
@@ -191,6 +213,7 @@ fn base_repo() -> PathBuf {
         "test: the tarball's tree committed in {:.0} s",
         t0.elapsed().as_secs_f64()
     );
+    let _ = std::fs::remove_dir_all(&tree);
     std::fs::write(dir.join("xrunrig-done"), b"").unwrap();
     dir
 }
@@ -547,8 +570,15 @@ fn ends_that_do_not_differ_stop_before_anything_between_them_is_built() {
     let h = history();
     let out = xrunrig::testkit::private_dir("guest-bisect-same").join("b");
     let tree = h.dir.display().to_string();
-    // Both ends before the break: both keep the fix.
-    let (good, bad) = (1, h.breaks - 1);
+    // Both ends after the break (both without the push), or both before it when the
+    // break is the last commit; the ends are kernels the other tests build too.
+    let last = h.shas.len() - 1;
+    let (good, bad) = if h.breaks < last {
+        (h.breaks, last)
+    } else {
+        (1, h.unbuildable - 1)
+    };
+    let before = build_logs();
     let (o, _) = bisect(
         "same",
         &[
@@ -564,7 +594,7 @@ fn ends_that_do_not_differ_stop_before_anything_between_them_is_built() {
             "--good",
             &h.shas[good],
             "--bad",
-            &h.shas[bad.max(good + 1)],
+            &h.shas[bad],
             "--accel",
             "tcg",
         ],
@@ -578,6 +608,89 @@ fn ends_that_do_not_differ_stop_before_anything_between_them_is_built() {
         "{:?}\n{text}",
         d.outcome
     );
-    assert!(d.steps.is_empty(), "{text}");
+    assert!(d.steps.is_empty() && d.first_bad.is_none(), "{text}");
     assert!(text.contains("nothing between them was built"), "{text}");
+    // Only the ends were built (or found kept): no commit between them.
+    let after = build_logs();
+    let new = &after[before.len().min(after.len())..];
+    for c in &h.shas[good + 1..bad] {
+        assert!(
+            !new.contains(&format!("building {}", &c[..12])),
+            "{c} was built:\n{new}\n{text}"
+        );
+    }
+}
+
+/// Every bisection build log, in one text (a test's own builds are what it appends).
+fn build_logs() -> String {
+    let dir = xrunrig::guest::build::worktree::bisect_root().join("logs");
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+        .collect()
+}
+
+/// The audio rig: a dropout is a deadline miss (its `[livefx] pass`), the range a few
+/// commits around the break (most of them built by the test above).
+#[test]
+fn bisect_finds_the_break_on_the_audio_rig_too() {
+    if !enabled() {
+        return;
+    }
+    let _one = one();
+    let h = history();
+    let out = xrunrig::testkit::private_dir("guest-bisect-livefx").join("b");
+    let tree = h.dir.display().to_string();
+    let good = h.breaks - 1;
+    let mut bad = (h.breaks + 1).min(h.shas.len() - 1);
+    if bad == h.unbuildable {
+        bad += 2;
+    }
+    let (o, wall) = bisect(
+        "livefx",
+        &[
+            "rigs/livefx-push-ipi.toml",
+            "--profile",
+            "profiles/rt-push-ipi.toml",
+            "--setting",
+            "NO_RT_PUSH_IPI",
+            "--variant",
+            "pi",
+            "--duration",
+            "3 s",
+            "--tree",
+            &tree,
+            "--good",
+            &h.shas[good],
+            "--bad",
+            &h.shas[bad],
+            "--accel",
+            "tcg",
+        ],
+        &out,
+    );
+    let text = show(&o);
+    let d = doc(&out);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert_eq!(
+        d.first_bad.as_ref().map(|c| c.sha.as_str()),
+        Some(h.shas[h.breaks].as_str()),
+        "{text}"
+    );
+    assert_eq!(
+        d.outcome,
+        Outcome::Found {
+            confirmed: Some(true)
+        },
+        "{text}"
+    );
+    assert!(d.rule.criterion.contains("deadline misses"), "{:?}", d.rule);
+    eprintln!(
+        "test: the audio rig's bisection of {} commits took {wall:.0} s",
+        d.range
+    );
 }
