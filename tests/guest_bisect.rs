@@ -389,12 +389,17 @@ fn history() -> &'static History {
         git_stdin(&dir, &["apply", "--cached", "-"], &fix);
         git(&dir, &["commit", "-q", "-m", "sched/rt: queue a push when a queued RT task is boosted"]);
         shas.push(git(&dir, &["rev-parse", "HEAD"]));
-        // 16 changes after the fix: git bisect's first pick in a line of 16 after the
-        // good end is the 8th; the one that does not build goes there so the
-        // bisection meets it; the break anywhere else but next to it.
+        // 16 changes after the fix (XRUNRIG_BISECT_COMMITS=32 makes the benchmark's
+        // longer line): git bisect's first pick in a line of n after the good end is
+        // the (n/2)th; the one that does not build goes there so the bisection meets
+        // it; the break anywhere else but next to it.
         let s = seed();
-        let n = 16usize;
-        let unbuildable = 1 + 8;
+        let n: usize = std::env::var("XRUNRIG_BISECT_COMMITS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(16)
+            .max(8);
+        let unbuildable = 1 + n / 2;
         let mut breaks = unbuildable;
         let mut x = s;
         while breaks == unbuildable || breaks == unbuildable + 1 {
@@ -405,7 +410,9 @@ fn history() -> &'static History {
             "test: seed {s} (XRUNRIG_BISECT_SEED={s} repeats it): the break is commit {breaks} of {}, the unbuildable one {unbuildable}",
             n + 1
         );
-        let mut pool = harmless().into_iter();
+        // More changes than the pool holds: the pool again, each a further comment.
+        let pool = harmless();
+        let mut next = 0usize;
         for i in 2..2 + n {
             let sha = if i == breaks {
                 commit(
@@ -424,8 +431,24 @@ fn history() -> &'static History {
             } else if i == unbuildable + 1 {
                 commit(&dir, "kernel/sched/wait.c", "sched/wait: fix the build", &builds_again)
             } else {
-                let c = pool.next().expect("enough changes");
-                commit(&dir, c.path, c.subject, &c.edit)
+                let c = &pool[next % pool.len()];
+                let round = next / pool.len();
+                next += 1;
+                if round == 0 {
+                    commit(&dir, c.path, c.subject, &c.edit)
+                } else {
+                    let more = if c.path.ends_with(".c") {
+                        format!("\n/* xrunrig test history: note {round}. */\n")
+                    } else {
+                        format!("\nxrunrig test history: note {round}.\n")
+                    };
+                    commit(
+                        &dir,
+                        c.path,
+                        &format!("{} ({})", c.subject, round + 1),
+                        &|s: String| (c.edit)(s) + &more,
+                    )
+                }
             };
             shas.push(sha);
         }
@@ -466,31 +489,66 @@ fn bisect_names_the_breaking_commit_skips_the_unbuildable_one_and_confirms_by_re
     let h = history();
     let out = xrunrig::testkit::private_dir("guest-bisect-pi").join("b");
     let tree = h.dir.display().to_string();
-    let (o, wall) = bisect(
+    let good = h.shas[1].clone();
+    let bad = h.shas[h.shas.len() - 1].clone();
+    let args = [
+        "rigs/pi-boost-affinity.toml",
+        "--profile",
+        "profiles/rt-push-ipi.toml",
+        "--setting",
+        "NO_RT_PUSH_IPI",
+        "--variant",
         "pi",
-        &[
-            "rigs/pi-boost-affinity.toml",
-            "--profile",
-            "profiles/rt-push-ipi.toml",
-            "--setting",
-            "NO_RT_PUSH_IPI",
-            "--variant",
-            "pi",
-            "--tree",
-            &tree,
-            "--good",
-            &h.shas[1],
-            "--bad",
-            &h.shas[h.shas.len() - 1],
-            "--accel",
-            "tcg",
-        ],
-        &out,
-    );
+        "--tree",
+        &tree,
+        "--good",
+        &good,
+        "--bad",
+        &bad,
+        "--accel",
+        "tcg",
+    ];
+    // Killed (SIGKILL) once two steps are on record, then the same command: it resumes.
+    let t0 = std::time::Instant::now();
+    let mut child = xrunrig("pi")
+        .arg("bisect")
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let before_kill = loop {
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        if let Some(st) = child.try_wait().unwrap() {
+            panic!("the bisection ended ({st}) before two steps were on record");
+        }
+        let Ok(t) = std::fs::read_to_string(out.join("bisect.json")) else {
+            continue;
+        };
+        let Ok(d) = serde_json::from_str::<BisectDoc>(&t) else {
+            continue;
+        };
+        if d.steps.len() >= 2 {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            break d;
+        }
+    };
+    let killed_after = t0.elapsed().as_secs_f64();
+    let (o, resumed) = bisect("pi", &args, &out);
+    let wall = killed_after + resumed;
     let text = show(&o);
     let d = doc(&out);
     assert_eq!(o.status.code(), Some(0), "{text}");
-    assert_eq!(d.range, 16, "{text}");
+    assert_eq!(d.range as usize, h.shas.len() - 2, "{text}");
+    assert!(text.contains("resuming the bisection"), "{text}");
+    assert_eq!(
+        d.steps[..2],
+        before_kill.steps[..2],
+        "the steps before the kill are kept as they were"
+    );
     let first = d.first_bad.clone().expect("a first bad commit");
     assert_eq!(first.sha, h.shas[h.breaks], "{text}");
     assert_eq!(
@@ -544,7 +602,8 @@ fn bisect_names_the_breaking_commit_skips_the_unbuildable_one_and_confirms_by_re
     );
     assert!(text.contains("first bad commit:"), "{text}");
     eprintln!(
-        "test: 16 commits bisected in {wall:.0} s ({} steps, builds {:.0} s, runs {:.0} s)",
+        "test: {} commits bisected in {wall:.0} s ({} steps, builds {:.0} s, runs {:.0} s)",
+        d.range,
         d.steps.len(),
         d.ends
             .iter()

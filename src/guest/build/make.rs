@@ -131,14 +131,23 @@ pub fn make(tree: &Path, log_path: &Path, what: &str) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", log_path.display()))?;
     let _ = writeln!(log, "$ nice -n 19 make -j{jobs} bzImage");
     // stderr joins stdout through the shell so the log keeps their order.
-    let mut child = Command::new("sh")
-        .args(["-c", "exec nice -n 19 make -j\"$1\" bzImage 2>&1", "sh"])
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "exec nice -n 19 make -j\"$1\" bzImage 2>&1", "sh"])
         .arg(jobs.to_string())
         .current_dir(tree)
         .stdout(Stdio::piped())
-        .stdin(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot run make: {e}"))?;
+        .stdin(Stdio::null());
+    // A killed xrunrig must not leave make writing into a tree the next run (a resumed
+    // bisection) builds in: make gets SIGTERM when its parent dies.
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(|e| format!("cannot run make: {e}"))?;
     let out = child.stdout.take().expect("piped");
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr())
         && std::env::var_os("XRUNRIG_NO_PROGRESS").is_none();
