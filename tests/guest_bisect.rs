@@ -576,7 +576,7 @@ fn bisect_names_the_breaking_commit_skips_the_unbuildable_one_and_confirms_by_re
         "{:?}",
         broken.note
     );
-    assert!(text.contains("does not build: skipped"), "{text}");
+    assert!(text.contains("skip (build failed)"), "{text}");
     // Every decided step agrees with where the break is.
     for s in &d.steps {
         let i = h.shas.iter().position(|x| x == &s.commit.sha).unwrap();
