@@ -253,6 +253,8 @@ impl Worktree {
     /// git rewrites only the files that differ from what the tree holds, so make
     /// recompiles only those (a patch applied at the last step is undone here too).
     pub fn checkout(&mut self, commit: &str, extra: &Extra) -> Result<(), String> {
+        // A revert left by a killed run would refuse the next one ("in progress").
+        let _ = git(&self.dir, &["revert", "--quit"]);
         git(&self.dir, &["reset", "-q", "--hard"])?;
         git(&self.dir, &["checkout", "-f", "-q", "--detach", commit])?;
         if let Extra::Revert(c) = extra
