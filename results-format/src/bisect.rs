@@ -120,6 +120,12 @@ impl Verdict {
 pub struct Step {
     pub role: Role,
     pub commit: Commit,
+    /// Where the commit is in history: commits after the good end (`git rev-list
+    /// --count good..commit`: the good end 0, the bad end `range`), so a report lays the
+    /// steps out in history's order rather than the order they were tested in. Absent in
+    /// bisections recorded before it was.
+    #[serde(default)]
+    pub position: Option<u32>,
     pub verdict: Verdict,
     /// Trials that passed, of `trials`.
     pub passed: u32,
@@ -155,6 +161,16 @@ pub enum Outcome {
     EndsDoNotDiffer { why: String },
     /// Stopped by the user or by an error.
     Stopped { why: String },
+}
+
+/// What bisect.json starts with, read before the rest: its format, so a newer one is
+/// refused by its version rather than read as this one's fields, and its kind.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct BisectHead {
+    #[serde(default)]
+    pub format_version: u32,
+    #[serde(default, deserialize_with = "crate::lenient::text")]
+    pub kind: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -208,5 +224,25 @@ mod tests {
         assert!(t.contains("\"verdict\":\"build_failed\""), "{t}");
         let back: BisectDoc = serde_json::from_str(&t).unwrap();
         assert_eq!(back, d);
+        let head: BisectHead = serde_json::from_str(&t).unwrap();
+        assert_eq!(
+            (head.format_version, head.kind.as_deref()),
+            (1, Some(KIND_BISECT))
+        );
+    }
+
+    /// A step recorded before `position` was loads, without one.
+    #[test]
+    fn an_older_step_has_no_position() {
+        let old = r#"{"role": "step", "commit": {"sha": "ab"}, "verdict": "good",
+            "passed": 5, "trials": 5, "build_s": 1.0, "run_s": 2.0}"#;
+        let s: Step = serde_json::from_str(old).unwrap();
+        assert_eq!((s.position, s.verdict, s.passed), (None, Verdict::Good, 5));
+        let new = Step {
+            position: Some(7),
+            ..s
+        };
+        let back: Step = serde_json::from_str(&serde_json::to_string(&new).unwrap()).unwrap();
+        assert_eq!(back.position, Some(7));
     }
 }
