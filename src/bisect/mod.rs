@@ -77,6 +77,8 @@ pub fn main(o: &BisectOptions) -> i32 {
         doc.wall_s,
         bench.out.display()
     );
+    // As a run ends: the command that makes the full report, with the plot.
+    println!("next: xrunrig report {}", bench.out.display());
     code
 }
 
@@ -264,8 +266,14 @@ fn bisect(b: &mut Bench, doc: &mut BisectDoc, tick: &dyn Fn(&mut BisectDoc)) -> 
     // 1. The ends.
     if doc.ends.len() < 2 || doc.overall_alpha == 0.0 {
         doc.ends = vec![
-            step_of(Role::GoodEnd, &inputs.good),
-            step_of(Role::BadEnd, &inputs.bad),
+            Step {
+                position: Some(0),
+                ..step_of(Role::GoodEnd, &inputs.good)
+            },
+            Step {
+                position: Some(doc.range),
+                ..step_of(Role::BadEnd, &inputs.bad)
+            },
         ];
         match measure_ends(b, doc, &save) {
             Ok(None) => {}
@@ -603,8 +611,9 @@ fn decide_step(
     good: (u32, u32),
     bad: (u32, u32),
 ) -> Result<Step, String> {
-    let _ = doc;
     let mut s = step_of(role, commit);
+    // Its place in history, for the report's plot (the steps are tested out of order).
+    s.position = git::range(&b.tree.repo, &doc.inputs.good.sha, &commit.sha).ok();
     s.verdict = Verdict::Undecided;
     let kernel = match kernel_for(b, &mut s, extra) {
         Ok(k) => k,
