@@ -22,8 +22,10 @@ pub struct Commit {
 }
 
 impl Commit {
+    /// The first 12 characters (all of a shorter or odd name: records are read from
+    /// directories others made, and a cut inside a character must not panic).
     pub fn short(&self) -> &str {
-        &self.sha[..self.sha.len().min(12)]
+        self.sha.get(..12).unwrap_or(&self.sha)
     }
 }
 
@@ -229,6 +231,18 @@ mod tests {
             (head.format_version, head.kind.as_deref()),
             (1, Some(KIND_BISECT))
         );
+    }
+
+    #[test]
+    fn a_short_name_never_cuts_inside_a_character() {
+        let c = |s: &str| Commit {
+            sha: s.into(),
+            subject: String::new(),
+        };
+        assert_eq!(c(&"a".repeat(40)).short(), "a".repeat(12));
+        assert_eq!(c("abc").short(), "abc");
+        assert_eq!(c("ééééééé").short(), "éééééé");
+        assert_eq!(c("aéééééé").short(), "aéééééé");
     }
 
     /// A step recorded before `position` was loads, without one.
