@@ -8,6 +8,7 @@
 //!   analysis-bench --make-livefx DIR --cycles N [--trials T] [--inject-every K] [--stall-every S]
 //!   analysis-bench --make-trials DIR
 //!   analysis-bench --make-watch DIR
+//!   analysis-bench --make-bisect DIR
 
 use analysis::synth;
 use clap::Parser;
@@ -37,7 +38,7 @@ struct Args {
     #[arg(long, default_value_t = 2)]
     trials: u32,
     /// Where the benchmark's synthetic directory lives (default /tmp/xrunrig-bench-CYCLES).
-    #[arg(long, conflicts_with_all = ["make_livefx", "make_trials", "make_watch", "report_only"])]
+    #[arg(long, conflicts_with_all = ["make_livefx", "make_trials", "make_watch", "make_bisect", "report_only"])]
     dir: Option<PathBuf>,
     /// Write a synthetic livefx results directory into DIR and stop.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["make_trials", "report_only"])]
@@ -48,6 +49,9 @@ struct Args {
     /// Write a synthetic `xrunrig watch` directory into DIR and stop.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["make_livefx", "report_only"])]
     make_watch: Option<PathBuf>,
+    /// Write a synthetic `xrunrig bisect` directory into DIR and stop.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["make_livefx", "make_trials", "make_watch", "report_only"])]
+    make_bisect: Option<PathBuf>,
     /// With --make-livefx: an injected overrun every K cycles.
     #[arg(long, default_value_t = 0)]
     inject_every: u64,
@@ -69,6 +73,11 @@ fn main() {
     let a = Args::parse();
     let (cycles, trials) = (a.cycles, a.trials);
     let (inject_every, stall_every) = (a.inject_every, a.stall_every);
+    if let Some(d) = a.make_bisect {
+        synth::bisect::generate(&d).unwrap_or_else(|e| panic!("{e}"));
+        println!("wrote a synthetic bisect directory into {}", d.display());
+        return;
+    }
     if let Some(d) = a.make_watch {
         synth::watch::generate(&d).unwrap_or_else(|e| panic!("{e}"));
         println!("wrote a synthetic watch directory into {}", d.display());

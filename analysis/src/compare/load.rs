@@ -33,13 +33,12 @@ pub fn load(dirs: &[PathBuf], redact: bool) -> Result<Dirs, String> {
         .iter()
         .map(|d| kind::load(d))
         .collect::<Result<_, _>>()?;
-    if let Some(w) = results.iter().find(|r| !kind::of(r).rig_ran()) {
-        return Err(format!(
-            "{} is an `xrunrig watch` directory: compare sets rig runs (trials, livefx) side \
-             by side; read a watch with `xrunrig report {}`",
-            w.dir.display(),
-            w.dir.display()
-        ));
+    // A watch (no rig ran) or a bisection (its steps are compared already) says why not.
+    if let Some(why) = results
+        .iter()
+        .find_map(|r| kind::of(r).not_compared(&r.dir))
+    {
+        return Err(why);
     }
     let labels: Vec<String> = (0..results.len())
         .map(|i| ((b'A' + (i % 26) as u8) as char).to_string())

@@ -1,11 +1,12 @@
 //! The CSV export, written by `xrunrig report` into the results directory's export/:
 //! CSV of raw samples and trials (pandas reads them as is), and cyclictest-style
 //! histogram text for latency metrics. Each kind's `kind::ResultKind` `csv()` picks its
-//! files: `trials()`, `livefx()` or `watch()` here. The `Export` itself, `Csv`, is in
+//! files: `trials()`, `livefx()`, `watch()` or `bisect()` here. The `Export` itself, `Csv`, is in
 //! `mod.rs`: it looks each directory's kind up, and this file sits below `kind/`.
 
 use crate::dist::Dist;
 use crate::load::Results;
+use crate::load::bisect::BisectData;
 use crate::load::cycles;
 use crate::load::livefx::LivefxData;
 use crate::load::trials::TrialsData;
@@ -52,6 +53,30 @@ pub const XRUNS_CSV_HEAD: [&str; 25] = [
 pub const EVENTS_CSV_HEAD: [&str; 18] = [
     "setting", "variant", "trial", "kind", "cycle", "t_s", "usecs", "mono_s", "wall", "worker",
     "lock", "holder", "wait_us", "why", "stuck_ms", "burst", "caught", "misses",
+];
+
+/// export/steps.csv (a bisection): one row per tested commit in the order tested (the
+/// ends first, the confirmation last), its place in history, verdict, counts, p-values,
+/// times, note, its runs (space-separated) and its kernel.
+pub const STEPS_CSV_HEAD: [&str; 18] = [
+    "tested",
+    "role",
+    "position",
+    "commit",
+    "subject",
+    "verdict",
+    "passed",
+    "trials",
+    "pass_fraction",
+    "p_vs_good",
+    "p_vs_bad",
+    "build_s",
+    "run_s",
+    "note",
+    "runs",
+    "kernel_version",
+    "config_sha256",
+    "cached",
 ];
 
 /// Up to this many cycles, the raw cycles are also written as CSV.
@@ -458,6 +483,49 @@ pub fn watch(res: &Results, d: &WatchData, ctx: &mut Ctx) -> Result<(), String> 
         .commit()?;
     ctx.files.push("export/xruns.csv".into());
     Ok(())
+}
+
+/// A role or verdict as bisect.json spells it ("good_end", "build_failed").
+fn serde_word(x: &impl serde::Serialize) -> String {
+    serde_json::to_value(x)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
+}
+
+/// export/steps.csv for a bisection.
+pub fn bisect(d: &BisectData, ctx: &mut Ctx) -> Result<(), String> {
+    let mut w = csv_doc();
+    w.write_record(STEPS_CSV_HEAD).map_err(csv_err)?;
+    let num = |x: Option<f64>| {
+        x.filter(|v| v.is_finite())
+            .map_or(String::new(), |v| v.to_string())
+    };
+    for (k, s) in d.tested().enumerate() {
+        let b = s.build.as_ref();
+        w.write_record([
+            k.to_string(),
+            serde_word(&s.role),
+            d.position(s).map_or(String::new(), |p| p.to_string()),
+            s.commit.sha.clone(),
+            s.commit.subject.clone(),
+            serde_word(&s.verdict),
+            s.passed.to_string(),
+            s.trials.to_string(),
+            num((s.trials > 0).then(|| f64::from(s.passed) / f64::from(s.trials))),
+            num(s.p_vs_good),
+            num(s.p_vs_bad),
+            s.build_s.to_string(),
+            s.run_s.to_string(),
+            s.note.clone().unwrap_or_default(),
+            s.runs.join(" "),
+            b.and_then(|b| b.version.clone()).unwrap_or_default(),
+            b.and_then(|b| b.config_sha256.clone()).unwrap_or_default(),
+            b.map_or(String::new(), |b| b.cached.to_string()),
+        ])
+        .map_err(csv_err)?;
+    }
+    ctx.write("export/steps.csv", &csv_text(w)?)
 }
 
 #[cfg(test)]

@@ -1,9 +1,13 @@
 //! What each kind exports as KCIDB tests (and LAVA test cases): a `Figure` per summary
-//! row and metric, with its KCIDB status and number. Below `kind/`, which hands these to
-//! `kcidb.rs`; nothing here looks a directory's kind up.
+//! row and metric (a bisection: per tested commit), with its KCIDB status and number.
+//! Below `kind/`, which hands these to `kcidb.rs`; nothing here looks a directory's kind
+//! up.
 
+use crate::load::bisect::BisectData;
 use crate::load::livefx::{LRow, LivefxData};
 use crate::load::trials::{TRow, TrialsData};
+use results::bisect::{Role, Step, Verdict};
+use results::kbuild::KernelBuild;
 use results::livefx::Pcts;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -79,6 +83,46 @@ pub struct Figure {
     /// Seconds measured.
     pub duration: Option<f64>,
     pub misc: Map<String, Value>,
+    /// Measured on a kernel of its own (a bisection's tested commit); None: on the
+    /// directory's one kernel, run.json's.
+    pub at: Option<AtCommit>,
+}
+
+/// A figure measured on a kernel of its own: its test gets that kernel's checkout and
+/// build, its own path, and an instance that tells it from the other tests of that path
+/// in one submission.
+#[derive(Debug, Clone)]
+pub struct AtCommit {
+    /// The test path's parts after `xrunrig`, the same at every commit, so KCIDB shows
+    /// the test's history across them.
+    pub path: Vec<String>,
+    /// What sets it apart (its role and commit): its test id and its LAVA case name end
+    /// with it.
+    pub instance: String,
+    /// The test's comment.
+    pub comment: String,
+    pub revision: Revision,
+}
+
+/// A kernel built from one commit of a git tree.
+#[derive(Debug, Clone)]
+pub struct Revision {
+    /// Names its checkout among the origin's: the commit and what was applied to it.
+    pub checkout: String,
+    /// The tree: a local path, unless it is an https:// URL (KCIDB's repository).
+    pub tree: String,
+    pub commit: String,
+    pub subject: String,
+    /// What was applied to the commit, in words ("0123456789ab reverted", patch files).
+    pub applied: Vec<String>,
+    /// It built; false: it did not (or a patch did not apply), and its test was skipped.
+    pub built: bool,
+    /// Seconds spent building it here (0: kept from an earlier build).
+    pub build_s: f64,
+    /// Its provenance (config, version, cache key), when it built.
+    pub build: Option<KernelBuild>,
+    /// Why it did not build.
+    pub build_error: Option<String>,
 }
 
 /// A trial rig's figures: one per summary row, its median, PASS or FAIL by its bound.
@@ -96,6 +140,7 @@ pub fn trial_figures(t: &TrialsData) -> Vec<Figure> {
             }),
             duration: trials_seconds(t, &r.setting, &r.variant),
             misc: trial_misc(r),
+            at: None,
         })
         .collect()
 }
@@ -123,10 +168,133 @@ pub fn livefx_tests(d: &LivefxData) -> Vec<Figure> {
                 }),
                 duration: r.duration_s,
                 misc: livefx_misc(d, r, zero_bound),
+                at: None,
             });
         }
     }
     out
+}
+
+/// A bisection's figures: one per tested commit (the ends, each step, the revert), on
+/// that commit's kernel, path `xrunrig.bisect.<rig>.<setting>.<variant>`. PASS for good,
+/// FAIL for bad, SKIP for a step skipped (undecided or unbuildable), ERROR for a run
+/// that failed; the ends PASS and FAIL when they were found to differ, else DONE.
+pub fn bisect_figures(d: &BisectData) -> Vec<Figure> {
+    let doc = &d.doc;
+    let i = &doc.inputs;
+    let patches: Vec<String> = i.patches.iter().map(|p| p.file.clone()).collect();
+    let patch_key: String = i
+        .patches
+        .iter()
+        .map(|p| format!("+{}", p.sha256.get(..12).unwrap_or(&p.sha256)))
+        .collect();
+    d.tested()
+        .map(|s| {
+            let status = match (s.verdict, s.role) {
+                (Verdict::Good, _) => Status::Pass,
+                (Verdict::Bad, _) => Status::Fail,
+                (Verdict::Undecided | Verdict::BuildFailed, _) => Status::Skip,
+                (Verdict::RunFailed, _) => Status::Error,
+                (Verdict::Measured, Role::GoodEnd) if d.ends_differ() => Status::Pass,
+                (Verdict::Measured, Role::BadEnd) if d.ends_differ() => Status::Fail,
+                (Verdict::Measured, _) => Status::Done,
+            };
+            let reverted = match s.role {
+                Role::Revert => doc.first_bad.as_ref().map(|f| f.sha.clone()),
+                _ => None,
+            };
+            let mut applied: Vec<String> = reverted
+                .iter()
+                .map(|r| format!("{} reverted", r.get(..12).unwrap_or(r)))
+                .collect();
+            applied.extend(patches.iter().cloned());
+            let checkout = format!(
+                "git:{}{}{patch_key}",
+                s.commit.sha,
+                reverted
+                    .as_ref()
+                    .map_or(String::new(), |r| format!("-revert:{r}"))
+            );
+            let role = match s.role {
+                Role::GoodEnd => "good-end",
+                Role::BadEnd => "bad-end",
+                Role::Step => "step",
+                Role::Revert => "revert",
+            };
+            Figure {
+                setting: i.setting.clone(),
+                variant: i.variant.clone(),
+                metric: "passed".into(),
+                status,
+                number: (s.trials > 0).then(|| Number {
+                    value: f64::from(s.passed) / f64::from(s.trials),
+                    unit: Some("fraction".into()),
+                }),
+                duration: (s.run_s > 0.0).then_some(s.run_s),
+                misc: step_misc(d, s),
+                at: Some(AtCommit {
+                    path: vec![
+                        "bisect".into(),
+                        d.rig.clone(),
+                        i.setting.clone(),
+                        i.variant.clone(),
+                    ],
+                    instance: format!("{role}-{}", s.commit.short()),
+                    comment: format!(
+                        "{}: {role} {} {}{}: {} ({}/{} passed)",
+                        d.rig,
+                        s.commit.short(),
+                        s.commit.subject,
+                        if applied.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({})", applied.join(", "))
+                        },
+                        s.verdict.word(),
+                        s.passed,
+                        s.trials
+                    ),
+                    revision: Revision {
+                        checkout,
+                        tree: i.tree.clone(),
+                        commit: s.commit.sha.clone(),
+                        subject: s.commit.subject.clone(),
+                        applied,
+                        built: s.verdict != Verdict::BuildFailed,
+                        build_s: s.build_s,
+                        build: s.build.clone(),
+                        build_error: (s.verdict == Verdict::BuildFailed)
+                            .then(|| s.note.clone())
+                            .flatten(),
+                    },
+                }),
+            }
+        })
+        .collect()
+}
+
+/// A tested commit's counts, p-values and verdict, and where its runs are.
+fn step_misc(d: &BisectData, s: &Step) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("role".into(), json!(s.role));
+    m.insert("commit".into(), json!(s.commit.sha));
+    m.insert("subject".into(), json!(s.commit.subject));
+    if let Some(p) = d.position(s) {
+        m.insert("position".into(), json!(p));
+    }
+    m.insert("verdict".into(), json!(s.verdict));
+    m.insert("passed".into(), json!(s.passed));
+    m.insert("trials".into(), json!(s.trials));
+    for (k, v) in [("p_vs_good", s.p_vs_good), ("p_vs_bad", s.p_vs_bad)] {
+        if let Some(v) = v.filter(|v| v.is_finite()) {
+            m.insert(k.into(), json!(v));
+        }
+    }
+    m.insert("criterion".into(), json!(d.doc.rule.criterion));
+    m.insert("build_s".into(), json!(s.build_s));
+    put(&mut m, "note", s.note.clone());
+    m.insert("runs".into(), json!(s.runs));
+    m
 }
 
 /// The trials' summed run time of a (setting, variant), in s.

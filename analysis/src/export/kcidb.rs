@@ -14,11 +14,20 @@
 //!   report's rule for "suitable for real-time audio") and per latency (p99 and max of
 //!   the callback, its lateness and wake-up: DONE).
 //!
+//! - for a bisection (`xrunrig bisect`), a checkout, a build and a test per tested
+//!   commit instead (`figure.rs` `bisect_figures()`): the checkout is the commit (with
+//!   the first bad commit reverted, for the confirmation), the build its kernel (its
+//!   config and build time; FAIL when it did not build), the test
+//!   `xrunrig.bisect.<rig>.<setting>.<variant>` with the step's verdict (PASS good, FAIL
+//!   bad, SKIP skipped, ERROR a failed run) and its pass count and p-values in `misc`.
+//!
 //! Everything is read through `crate::load` (the `results` types); nothing here parses
 //! results JSON by hand. What each kind exports is its `kind::ResultKind`
-//! `kcidb_figures()`, made from `trial_figures()` or `livefx_tests()` in `figure.rs`.
+//! `kcidb_figures()`, made from `trial_figures()`, `livefx_tests()` or
+//! `bisect_figures()` in `figure.rs`; a figure measured on a kernel of its own says so
+//! (`Figure::at`), and gets that kernel's checkout and build.
 
-use super::figure::put;
+use super::figure::{AtCommit, Revision, put};
 use super::{Export, Out};
 use crate::kind;
 use crate::load::Results;
@@ -49,6 +58,8 @@ const OUTPUT_FILES: &[&str] = &[
     "report.json",
     results::SUMMARY_JSON,
     results::RUN_JSON,
+    results::bisect::BISECT_JSON,
+    results::bisect::BISECT_LOG,
 ];
 
 /// How the export names and links things.
@@ -92,6 +103,11 @@ pub struct Checkout {
     pub origin: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tree_name: Option<String>,
+    /// Only an https:// URL is taken: a local tree's path goes in `misc`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub git_repository_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub git_commit_hash: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
     pub valid: bool,
@@ -110,7 +126,13 @@ pub struct Build {
     pub config_name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
-    /// It booted and ran the rig.
+    /// Seconds spent building it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration: Option<f64>,
+    /// Why it did not build.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_excerpt: Option<String>,
+    /// It booted and ran the rig (a bisection's: it built).
     pub status: Status,
     pub misc: Map<String, Value>,
 }
@@ -137,6 +159,10 @@ pub struct Test {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
     pub misc: Map<String, Value>,
+    /// What tells it from the other tests of its path in this submission (a
+    /// bisection's role and commit): not KCIDB's, the LAVA case name takes it.
+    #[serde(skip)]
+    pub instance: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -188,7 +214,7 @@ pub fn rig_ran(res: &Results) -> Result<(), String> {
     }
     Err(format!(
         "{} is an `xrunrig watch` directory: the export takes rig runs (trials, \
-         livefx); read a watch with `xrunrig report {}`",
+         livefx) and bisections; read a watch with `xrunrig report {}`",
         res.dir.display(),
         res.dir.display()
     ))
@@ -220,15 +246,19 @@ pub fn io(res: &[Results], opts: &Options) -> Result<Io, String> {
     };
     for res in res {
         rig_ran(res)?;
-        let (checkout, build) = kernel(res, opts);
-        if !io.checkouts.iter().any(|c| c.id == checkout.id) {
-            io.checkouts.push(checkout);
+        let figures = kind::of(res).kcidb_figures();
+        // The directory's kernel (run.json's), unless every figure has its own.
+        let own = (figures.is_empty() || figures.iter().any(|f| f.at.is_none()))
+            .then(|| io.add(kernel(res, opts)));
+        let shared = Shared::new(res, opts)?;
+        let mut tests = Vec::with_capacity(figures.len());
+        for f in figures {
+            let build_id = match &f.at {
+                Some(at) => io.add(revision(res, &at.revision, opts)),
+                None => own.clone().unwrap_or_default(),
+            };
+            tests.push(shared.test(res, f, &build_id, opts));
         }
-        let build_id = build.id.clone();
-        if !io.builds.iter().any(|b| b.id == build.id) {
-            io.builds.push(build);
-        }
-        let tests = tests(res, &build_id, opts)?;
         for t in tests {
             if io.tests.iter().any(|x| x.id == t.id) {
                 return Err(format!(
@@ -241,6 +271,21 @@ pub fn io(res: &[Results], opts: &Options) -> Result<Io, String> {
         }
     }
     Ok(io)
+}
+
+impl Io {
+    /// A checkout and its build, each once (the same kernel from several directories or
+    /// steps is one); the build's id.
+    fn add(&mut self, (checkout, build): (Checkout, Build)) -> String {
+        if !self.checkouts.iter().any(|c| c.id == checkout.id) {
+            self.checkouts.push(checkout);
+        }
+        let id = build.id.clone();
+        if !self.builds.iter().any(|b| b.id == build.id) {
+            self.builds.push(build);
+        }
+        id
+    }
 }
 
 /// KCIDB's origin pattern: `[a-z0-9_]+`.
@@ -314,19 +359,13 @@ fn kernel(res: &Results, opts: &Options) -> (Checkout, Build) {
         origin: opts.origin.clone(),
         // Debian's kernels say so in `uname -v`; other trees are not guessed.
         tree_name: (version.contains("Debian") || package.is_some()).then(|| "debian".into()),
+        git_repository_url: None,
+        git_commit_hash: None,
         comment: Some(comment.trim().to_string()),
         valid: true,
         misc: cmisc,
     };
-    let arch = k
-        .machine
-        .clone()
-        .map(|m| m.to_ascii_lowercase())
-        .filter(|m| {
-            !m.is_empty()
-                && m.chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        });
+    let arch = architecture(res);
     let mut bmisc = Map::new();
     put(&mut bmisc, "preemption", k.preemption.clone());
     put(&mut bmisc, "cmdline", k.cmdline.clone());
@@ -343,10 +382,101 @@ fn kernel(res: &Results, opts: &Options) -> (Checkout, Build) {
         architecture: arch,
         config_name: k.preemption.clone(),
         comment: package.clone(),
+        duration: None,
+        log_excerpt: None,
         status: Status::Pass,
         misc: bmisc,
     };
     (checkout, build)
+}
+
+/// run.json's machine as KCIDB names an architecture (`[a-z0-9_]+`), when it is one.
+fn architecture(res: &Results) -> Option<String> {
+    let k = res.run.kernel.as_ref()?;
+    k.machine
+        .clone()
+        .map(|m| m.to_ascii_lowercase())
+        .filter(|m| {
+            !m.is_empty()
+                && m.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        })
+}
+
+/// A kernel built from a commit (a bisection's step): the commit as the checkout, its
+/// build with its config and build time, FAIL when it did not build.
+fn revision(res: &Results, r: &Revision, opts: &Options) -> (Checkout, Build) {
+    let checkout_id = format!("{}:{}", opts.origin, r.checkout);
+    let short = r.commit.get(..12).unwrap_or(&r.commit);
+    let mut cmisc = Map::new();
+    cmisc.insert("tree".into(), json!(r.tree));
+    cmisc.insert("subject".into(), json!(r.subject));
+    if !r.applied.is_empty() {
+        cmisc.insert("applied".into(), json!(r.applied));
+    }
+    let hash = r.commit.to_ascii_lowercase();
+    let applied = if r.applied.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", r.applied.join(", "))
+    };
+    let checkout = Checkout {
+        id: checkout_id.clone(),
+        origin: opts.origin.clone(),
+        tree_name: None,
+        git_repository_url: r.tree.starts_with("https://").then(|| r.tree.clone()),
+        git_commit_hash: (hash.len() == 40 && hash.chars().all(|c| c.is_ascii_hexdigit()))
+            .then_some(hash),
+        comment: Some(format!("{short} {}{applied}", r.subject)),
+        valid: true,
+        misc: cmisc,
+    };
+    let b = r.build.clone().unwrap_or_default();
+    let mut bmisc = Map::new();
+    put(&mut bmisc, "version", b.version.clone());
+    put(&mut bmisc, "config_sha256", b.config_sha256.clone());
+    put(&mut bmisc, "key", b.key.clone());
+    put(&mut bmisc, "build_dir", b.build_dir.clone());
+    put(&mut bmisc, "log", b.log.clone());
+    put(&mut bmisc, "started_from", b.started_from.clone());
+    if r.build.is_some() {
+        bmisc.insert("cached".into(), json!(b.cached));
+    }
+    // One build per commit and configuration: the same config hash is the same kernel.
+    let config = b
+        .config_sha256
+        .as_deref()
+        .map(|c| c.get(..16).unwrap_or(c))
+        .unwrap_or(if r.built { "built" } else { "not-built" });
+    let duration = Some(r.build_s)
+        .filter(|s| *s > 0.0)
+        .or(b.build_s)
+        .filter(|s| s.is_finite() && *s >= 0.0);
+    let build = Build {
+        id: format!("{checkout_id}:{config}"),
+        checkout_id,
+        origin: opts.origin.clone(),
+        architecture: architecture(res),
+        config_name: b.config.clone(),
+        comment: Some(match &b.version {
+            Some(v) => format!("Linux {v} at {short}{applied}"),
+            None => format!("Linux at {short}{applied}"),
+        }),
+        duration,
+        log_excerpt: r.build_error.as_deref().map(excerpt),
+        status: if r.built { Status::Pass } else { Status::Fail },
+        misc: bmisc,
+    };
+    (checkout, build)
+}
+
+/// `s` within the schema's cap on an excerpt, in characters: cut, not refused.
+fn excerpt(s: &str) -> String {
+    if s.chars().count() > LOG_EXCERPT_MAX {
+        s.chars().take(LOG_EXCERPT_MAX - 2).collect::<String>() + "…\n"
+    } else {
+        s.to_string()
+    }
 }
 
 /// Where and on what the run measured, for every test of the directory.
@@ -426,11 +556,7 @@ fn verdict(res: &Results) -> String {
         s += &n;
     }
     s.push('\n');
-    // The schema caps an excerpt in characters; a verdict that long is cut, not refused.
-    if s.chars().count() > LOG_EXCERPT_MAX {
-        s = s.chars().take(LOG_EXCERPT_MAX - 2).collect::<String>() + "…\n";
-    }
-    s
+    excerpt(&s)
 }
 
 /// The results directory's files as published.
@@ -503,19 +629,38 @@ fn run_key(res: &Results) -> String {
     }
 }
 
-fn tests(res: &Results, build_id: &str, opts: &Options) -> Result<Vec<Test>, String> {
-    let env = environment(res);
-    let excerpt = verdict(res);
-    let mut outputs = files(res, opts)?;
-    // report.txt is the overview: the log; the rest are outputs.
-    let log_url = outputs
-        .iter()
-        .position(|r| r.name == "report.txt")
-        .map(|i| outputs.remove(i).url);
-    let start = start_time(res);
-    let key = run_key(res);
-    let rig = &res.rig;
-    let mk = |f: Figure| {
+/// What every test of one directory shares: where and on what it ran, the verdict, the
+/// files, when it started and the run's name.
+struct Shared {
+    env: Environment,
+    excerpt: String,
+    outputs: Vec<Resource>,
+    log_url: Option<String>,
+    start: Option<String>,
+    key: String,
+}
+
+impl Shared {
+    fn new(res: &Results, opts: &Options) -> Result<Shared, String> {
+        let mut outputs = files(res, opts)?;
+        // report.txt is the overview: the log; the rest are outputs.
+        let log_url = outputs
+            .iter()
+            .position(|r| r.name == "report.txt")
+            .map(|i| outputs.remove(i).url);
+        Ok(Shared {
+            env: environment(res),
+            excerpt: verdict(res),
+            outputs,
+            log_url,
+            start: start_time(res),
+            key: run_key(res),
+        })
+    }
+
+    /// The figure `f` as a test of the build `build_id`.
+    fn test(&self, res: &Results, f: Figure, build_id: &str, opts: &Options) -> Test {
+        let rig = &res.rig;
         let Figure {
             setting,
             variant,
@@ -524,8 +669,27 @@ fn tests(res: &Results, build_id: &str, opts: &Options) -> Result<Vec<Test>, Str
             number,
             duration,
             mut misc,
+            at,
         } = f;
-        let path = test_path(rig, &setting, &variant, &metric);
+        let (path, instance, comment) = match at {
+            Some(AtCommit {
+                path,
+                instance,
+                comment,
+                ..
+            }) => {
+                let parts: Vec<String> = std::iter::once("xrunrig".to_string())
+                    .chain(path)
+                    .map(|p| path_part(&p))
+                    .collect();
+                (parts.join("."), Some(instance), comment)
+            }
+            None => (
+                test_path(rig, &setting, &variant, &metric),
+                None,
+                format!("{rig}: {setting} / {variant}: {metric}"),
+            ),
+        };
         misc.insert("rig".into(), json!(rig));
         misc.insert("setting".into(), json!(setting));
         misc.insert("variant".into(), json!(variant));
@@ -541,25 +705,28 @@ fn tests(res: &Results, build_id: &str, opts: &Options) -> Result<Vec<Test>, Str
             }
             put(&mut misc, "setting_description", s.description.clone());
         }
+        let id = match &instance {
+            Some(i) => format!("{}:{}:{path}:{i}", opts.origin, self.key),
+            None => format!("{}:{}:{path}", opts.origin, self.key),
+        };
         Test {
-            id: format!("{}:{key}:{path}", opts.origin),
+            id,
             build_id: build_id.to_string(),
             origin: opts.origin.clone(),
             path,
             status,
             number,
-            start_time: start.clone(),
+            start_time: self.start.clone(),
             duration: duration.filter(|d| d.is_finite() && *d >= 0.0),
-            environment: env.clone(),
-            log_url: log_url.clone(),
-            log_excerpt: excerpt.clone(),
-            output_files: outputs.clone(),
-            comment: Some(format!("{rig}: {setting} / {variant}: {metric}")),
+            environment: self.env.clone(),
+            log_url: self.log_url.clone(),
+            log_excerpt: self.excerpt.clone(),
+            output_files: self.outputs.clone(),
+            comment: Some(comment),
             misc,
+            instance,
         }
-    };
-    // A watch has none: `export` refuses it before it gets here.
-    Ok(kind::of(res).kcidb_figures().into_iter().map(mk).collect())
+    }
 }
 
 #[cfg(test)]

@@ -7,8 +7,9 @@ use super::{Export, Out};
 use crate::load::Results;
 
 /// A LAVA test case (`lava-test-case NAME --result R --measurement M --units U`) made
-/// from a KCIDB test: the same path without the leading `xrunrig.`, PASS and DONE as
-/// pass, FAIL as fail, SKIP as skip, MISS and ERROR as unknown.
+/// from a KCIDB test: the same path without the leading `xrunrig.` (a bisection's step:
+/// and its role and commit, so each step is a case of its own), PASS and DONE as pass,
+/// FAIL as fail, SKIP as skip, MISS and ERROR as unknown.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LavaCase {
     pub name: String,
@@ -22,11 +23,13 @@ pub fn lava_cases(io: &Io) -> Vec<LavaCase> {
     io.tests
         .iter()
         .map(|t| LavaCase {
-            name: t
-                .path
-                .strip_prefix("xrunrig.")
-                .unwrap_or(&t.path)
-                .to_string(),
+            name: {
+                let p = t.path.strip_prefix("xrunrig.").unwrap_or(&t.path);
+                match &t.instance {
+                    Some(i) => format!("{p}.{}", kcidb::path_part(i)),
+                    None => p.to_string(),
+                }
+            },
             result: match t.status {
                 Status::Pass | Status::Done => "pass",
                 Status::Fail => "fail",

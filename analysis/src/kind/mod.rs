@@ -1,15 +1,17 @@
-//! The kinds of results directory (summary.json's `kind`): what each contributes to a
-//! report, an answer, a comparison and the KCIDB and LAVA exports, behind one trait,
-//! `ResultKind`, implemented once per kind in this folder. `KINDS` is the one place a
-//! kind's name meets its implementation: a new kind is a file here and a line there.
+//! The kinds of results directory (summary.json's `kind`, or a bisection's, told by its
+//! bisect.json: `load::is_bisection()`): what each contributes to a report, an answer, a
+//! comparison and the KCIDB and LAVA exports, behind one trait, `ResultKind`,
+//! implemented once per kind in this folder. `KINDS` is the one place a kind's name
+//! meets its implementation: a new kind is a file here and a line there.
 
+pub mod bisect;
 pub mod livefx;
 pub mod trials;
 pub mod watch;
 
 use crate::compare::sample::{Key, Sample};
 use crate::export::figure::Figure;
-use crate::load::{self, Input, LivefxData, Results, TrialsData, WatchData};
+use crate::load::{self, BisectData, Input, LivefxData, Results, TrialsData, WatchData};
 use crate::out::Ctx;
 use crate::report::part::{Answer, Part};
 use std::any::Any;
@@ -54,10 +56,16 @@ pub trait ResultKind: Any {
     /// directory.
     fn csv(&self, res: &Results, ctx: &mut Ctx) -> Result<(), String>;
 
-    /// A rig ran: its figures can be set side by side (`xrunrig compare`) and exported
-    /// as tests (KCIDB, LAVA). A watch watched someone else's session: refused there.
+    /// A rig ran: its figures can be exported as tests (KCIDB, LAVA). A watch watched
+    /// someone else's session: refused there.
     fn rig_ran(&self) -> bool {
         true
+    }
+
+    /// Why `xrunrig compare` does not set the directory `dir` beside others, and what to
+    /// do instead; None when it does (runs of one experiment).
+    fn not_compared(&self, _dir: &Path) -> Option<String> {
+        None
     }
 
     /// Every metric, one value per trial, for `xrunrig compare`.
@@ -105,23 +113,26 @@ fn view_as<T: ResultKind>(data: &dyn Any) -> Option<&dyn ResultKind> {
     data.downcast_ref::<T>().map(|t| t as &dyn ResultKind)
 }
 
-/// The registration: summary.json's `kind` and the type that implements it.
+/// The registration: a directory's kind (summary.json's `kind`; bisect.json's for a
+/// bisection) and the type that implements it.
 pub const KINDS: &[Kind] = &[
     Kind::of::<TrialsData>(results::KIND_TRIALS),
     Kind::of::<LivefxData>(results::KIND_LIVEFX),
     Kind::of::<WatchData>(results::watch::KIND_WATCH),
+    Kind::of::<BisectData>(results::bisect::KIND_BISECT),
 ];
 
 /// Reads the results directory `dir`: `load::open()`, then the loader of its kind.
 pub fn load(dir: &Path) -> Result<Results, String> {
     let mut warnings = Vec::new();
     let input = load::open(dir, &mut warnings)?;
-    let kind = find(&input.kind, dir)?;
+    let kind = find(&input.kind, &input.head)?;
     let data = (kind.load)(&input, &mut warnings)?;
     // No rig ran (a watch): the report is named for what was watched.
     let title = (kind.view)(data.as_ref()).and_then(|k| k.title());
     Ok(Results {
         dir: input.dir,
+        head: input.head,
         rig: title.unwrap_or(input.rig),
         run: input.run,
         has_run: input.has_run,
@@ -140,19 +151,19 @@ pub fn of(res: &Results) -> &dyn ResultKind {
         .unwrap_or_else(|| panic!("{}: data not of its kind {:?}", res.dir.display(), res.kind))
 }
 
-/// The kind named `name` (summary.json's in `dir`); an unknown name is refused naming the
-/// kinds this build reads.
-fn find(name: &str, dir: &Path) -> Result<&'static Kind, String> {
+/// The kind named `name` (in `head`, the file that names it: summary.json or
+/// bisect.json); an unknown name is refused naming the kinds this build reads.
+fn find(name: &str, head: &Path) -> Result<&'static Kind, String> {
     KINDS.iter().find(|k| k.name == name).ok_or_else(|| {
         format!(
             "{}: unknown kind {name:?} (this xrunrig reads {})",
-            dir.join(results::SUMMARY_JSON).display(),
+            head.display(),
             known()
         )
     })
 }
 
-/// "\"trials\", \"livefx\" and \"watch\"".
+/// "\"trials\", \"livefx\", \"watch\" and \"bisect\"".
 fn known() -> String {
     let names: Vec<String> = KINDS.iter().map(|k| format!("{:?}", k.name)).collect();
     match names.split_last() {
@@ -189,11 +200,13 @@ mod tests {
             (results::KIND_TRIALS, scratch("trials")),
             (results::KIND_LIVEFX, scratch("livefx")),
             (results::watch::KIND_WATCH, scratch("watch")),
+            (results::bisect::KIND_BISECT, scratch("bisect")),
         ];
         crate::synth::trials::generate(&dirs[0].1).unwrap();
         crate::synth::livefx::generate(&dirs[1].1, &crate::synth::livefx::Spec::ab(2_000, 1))
             .unwrap();
         crate::synth::watch::generate(&dirs[2].1).unwrap();
+        crate::synth::bisect::generate(&dirs[3].1).unwrap();
         assert_eq!(dirs.len(), KINDS.len(), "a synthetic directory per kind");
         for (name, d) in &dirs {
             let res = load(d).unwrap();
@@ -206,11 +219,36 @@ mod tests {
 
     #[test]
     fn an_unknown_kind_is_refused_naming_the_known_ones() {
-        let e = find("weird", Path::new("/r")).err().unwrap();
+        let e = find("weird", Path::new("/r/summary.json")).err().unwrap();
         assert_eq!(
             e,
             "/r/summary.json: unknown kind \"weird\" (this xrunrig reads \"trials\", \
-             \"livefx\" and \"watch\")"
+             \"livefx\", \"watch\" and \"bisect\")"
         );
+    }
+
+    /// The file that names a directory's kind is the one an unknown kind is blamed on:
+    /// summary.json, or a bisection's bisect.json.
+    #[test]
+    fn an_unknown_kind_names_the_file_it_came_from() {
+        let d = scratch("unknown-bisect");
+        crate::synth::bisect::generate(&d).unwrap();
+        let p = d.join(results::bisect::BISECT_JSON);
+        let text = std::fs::read_to_string(&p).unwrap();
+        std::fs::write(
+            &p,
+            text.replace("\"kind\": \"bisect\"", "\"kind\": \"weird\""),
+        )
+        .unwrap();
+        let e = load(&d).err().unwrap();
+        assert!(
+            e.starts_with(&format!("{}: unknown kind \"weird\"", p.display())),
+            "{e}"
+        );
+        // A summary.json beside it makes it a run's directory, named by summary.json.
+        std::fs::write(&p, &text).unwrap();
+        crate::synth::trials::generate(&d).unwrap();
+        assert_eq!(load(&d).unwrap().kind, results::KIND_TRIALS);
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

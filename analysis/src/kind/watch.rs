@@ -7,6 +7,7 @@ use crate::export::figure::Figure;
 use crate::load::{Input, Results, WatchData};
 use crate::out::Ctx;
 use crate::report::part::Part;
+use std::path::Path;
 
 impl ResultKind for WatchData {
     fn load(i: &Input, warnings: &mut Vec<String>) -> Result<Self, String> {
@@ -30,6 +31,14 @@ impl ResultKind for WatchData {
     }
     fn rig_ran(&self) -> bool {
         false
+    }
+    fn not_compared(&self, dir: &Path) -> Option<String> {
+        Some(format!(
+            "{} is an `xrunrig watch` directory: compare sets rig runs (trials, livefx) side \
+             by side; read a watch with `xrunrig report {}`",
+            dir.display(),
+            dir.display()
+        ))
     }
     fn samples(&self) -> Vec<(Key, Sample)> {
         vec![]

@@ -1,6 +1,8 @@
 //! Reading a results directory: run.json (provenance), summary.json, and the raw
 //! samples, streamed. Tolerant of fields it does not know and of fields left null.
+//! A bisection's directory has bisect.json instead of summary.json (`bisect.rs`).
 
+pub mod bisect;
 pub mod cycles;
 pub mod events;
 pub mod livefx;
@@ -13,18 +15,22 @@ use serde_json::Value;
 use std::any::Any;
 use std::path::{Path, PathBuf};
 
+pub use bisect::BisectData;
 pub use livefx::LivefxData;
 pub use trials::TrialsData;
 pub use watch::WatchData;
 
 pub struct Results {
     pub dir: PathBuf,
+    /// The file that named its kind: summary.json, or a bisection's bisect.json.
+    pub head: PathBuf,
     pub rig: String,
     /// run.json as written; empty (every field absent) when the file is missing.
     pub run: RunDoc,
     /// False when run.json was missing or unreadable.
     pub has_run: bool,
-    /// summary.json's `kind`, as registered in `kind::KINDS`.
+    /// The directory's kind (summary.json's `kind`, or a bisection's), as registered in
+    /// `kind::KINDS`.
     pub kind: &'static str,
     /// The kind's data (a `TrialsData`, `LivefxData`, ...). `Any`, not the kind's trait:
     /// the trait names what the report, compare and the exports make of it, and they
@@ -45,13 +51,17 @@ impl Results {
 /// loader reads (`kind::load()` picks the loader by `kind`).
 pub struct Input {
     pub dir: PathBuf,
+    /// The file that says what the directory holds and so names its kind: summary.json,
+    /// or a bisection's bisect.json.
+    pub head: PathBuf,
+    /// That file's JSON.
     pub summary: Value,
     /// run.json as written; empty (every field absent) when the file is missing.
     pub run: RunDoc,
     pub has_run: bool,
     /// The rig summary.json names, else run.json's, else "unknown rig".
     pub rig: String,
-    /// summary.json's `kind` (trials when it has none).
+    /// summary.json's `kind` (trials when it has none), or bisect.json's.
     pub kind: String,
 }
 
@@ -97,14 +107,22 @@ pub(crate) fn each_line<T: serde::de::DeserializeOwned>(
     Ok(bad)
 }
 
-fn read_value(path: &Path) -> Result<serde_json::Value, String> {
+pub(crate) fn read_value(path: &Path) -> Result<serde_json::Value, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{} is not valid JSON: {e}", path.display()))
 }
 
+/// A bisection's directory: bisect.json and no summary.json of its own (each of its
+/// runs under runs/ has one). The one place that tells it from a run's or a watch's,
+/// whose summary.json names their kind.
+pub fn is_bisection(dir: &Path) -> bool {
+    !dir.join(results::SUMMARY_JSON).exists() && dir.join(results::bisect::BISECT_JSON).is_file()
+}
+
 /// Checks `dir` (a directory, complete, of a format this build reads) and reads its
-/// summary.json and run.json; problems that do not stop the reading go into `warnings`.
+/// summary.json and run.json (a bisection's: bisect.json, `bisect::open()`); problems
+/// that do not stop the reading go into `warnings`.
 pub fn open(dir: &Path, warnings: &mut Vec<String>) -> Result<Input, String> {
     let summary_path = dir.join(results::SUMMARY_JSON);
     if !dir.is_dir() {
@@ -123,8 +141,14 @@ pub fn open(dir: &Path, warnings: &mut Vec<String>) -> Result<Input, String> {
             results::INCOMPLETE
         ));
     }
+    if is_bisection(dir) {
+        return bisect::open(dir, warnings);
+    }
     let summary = read_value(&summary_path).map_err(|e| {
-        format!("{e}; a results directory holds summary.json, run.json and samples (run `xrunrig run` first)")
+        format!(
+            "{e}; a results directory holds summary.json, run.json and samples (run `xrunrig \
+             run` first), a bisection's bisect.json"
+        )
     })?;
     let head: SummaryHead = serde_json::from_value(summary.clone())
         .map_err(|e| format!("{}: {e}", summary_path.display()))?;
@@ -153,6 +177,7 @@ pub fn open(dir: &Path, warnings: &mut Vec<String>) -> Result<Input, String> {
     Ok(Input {
         dir: dir.to_path_buf(),
         kind: head.kind.unwrap_or_else(|| results::KIND_TRIALS.into()),
+        head: summary_path,
         summary,
         run,
         has_run,

@@ -1,6 +1,7 @@
 //! Plots with plotters, each written as PNG and SVG. Text uses an embedded DejaVu Sans
 //! through ab_glyph, so nothing depends on fontconfig or installed fonts.
 
+pub mod bisect;
 pub mod cdf;
 pub mod strip;
 pub mod timeline;

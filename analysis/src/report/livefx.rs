@@ -883,6 +883,7 @@ pub fn part(res: &Results, d: &LivefxData, ctx: &mut Ctx) -> Result<Part, String
         verdict: bullets,
         table,
         what_ran,
+        kernel: None,
         sections,
         plots,
     })

@@ -2,6 +2,7 @@
 //! into DIR.
 
 pub mod answer;
+pub mod bisect;
 pub mod common;
 pub mod livefx;
 pub mod part;
@@ -67,6 +68,7 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
         verdict,
         table,
         what_ran,
+        kernel,
         sections,
         plots,
     } = part;
@@ -79,7 +81,10 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
     }
     doc.section("Verdict", verdict_blocks);
     doc.section("What ran", vec![what_ran]);
-    doc.section("Kernel", common::kernel(&res.run, res.has_run));
+    doc.section(
+        "Kernel",
+        kernel.unwrap_or_else(|| common::kernel(&res.run, res.has_run)),
+    );
     doc.section("Settings in force", common::settings(&res.run));
     doc.section("Results", table.clone());
     for (t, b) in sections {
@@ -121,10 +126,15 @@ pub fn write_all(dir: &Path, redact: bool) -> Result<(String, Vec<String>), Stri
         .cloned()
         .collect();
     listing.sort();
+    // A bisection's record is its bisect.json; a run's, summary.json and run.json.
+    let json = match res.head.file_name().and_then(|n| n.to_str()) {
+        Some(n) if n != results::SUMMARY_JSON => n.to_string(),
+        _ => format!("{}, {}", results::SUMMARY_JSON, results::RUN_JSON),
+    };
     files_doc.section(
         "Exports",
         vec![Block::Para(format!(
-            "For pandas and other tools, in export/: {}. summary.json, run.json and report.json hold the same in JSON.",
+            "For pandas and other tools, in export/: {}. {json} and report.json hold the same in JSON.",
             listing.iter().map(|f| f.trim_start_matches("export/")).collect::<Vec<_>>().join(", ")
         ))],
     );

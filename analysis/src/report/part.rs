@@ -11,6 +11,9 @@ pub struct Part {
     pub table: Vec<Block>,
     /// "What ran".
     pub what_ran: Block,
+    /// "Kernel", when the kind says it (a bisection: a kernel per commit); None: the
+    /// kernel run.json names.
+    pub kernel: Option<Vec<Block>>,
     /// Sections after "Results", in order.
     pub sections: Vec<(String, Vec<Block>)>,
     pub plots: Vec<Block>,

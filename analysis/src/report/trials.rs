@@ -642,6 +642,7 @@ pub fn part(res: &Results, t: &TrialsData, ctx: &mut Ctx) -> Result<Part, String
         verdict: bullets,
         table,
         what_ran,
+        kernel: None,
         sections,
         plots,
     })

@@ -655,6 +655,7 @@ pub fn part(res: &Results, w: &WatchData, ctx: &mut Ctx) -> Result<Part, String>
         verdict,
         table: tables(w),
         what_ran: what_ran(res, w),
+        kernel: None,
         sections,
         plots,
     })

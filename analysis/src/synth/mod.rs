@@ -2,6 +2,7 @@
 //! directories shaped exactly like `xrunrig run` writes them, for golden tests, plots
 //! and the benchmark. Deterministic for a given seed.
 
+pub mod bisect;
 pub mod livefx;
 pub mod trials;
 pub mod watch;
