@@ -325,6 +325,73 @@ fn tests_follow_summary_rows_and_bounds() {
     check_against_summary(&v, &livefx_clock(), "livefx");
 }
 
+/// A bisection (the synthetic one of `analysis::synth::bisect`): a checkout, a build and
+/// a test per tested commit, which KCIDB's validator accepts; a build that failed is
+/// FAIL and its test SKIP, and each test says its commit's counts.
+#[test]
+fn bisection_is_valid_kcidb() {
+    use analysis::synth::bisect as sb;
+    let d = testkit::private_dir("kcidb-bisect-dir");
+    let dir = d.join("bisect-pi-boost");
+    let doc = sb::generate(&dir).unwrap();
+    let v = export_valid("bisect", &[&dir], &["--origin", "xrunrig_ci"]);
+    let tested = 2 + doc.steps.len() + 1;
+    let checkouts = v["checkouts"].as_array().unwrap();
+    let builds = v["builds"].as_array().unwrap();
+    let ts = tests_of(&v);
+    assert_eq!(
+        (checkouts.len(), builds.len(), ts.len()),
+        (tested, tested, tested),
+        "{v}"
+    );
+    let path = format!("xrunrig.bisect.{}.{}.{}", sb::RIG, sb::SETTING, sb::VARIANT);
+    for t in ts {
+        assert_eq!(t["path"], path.as_str(), "{t}");
+        let b = builds.iter().find(|b| b["id"] == t["build_id"]).unwrap();
+        let c = checkouts
+            .iter()
+            .find(|c| c["id"] == b["checkout_id"])
+            .unwrap();
+        assert_eq!(c["git_commit_hash"], t["misc"]["commit"], "{c}\n{t}");
+        let want = match t["misc"]["verdict"].as_str().unwrap() {
+            "good" => "PASS",
+            "bad" => "FAIL",
+            "undecided" | "build_failed" => "SKIP",
+            "run_failed" => "ERROR",
+            // The ends, which differ: the good one passes, the bad one fails.
+            _ if t["misc"]["role"] == "good_end" => "PASS",
+            _ => "FAIL",
+        };
+        assert_eq!(t["status"], want, "{t}");
+        let built = t["misc"]["verdict"] != "build_failed";
+        assert_eq!(b["status"], if built { "PASS" } else { "FAIL" }, "{b}");
+        assert!(t["misc"]["trials"].is_number() && t["misc"]["passed"].is_number());
+        // Emulated CPUs are said, as for any guest run.
+        assert_eq!(t["environment"]["misc"]["emulated"], true, "{t}");
+    }
+    // The record and the log are the tests' outputs.
+    let files: Vec<&str> = ts[0]["output_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        files.contains(&"bisect.json") && files.contains(&"bisect.log"),
+        "{files:?}"
+    );
+    // The LAVA export: a case per tested commit.
+    let o = Command::new(env!("CARGO_BIN_EXE_xrunrig"))
+        .args(["export", "lava"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lava = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(lava.lines().count(), tested, "{lava}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// The validator is not a rubber stamp: a status KCIDB does not know is refused.
 #[test]
 fn the_validator_refuses_what_kcidb_does_not_take() {
