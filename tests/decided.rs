@@ -292,15 +292,17 @@ fn until_decided_decides_a_livefx_rig_by_its_pass() {
     assert_eq!(dec["test"], "fisher_exact_two_sided", "{sum}");
     assert_eq!(dec["metric"], "misses_per_minute");
     assert_eq!(dec["bound"], "≤ 300");
-    assert_eq!(dec["looks"], serde_json::json!([6, 7, 8]));
+    // The rule's own looks and levels (analysis::sequential, its first look at 5).
+    let plan = analysis::sequential::plan(0.01, 8);
+    assert_eq!(dec["looks"], serde_json::json!(plan.looks));
     let pair = &dec["pairs"][0];
     assert_eq!(pair["variant"], "default", "{dec}");
     assert_eq!(pair["decision"], "decided", "{pair}\n{t}");
     assert_eq!(pair["worse"], "p32", "{pair}");
     assert_eq!(pair["first_within"], 0, "{pair}");
     let n = pair["trials"].as_u64().unwrap();
-    assert!((6..=8).contains(&n), "{pair}");
-    assert!(pair["p"].as_f64().unwrap() <= dec["per_look"].as_f64().unwrap());
+    assert!((5..=8).contains(&n), "{pair}");
+    assert!(pair["p"].as_f64().unwrap() <= plan.level(n as u32).unwrap(), "{pair}");
     // The run stopped at that look: n trials per setting, no more.
     let recs: Vec<serde_json::Value> = std::fs::read_to_string(out.join("samples.jsonl"))
         .unwrap()
@@ -337,7 +339,7 @@ fn until_decided_decides_a_livefx_rig_by_its_pass() {
     assert!(o.status.success(), "{}", text(&o));
     let rep = std::fs::read_to_string(out.join("report.txt")).unwrap();
     assert!(
-        rep.contains("Until decided") && rep.contains("Tarone"),
+        rep.contains("Until decided") && rep.contains("computed exactly over all outcomes"),
         "{rep}"
     );
     assert!(rep.contains("decided: p32 worse"), "{rep}");
