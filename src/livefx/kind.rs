@@ -298,11 +298,12 @@ mod tests {
         let b = Livefx.brought(&d).unwrap();
         let dec = b.decided.unwrap();
         let p = &dec.pairs[0];
-        assert_eq!((p.trials, p.first_within, p.second_within), (6, 6, 0));
+        // The rule's first look (5: 5/5 against 0/5) decides it.
+        assert_eq!((p.trials, p.first_within, p.second_within), (5, 5, 0));
         assert_eq!(p.worse.as_deref(), Some("NO_RT_PUSH_IPI"));
         assert!(
             b.table
-                .contains("pi: RT_PUSH_IPI 6/6 vs NO_RT_PUSH_IPI 0/6 within bound"),
+                .contains("pi: RT_PUSH_IPI 5/5 vs NO_RT_PUSH_IPI 0/5 within bound"),
             "{}",
             b.table
         );

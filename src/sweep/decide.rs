@@ -503,7 +503,7 @@ name = "y"
         assert!(
             d.rule.contains(
                 "Fisher's exact test (two-sided) on trials with at most 0 deadline misses \
-                 (not injected); overall alpha"
+                 (not injected): the first look"
             ),
             "{}",
             d.rule
