@@ -302,7 +302,10 @@ fn until_decided_decides_a_livefx_rig_by_its_pass() {
     assert_eq!(pair["first_within"], 0, "{pair}");
     let n = pair["trials"].as_u64().unwrap();
     assert!((5..=8).contains(&n), "{pair}");
-    assert!(pair["p"].as_f64().unwrap() <= plan.level(n as u32).unwrap(), "{pair}");
+    assert!(
+        pair["p"].as_f64().unwrap() <= plan.level(n as u32).unwrap(),
+        "{pair}"
+    );
     // The run stopped at that look: n trials per setting, no more.
     let recs: Vec<serde_json::Value> = std::fs::read_to_string(out.join("samples.jsonl"))
         .unwrap()
