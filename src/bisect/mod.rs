@@ -375,29 +375,26 @@ fn bisect(b: &mut Bench, doc: &mut BisectDoc, tick: &dyn Fn(&mut BisectDoc)) -> 
     );
     doc.first_bad = Some(first.clone());
     // 3. The confirmation: the bad end without that commit.
-    let confirmed = if first.sha == inputs.bad.sha && doc.steps.is_empty() && doc.range == 1 {
-        None
-    } else {
-        let step = match decide_step(
-            b,
-            doc,
-            Role::Revert,
-            &inputs.bad,
-            &Extra::Revert(first.sha.clone()),
-            good_counts,
-            bad_counts,
-        ) {
-            Ok(s) => s,
-            Err(e) => return stopped(b, doc, e),
-        };
-        let c = match step.verdict {
-            Verdict::Good => Some(true),
-            Verdict::Bad => Some(false),
-            _ => None,
-        };
-        doc.confirmation = Some(step);
-        c
+    // Always built and measured, even when the range is one commit and the revert is the
+    // good end's tree again: the confirmation is a measurement, never an inference.
+    let step = match decide_step(
+        b,
+        doc,
+        Role::Revert,
+        &inputs.bad,
+        &Extra::Revert(first.sha.clone()),
+        good_counts,
+        bad_counts,
+    ) {
+        Ok(s) => s,
+        Err(e) => return stopped(b, doc, e),
     };
+    let confirmed = match step.verdict {
+        Verdict::Good => Some(true),
+        Verdict::Bad => Some(false),
+        _ => None,
+    };
+    doc.confirmation = Some(step);
     match confirmed {
         Some(true) => eprintln!(
             "xrunrig bisect: confirmed: the bad end with {} reverted behaves like the good end",
