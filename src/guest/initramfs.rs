@@ -253,9 +253,16 @@ for m in $(cat /xrunrig/modules.list); do
 done
 stty -F /dev/ttyS1 raw -echo
 echo "XRUNRIG-READY $(cat /proc/uptime)"
+# The shipper's wait (below) is a `read -t` on this FIFO, which nobody writes but the
+# run, once, when it ends: the results go home at once, not at the next poll (up to 5 s
+# of an idle guest after every run, measured: 5.3 s from the rig's last line to QEMU's
+# exit on the seed's A/B).
+mkfifo /results/tick && exec 3<>/results/tick
 (
+  exec 3<&-
   rc=0
 {run}{keep}  echo $rc >/results/rc.tmp && mv /results/rc.tmp /results/rc
+  echo >/results/tick
 ) >/results/stdout.txt &
 # The shipping below yields to the run, on CPUs the rig does not use.
 renice -n 19 -p $$ >/dev/null 2>&1
@@ -263,11 +270,10 @@ renice -n 19 -p $$ >/dev/null 2>&1
 # The results disk (virtio-blk) when the kernel has it; else ttyS1, at the end only.
 i=0; while [ ! -b $DISK ] && [ $i -lt 50 ] && grep -q virtio_blk /proc/modules; do sleep 0.1; i=$((i+1)); done
 off=0; seq=0; echo - >/results/m.old
-# The wait below is the shell's own `read -t` on a FIFO nobody writes, every 5 s: no
-# process is started while nothing changed. Under TCG the shipper's wake-ups cost the
-# emulated CPUs the rig measures: hrtick-repick on 6.1, HRTICK long_a was 43 and 62 with
-# a 0.25 s poll, 6 with 5 s (9 before per-trial shipping; one run each).
-mkfifo /results/tick && exec 3<>/results/tick
+# The wait below is the shell's own `read -t` on the FIFO, every 5 s: no process is
+# started while nothing changed. Under TCG the shipper's wake-ups cost the emulated CPUs
+# the rig measures: hrtick-repick on 6.1, HRTICK long_a was 43 and 62 with a 0.25 s
+# poll, 6 with 5 s (9 before per-trial shipping; one run each).
 # frame KIND RC: /results/f.tar as the next frame of the disk's log, at a 4 KiB boundary.
 frame() {{
   sz=$(wc -c </results/f.tar); sum=$(sha256sum /results/f.tar)
