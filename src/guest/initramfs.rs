@@ -559,6 +559,10 @@ mod tests {
             assert!(s.contains(needle), "{needle} missing from\n{s}");
         }
         assert!(!s.contains("sysrq") && !s.contains(INJECT_CONSOLE));
+        // The FIFO exists before the run starts, and the run's last act wakes the shipper.
+        let at = |n: &str| s.find(n).unwrap_or_else(|| panic!("{n} missing from\n{s}"));
+        assert!(at("mkfifo /results/tick") < at(") >/results/stdout.txt &"));
+        assert!(at("mv /results/rc.tmp /results/rc\n  echo >/results/tick\n)") > at("(\n"));
         let s = init_script(
             &[vec!["a".into()], vec!["b".into()]],
             &[],
