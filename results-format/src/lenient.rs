@@ -153,6 +153,17 @@ pub fn number_lists<'de, D: Deserializer<'de>>(
     })
 }
 
+/// `{name: number}`; an entry whose value is not a finite number is dropped.
+pub fn number_map<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, f64>, D::Error> {
+    Ok(match Option::<Value>::deserialize(d)? {
+        Some(Value::Object(o)) => o
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, v.as_f64().filter(|x| x.is_finite())?)))
+            .collect(),
+        _ => BTreeMap::new(),
+    })
+}
+
 /// `{name: [counts]}`; a list with anything but non-negative integers is dropped.
 pub fn count_lists<'de, D: Deserializer<'de>>(
     d: D,

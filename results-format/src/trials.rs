@@ -85,6 +85,17 @@ pub struct TrialRecord {
     /// Metric values in the metric's unit.
     #[serde(default, deserialize_with = "lenient::number_lists")]
     pub metrics: BTreeMap<String, Vec<f64>>,
+    /// Metrics this trial did not measure because it ended early (the rig's
+    /// `end_early`): each is known only to be at least the value given, in the metric's
+    /// unit (the bound it had passed, for the bounded metric). Such a metric has no
+    /// entry in `metrics`: a censored value is never a measurement. Empty in files
+    /// written before trials could end early.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "lenient::number_map"
+    )]
+    pub censored: BTreeMap<String, f64>,
     /// Mark times in ns since the trial's start, by `thread.mark`.
     #[serde(default, deserialize_with = "lenient::count_lists")]
     pub marks: BTreeMap<String, Vec<u64>>,
@@ -123,14 +134,96 @@ pub struct Row {
     /// Trials that produced no value (timed out before the mark was taken).
     #[serde(default, deserialize_with = "lenient::count_or_zero")]
     pub missing: usize,
+    /// Over the measured and the censored values (`order_stats`); where one falls on
+    /// a censored value it is only a lower bound, and its `*_at_least` says so.
     #[serde(default, deserialize_with = "lenient::number")]
     pub median: Option<f64>,
     #[serde(default, deserialize_with = "lenient::number")]
     pub min: Option<f64>,
     #[serde(default, deserialize_with = "lenient::number")]
     pub max: Option<f64>,
+    /// The measured values only.
     #[serde(default, deserialize_with = "lenient::numbers")]
     pub values: Vec<f64>,
+    /// Trials that ended early before this metric's end mark (`TrialRecord::censored`):
+    /// each value is what it was censored at (its value is at least that). Never among
+    /// `values`, never within the bound, not `missing`.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "lenient::numbers"
+    )]
+    pub censored: Vec<f64>,
+    /// `median` is a lower bound: the median falls on a censored value ("≥ 100 ms").
+    #[serde(default, skip_serializing_if = "is_false", deserialize_with = "lenient::flag")]
+    pub median_at_least: bool,
+    #[serde(default, skip_serializing_if = "is_false", deserialize_with = "lenient::flag")]
+    pub min_at_least: bool,
+    #[serde(default, skip_serializing_if = "is_false", deserialize_with = "lenient::flag")]
+    pub max_at_least: bool,
+}
+
+/// The median, min and max of measured `values` and `censored` ones (each known only to
+/// be at least its value), and which of them are only lower bounds. A censored value
+/// enters at its censoring point, which bounds it from below, so each figure is a
+/// lower bound of the true one; it is exact when putting the censored values anywhere
+/// above their points (here: at infinity) leaves it unchanged.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct OrderStats {
+    pub median: Option<f64>,
+    pub median_at_least: bool,
+    pub min: Option<f64>,
+    pub min_at_least: bool,
+    pub max: Option<f64>,
+    pub max_at_least: bool,
+}
+
+impl OrderStats {
+    pub fn of(values: &[f64], censored: &[f64]) -> OrderStats {
+        let at = |c: &dyn Fn(f64) -> f64| -> Vec<f64> {
+            let mut v: Vec<f64> = values.iter().copied().chain(censored.iter().map(|x| c(*x))).collect();
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let (lo, hi) = (at(&|x| x), at(&|_| f64::INFINITY));
+        let pick = |f: fn(&[f64]) -> Option<f64>| {
+            let (a, b) = (f(&lo), f(&hi));
+            (a, a != b)
+        };
+        let (median, median_at_least) = pick(median_of_sorted);
+        let (min, min_at_least) = pick(|v| v.first().copied());
+        let (max, max_at_least) = pick(|v| v.last().copied());
+        OrderStats {
+            median,
+            median_at_least,
+            min,
+            min_at_least,
+            max,
+            max_at_least,
+        }
+    }
+}
+
+/// The median of sorted values: the middle one, or the mean of the middle two.
+pub fn median_of_sorted(sorted: &[f64]) -> Option<f64> {
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    Some(if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    })
+}
+
+/// A figure for people: "12.5", or "≥ 100" when it is only a lower bound.
+pub fn at_least(at_least: bool, text: String) -> String {
+    if at_least { format!("≥ {text}") } else { text }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// What a reader makes of a row with nothing in it (or nothing readable): the defaults
@@ -150,7 +243,22 @@ impl Default for Row {
             min: None,
             max: None,
             values: Vec::new(),
+            censored: Vec::new(),
+            median_at_least: false,
+            min_at_least: false,
+            max_at_least: false,
         }
+    }
+}
+
+impl Row {
+    /// Sets `median`, `min` and `max`, and whether each is only a lower bound, from
+    /// `values` and `censored` (`OrderStats`).
+    pub fn set_order_stats(&mut self) {
+        let s = OrderStats::of(&self.values, &self.censored);
+        (self.median, self.median_at_least) = (s.median, s.median_at_least);
+        (self.min, self.min_at_least) = (s.min, s.min_at_least);
+        (self.max, self.max_at_least) = (s.max, s.max_at_least);
     }
 }
 
@@ -359,6 +467,62 @@ mod tests {
         assert_eq!(r.metrics["w"], vec![1.0, 2.0]);
         assert!(r.marks.is_empty());
         assert_eq!(r.evidence, vec!["e"]);
+    }
+
+    #[test]
+    fn censored_metrics_round_trip_and_older_records_have_none() {
+        let line = r#"{"setting":"NO_RT_PUSH_IPI","variant":"pi","trial":3,"status":"ok","detail":"ended early","duration_ms":101.2,"metrics":{"owner_migrations":[0.0]},"censored":{"wait":100.0},"marks":{"waiter.want":[2000000]}}"#;
+        let r: TrialRecord = serde_json::from_str(line).unwrap();
+        assert_eq!(r.censored.get("wait"), Some(&100.0));
+        assert!(!r.metrics.contains_key("wait"));
+        assert_eq!(serde_json::to_string(&r).unwrap(), line);
+        // Written before trials could end early: no field, and none written back.
+        let old = r#"{"setting":"a","variant":"v","trial":0,"status":"ok","duration_ms":1.0,"metrics":{"wait":[1.0]},"marks":{}}"#;
+        let r: TrialRecord = serde_json::from_str(old).unwrap();
+        assert!(r.censored.is_empty());
+        assert_eq!(serde_json::to_string(&r).unwrap(), old);
+        // A damaged entry costs itself only.
+        let r: TrialRecord =
+            serde_json::from_str(r#"{"censored":{"wait":"x","other":5}}"#).unwrap();
+        assert_eq!(r.censored.len(), 1);
+        assert_eq!(r.censored["other"], 5.0);
+    }
+
+    #[test]
+    fn order_stats_say_where_a_censored_value_leaves_only_a_lower_bound() {
+        // Medians on measured values stay exact.
+        let s = OrderStats::of(&[1.0, 2.0, 3.0], &[100.0, 100.0]);
+        assert_eq!((s.median, s.median_at_least), (Some(3.0), false));
+        assert_eq!((s.min, s.min_at_least), (Some(1.0), false));
+        assert_eq!((s.max, s.max_at_least), (Some(100.0), true));
+        // The median on a censored value: at least the bound.
+        let s = OrderStats::of(&[1.0], &[100.0, 100.0]);
+        assert_eq!((s.median, s.median_at_least), (Some(100.0), true));
+        // Between a measured and a censored value: at least their mean.
+        let s = OrderStats::of(&[1.0, 2.0], &[100.0, 100.0]);
+        assert_eq!((s.median, s.median_at_least), (Some(51.0), true));
+        // All censored: every figure a lower bound.
+        let s = OrderStats::of(&[], &[100.0]);
+        assert_eq!(
+            (s.median_at_least, s.min_at_least, s.max_at_least),
+            (true, true, true)
+        );
+        // None censored: as before.
+        let s = OrderStats::of(&[3.0, 1.0, 2.0, 4.0], &[]);
+        assert_eq!((s.median, s.median_at_least, s.max_at_least), (Some(2.5), false, false));
+        assert_eq!(OrderStats::of(&[], &[]), OrderStats::default());
+        let mut r = Row {
+            values: vec![0.8],
+            censored: vec![100.0, 100.0],
+            ..Row::default()
+        };
+        r.set_order_stats();
+        let j = serde_json::to_string(&r).unwrap();
+        assert!(j.contains(r#""censored":[100.0,100.0],"median_at_least":true"#), "{j}");
+        assert!(!j.contains("min_at_least"), "{j}");
+        let back: Row = serde_json::from_str(&j).unwrap();
+        assert!(back.median_at_least && back.max_at_least && !back.min_at_least);
+        assert_eq!(at_least(true, "100".into()), "≥ 100");
     }
 
     #[test]

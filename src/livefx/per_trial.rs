@@ -74,6 +74,7 @@ impl Trials<'_> {
             detail: None,
             duration_ms: 0.0,
             metrics: BTreeMap::new(),
+            censored: BTreeMap::new(),
             marks: BTreeMap::new(),
             evidence: vec![],
         };

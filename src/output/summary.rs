@@ -42,18 +42,6 @@ pub fn metric_values(metric: &Metric, plan: &Plan, marks: &[Vec<u64>]) -> Vec<f6
     out
 }
 
-pub fn median(sorted: &[f64]) -> Option<f64> {
-    let n = sorted.len();
-    if n == 0 {
-        return None;
-    }
-    Some(if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    })
-}
-
 /// Builds rows in the order settings, variants and metrics were given.
 pub fn rows(
     records: &[TrialRecord],
@@ -73,23 +61,25 @@ pub fn rows(
             }
             for m in metrics {
                 let mut values: Vec<f64> = Vec::new();
+                let mut censored: Vec<f64> = Vec::new();
                 let mut missing = 0;
                 for r in &recs {
-                    match r.metrics.get(&m.name) {
-                        Some(vs) if !vs.is_empty() => values.extend(vs),
+                    match (r.metrics.get(&m.name), r.censored.get(&m.name)) {
+                        (Some(vs), _) if !vs.is_empty() => values.extend(vs),
+                        // Ended early: a value, known only from below, not a missing one.
+                        (_, Some(c)) => censored.push(*c),
                         _ => missing += 1,
                     }
                 }
                 let scale = unit_scale(&m.unit).unwrap_or(1e6);
+                // Censored values passed the bound (that is why their trials ended): never within.
                 let within = m.bound.map(|b| {
                     values
                         .iter()
                         .filter(|&&x| x >= 0.0 && b.holds((x * scale).round() as u64))
                         .count()
                 });
-                let mut sorted = values.clone();
-                sorted.sort_by(|a, b| a.total_cmp(b));
-                out.push(Row {
+                let mut row = Row {
                     setting: s.clone(),
                     variant: v.clone(),
                     metric: m.name.clone(),
@@ -98,11 +88,13 @@ pub fn rows(
                     n: recs.len(),
                     within_bound: within,
                     missing,
-                    median: median(&sorted),
-                    min: sorted.first().copied(),
-                    max: sorted.last().copied(),
                     values,
-                });
+                    censored,
+                    ..Row::default()
+                };
+                // A median that falls on a censored value is "at least" it.
+                row.set_order_stats();
+                out.push(row);
             }
         }
     }
@@ -148,6 +140,7 @@ bound = "< 100 ms"
                 .map(|x| ("wait".to_string(), vec![x]))
                 .into_iter()
                 .collect(),
+            censored: BTreeMap::new(),
             marks: BTreeMap::new(),
             evidence: vec![],
         };

@@ -2,6 +2,7 @@
 //! median, min / max.
 
 use super::summary::Row;
+use results::trials::at_least;
 
 /// A value with precision that suits its size (1499.6, 12.34, 0.830): one function,
 /// so the run's table and the report print the same figures.
@@ -22,18 +23,20 @@ pub fn render(rows: &[Row]) -> String {
             (Some(b), Some(w)) => format!("{w}/{} ({b})", r.n),
             _ => "-".into(),
         };
-        let med = r
-            .median
-            .map_or("-".into(), |m| format!("{} {}", fmt_val(m), r.unit));
+        // "≥ 100 ms": a figure that falls on a censored value is only a lower bound.
+        let med = r.median.map_or("-".into(), |m| {
+            format!("{} {}", at_least(r.median_at_least, fmt_val(m)), r.unit)
+        });
         let mm = match (r.min, r.max) {
-            (Some(a), Some(b)) => format!("{} / {} {}", fmt_val(a), fmt_val(b), r.unit),
+            (Some(a), Some(b)) => format!(
+                "{} / {} {}",
+                at_least(r.min_at_least, fmt_val(a)),
+                at_least(r.max_at_least, fmt_val(b)),
+                r.unit
+            ),
             _ => "-".into(),
         };
-        let n = if r.missing > 0 {
-            format!("{} ({} no value)", r.n, r.missing)
-        } else {
-            r.n.to_string()
-        };
+        let n = format!("{}{}", r.n, not_measured(r));
         lines.push([
             r.setting.clone(),
             r.variant.clone(),
@@ -45,6 +48,7 @@ pub fn render(rows: &[Row]) -> String {
         ]);
     }
     let mut w = [0usize; 7];
+    // Widths in chars: "≥" is one column, three bytes.
     for l in &lines {
         for (i, c) in l.iter().enumerate() {
             w[i] = w[i].max(c.chars().count());
@@ -64,7 +68,32 @@ pub fn render(rows: &[Row]) -> String {
         out.push_str(s.trim_end());
         out.push('\n');
     }
+    if rows.iter().any(|r| !r.censored.is_empty()) {
+        out.push_str(CENSORED_NOTE);
+        out.push('\n');
+    }
     out
+}
+
+/// Under a table with censored values: what "censored" and "≥" mean.
+pub const CENSORED_NOTE: &str = "censored: the trial ended early once the metric had passed \
+     its bound (end_early), so its value is only known to be at least the bound: outside it, \
+     never a measurement; ≥: a figure that falls on such a value";
+
+/// " (2 no value, 5 censored)": the trials of a row without a measured value.
+pub fn not_measured(r: &Row) -> String {
+    let mut parts = vec![];
+    if r.missing > 0 {
+        parts.push(format!("{} no value", r.missing));
+    }
+    if !r.censored.is_empty() {
+        parts.push(format!("{} censored", r.censored.len()));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join(", "))
+    }
 }
 
 #[cfg(test)]
@@ -86,12 +115,31 @@ mod tests {
             min: Some(1146.1),
             max: Some(1502.6),
             values: vec![],
+            ..Row::default()
         };
-        let t = render(&[row]);
+        let t = render(std::slice::from_ref(&row));
         let l: Vec<&str> = t.lines().collect();
         assert!(l[0].starts_with("setting"));
         assert!(l[1].contains("0/8 (< 100 ms)"), "{t}");
         assert!(l[1].contains("1499.6 ms"), "{t}");
         assert!(l[1].contains("1146.1 / 1502.6 ms"), "{t}");
+        assert_eq!(l.len(), 2, "no note without censored values: {t}");
+        // Ended early: 5 censored at the bound, 2 measured within it, 1 without a value.
+        let mut c = Row {
+            n: 8,
+            within_bound: Some(2),
+            missing: 1,
+            values: vec![0.8, 0.9],
+            censored: vec![100.0; 5],
+            ..row
+        };
+        c.set_order_stats();
+        let t = render(&[c]);
+        let l: Vec<&str> = t.lines().collect();
+        assert!(l[1].contains("8 (1 no value, 5 censored)"), "{t}");
+        assert!(l[1].contains("2/8 (< 100 ms)"), "{t}");
+        assert!(l[1].contains("≥ 100.0 ms"), "the median falls on a censored value: {t}");
+        assert!(l[1].contains("0.800 / ≥ 100.0 ms"), "{t}");
+        assert!(l[2].starts_with("censored: the trial ended early"), "{t}");
     }
 }

@@ -433,6 +433,7 @@ name = "y"
                 .map(|x| ("wait".to_string(), vec![x]))
                 .into_iter()
                 .collect(),
+            censored: BTreeMap::new(),
             marks: BTreeMap::new(),
             evidence: vec![],
         }

@@ -205,6 +205,13 @@ fn progress_line(r: &TrialRecord, trials: u32, metrics: &[rig::Metric]) -> Strin
                 format!("{k} {val} {unit}").trim_end().to_string()
             })
         })
+        .chain(r.censored.iter().map(|(k, c)| {
+            let unit = metrics
+                .iter()
+                .find(|m| &m.name == k)
+                .map_or("", |m| m.unit.as_str());
+            format!("{k} ≥ {} {unit} (ended early)", table::fmt_val(*c))
+        }))
         .collect();
     let mut s = format!(
         "{} / {} trial {}/{}: {}",

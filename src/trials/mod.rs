@@ -71,6 +71,8 @@ pub fn run_main(mut p: Prepared) -> i32 {
             detail,
             duration_ms: r.duration_ns as f64 / 1e6,
             metrics,
+            // Nothing ends a trial early yet.
+            censored: Default::default(),
             marks,
             evidence: {
                 let mut ev = found.evidence;

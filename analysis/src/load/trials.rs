@@ -145,7 +145,7 @@ fn rows_from_samples(data: &mut TrialsData) -> Vec<String> {
     let mut added: Vec<String> = Vec::new();
     let mut keys: Vec<(String, String, String)> = Vec::new();
     for t in &data.trials {
-        for m in t.metrics.keys() {
+        for m in t.metrics.keys().chain(t.censored.keys()) {
             let k = (t.setting.clone(), t.variant.clone(), m.clone());
             if !keys.contains(&k) && data.row(&k.0, &k.1, &k.2).is_none() {
                 keys.push(k);
@@ -159,31 +159,30 @@ fn rows_from_samples(data: &mut TrialsData) -> Vec<String> {
             .filter(|t| t.setting == s && t.variant == v)
             .collect();
         let mut values = Vec::new();
+        let mut censored = Vec::new();
         let mut missing = 0;
         for t in &trials {
-            match t.metrics.get(&m) {
-                Some(vs) if !vs.is_empty() => values.extend(vs.iter().copied()),
+            match (t.metrics.get(&m), t.censored.get(&m)) {
+                (Some(vs), _) if !vs.is_empty() => values.extend(vs.iter().copied()),
+                (_, Some(c)) => censored.push(*c),
                 _ => missing += 1,
             }
         }
-        let sorted = crate::stats::sorted(&values);
         if !added.contains(&m) {
             added.push(m.clone());
         }
-        data.rows.push(TRow {
+        let mut row = TRow {
             setting: s,
             variant: v,
             metric: m,
-            unit: String::new(),
-            bound: None,
             n: trials.len(),
-            within_bound: None,
             missing,
-            median: crate::stats::median(&sorted),
-            min: sorted.first().copied(),
-            max: sorted.last().copied(),
             values,
-        });
+            censored,
+            ..TRow::default()
+        };
+        row.set_order_stats();
+        data.rows.push(row);
     }
     added
 }

@@ -667,6 +667,7 @@ mod tests {
             min: so.first().copied(),
             max: so.last().copied(),
             values: vals.to_vec(),
+            ..TRow::default()
         }
     }
 

@@ -135,6 +135,7 @@ fn write_run(dir: &Path, passes: u32, n: u32, c: &Commit, kb: &KernelBuild) -> R
             detail: None,
             duration_ms: w + 25.0,
             metrics: [("wait".to_string(), vec![*w])].into(),
+            censored: Default::default(),
             marks: Default::default(),
             evidence: vec![],
         };
@@ -156,6 +157,7 @@ fn write_run(dir: &Path, passes: u32, n: u32, c: &Commit, kb: &KernelBuild) -> R
         min: sorted.first().copied(),
         max: sorted.last().copied(),
         values: waits,
+        ..Row::default()
     };
     let summary = Summary::new(RIG, vec![row]);
     write(

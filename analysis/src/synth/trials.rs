@@ -65,6 +65,7 @@ pub fn generate(dir: &Path) -> Result<(), String> {
             min: sorted.first().copied(),
             max: sorted.last().copied(),
             values: got.clone(),
+            ..Row::default()
         });
         for (i, x) in vals.iter().enumerate() {
             let evidence: &[&str] = match (v, i, s) {
@@ -95,6 +96,7 @@ pub fn generate(dir: &Path) -> Result<(), String> {
                     .map(|w| ("wait".to_string(), vec![w]))
                     .into_iter()
                     .collect(),
+                censored: Default::default(),
                 marks: [("waiter.want".to_string(), vec![20_000_000u64])].into(),
                 evidence: evidence.iter().map(|e| e.to_string()).collect(),
             };
