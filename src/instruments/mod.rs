@@ -111,6 +111,7 @@ impl Instruments {
             bound: None,
             unit: unit.into(),
             description,
+            end_early: false,
         };
         if let Some(i) = &self.cfg.ipi {
             let secs = i.interval_ns as f64 / 1e9;

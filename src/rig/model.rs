@@ -88,6 +88,9 @@ pub struct MetricDef {
     pub bound: Option<Spanned<String>>,
     pub unit: Option<Spanned<String>>,
     pub description: Option<String>,
+    /// End the trial once this metric has passed its bound: its `from` mark taken and
+    /// its `to` mark not come within the bound (recorded as censored at the bound).
+    pub end_early: Option<Spanned<bool>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -107,6 +107,21 @@ pub struct Plan {
     /// Barrier name and how many thread instances pass it.
     pub barriers: Vec<(String, u32)>,
     pub marks: Vec<MarkSlot>,
+    /// The metrics with `end_early`, resolved against this plan's mark slots.
+    pub early_ends: Vec<EarlyEnd>,
+}
+
+/// A metric with `end_early` in one variant's plan: once mark slot `from` is taken and
+/// slot `to` has not been `after_ns` later, the metric has failed its bound and the
+/// trial is ended there (`engine::trial`). Both slots are taken once per trial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EarlyEnd {
+    /// Index into the rig's `metrics`.
+    pub metric: usize,
+    pub from: usize,
+    pub to: usize,
+    /// The bound's limit; one ns past it for `<=`, so a value cut there fails either op.
+    pub after_ns: u64,
 }
 
 impl Plan {
@@ -138,6 +153,18 @@ pub struct Metric {
     pub bound: Option<Bound>,
     pub unit: String,
     pub description: String,
+    /// `end_early`: a trial ends once this metric has passed its (upper) bound.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub end_early: bool,
+}
+
+impl Metric {
+    /// The bound's limit in the metric's unit: what a value censored at the bound is
+    /// recorded as (its value is at least this).
+    pub fn bound_limit(&self) -> Option<f64> {
+        let scale = super::units::unit_scale(&self.unit).unwrap_or(1e6);
+        self.bound.map(|b| b.limit_ns as f64 / scale)
+    }
 }
 
 #[derive(Debug, Clone)]

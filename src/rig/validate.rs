@@ -3,7 +3,7 @@
 use super::limits::{self, MAX_INSTANCES, MAX_OPS, MAX_REPEATS, MAX_THREADS, MAX_VARIANTS};
 use super::model::*;
 use super::plan::*;
-use super::units::{Bound, parse_duration, unit_scale};
+use super::units::{Bound, BoundOp, parse_duration, unit_scale};
 use super::{instruments, livefx};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
@@ -417,7 +417,8 @@ pub fn compile(ck: &mut Checker, path: &std::path::Path, text: &str) -> Option<R
             );
         }
     }
-    let metrics = compile_metrics(ck, rig, &seen, &found);
+    let metrics = compile_metrics(ck, rig, kind, &seen, &found);
+    early_ends(ck, rig, &metrics, &mut variants);
     if kind == Kind::Trials
         && metrics.is_empty()
         && !rig.threads.is_empty()
@@ -778,6 +779,7 @@ fn compile_variant(
             events: names.events,
             barriers,
             marks,
+            early_ends: Vec::new(),
         },
     }
 }
@@ -871,6 +873,7 @@ fn compile_thread(
 fn compile_metrics(
     ck: &mut Checker,
     rig: &RigFile,
+    kind: Kind,
     seen: &BTreeSet<String>,
     found: &Found,
 ) -> Vec<Metric> {
@@ -909,6 +912,10 @@ fn compile_metrics(
                     None
                 }
             });
+        let end_early = md.end_early.as_ref().filter(|e| *e.get_ref());
+        if let Some(e) = end_early {
+            end_early_bound(ck, mname, kind, md, bound, at(e));
+        }
         metrics.push(Metric {
             name: mname.clone(),
             from,
@@ -916,9 +923,105 @@ fn compile_metrics(
             bound,
             unit,
             description: md.description.clone().unwrap_or_default(),
+            end_early: end_early.is_some(),
         });
     }
     metrics
+}
+
+/// `end_early = true` (at `span`) needs a thread rig and an upper bound to end at.
+fn end_early_bound(
+    ck: &mut Checker,
+    mname: &str,
+    kind: Kind,
+    md: &MetricDef,
+    bound: Option<Bound>,
+    span: Range<usize>,
+) {
+    if kind != Kind::Trials {
+        ck.err(
+            span,
+            format!("metric '{mname}': end_early is for thread rigs (kind = \"trials\"); remove it"),
+        );
+        return;
+    }
+    match bound {
+        // A bound that did not parse is reported where it is written.
+        None if md.bound.is_some() => {}
+        None => ck.err(
+            span,
+            format!(
+                "metric '{mname}': end_early needs a bound to end the trial at: add e.g. bound = \"< 100 ms\""
+            ),
+        ),
+        Some(b) if !matches!(b.op, BoundOp::Lt | BoundOp::Le) => ck.err(
+            span,
+            format!(
+                "metric '{mname}': end_early needs an upper bound (< or <=): with '{}' a value that grows past its limit keeps it, so there is nothing to end early",
+                md.bound.as_ref().map_or(String::new(), |b| b.get_ref().clone())
+            ),
+        ),
+        Some(_) => {}
+    }
+}
+
+/// Resolves each `end_early` metric against every variant's mark slots. The trial's
+/// controlling thread watches one `from` and one `to` timestamp (no thread of the rig
+/// does anything for it), so each must be a mark taken once per trial: one thread
+/// instance, outside any repeat.
+fn early_ends(ck: &mut Checker, rig: &RigFile, metrics: &[Metric], variants: &mut [Variant]) {
+    for (mi, m) in metrics.iter().enumerate() {
+        let Some(span) = rig
+            .metrics
+            .get(&m.name)
+            .and_then(|d| d.get_ref().end_early.as_ref())
+            .filter(|_| m.end_early && m.bound.is_some())
+            .map(at)
+        else {
+            continue;
+        };
+        let Some(after) = m.bound.map(|b| b.limit_ns + u64::from(b.op == BoundOp::Le)) else {
+            continue;
+        };
+        let mut reported = false;
+        for v in variants.iter_mut() {
+            let slot = |end: &(String, String)| -> Result<usize, String> {
+                let slots: Vec<(usize, &MarkSlot)> = v
+                    .plan
+                    .marks
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| s.base == end.0 && s.mark == end.1)
+                    .collect();
+                match slots.as_slice() {
+                    [(i, s)] if s.capacity == 1 => Ok(*i),
+                    // A mark never taken is reported by the metric's own check.
+                    [] => Err(String::new()),
+                    many => Err(format!(
+                        "metric '{}': end_early needs '{}.{}' taken once per trial (one thread instance, outside any repeat); it is taken up to {} times",
+                        m.name,
+                        end.0,
+                        end.1,
+                        many.iter().map(|(_, s)| s.capacity).sum::<usize>()
+                    )),
+                }
+            };
+            match (slot(&m.from), slot(&m.to)) {
+                (Ok(from), Ok(to)) => v.plan.early_ends.push(EarlyEnd {
+                    metric: mi,
+                    from,
+                    to,
+                    after_ns: after,
+                }),
+                (Err(e), _) | (_, Err(e)) => {
+                    if !e.is_empty() && !reported {
+                        ck.err(span.clone(), e);
+                        reported = true;
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// A metric's `from` or `to`: "thread.mark", a mark some thread takes.

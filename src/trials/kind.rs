@@ -52,6 +52,7 @@ impl RigKind for Threads {
                         bound: None,
                         unit: String::new(),
                         description: k.clone(),
+                        end_early: false,
                     });
                 }
             }
