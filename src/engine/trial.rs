@@ -6,7 +6,7 @@
 use super::pimutex::{LockError, PiMutex};
 use super::sync::{Abort, Barrier, Latch, WaitResult};
 use super::thread::{Sched, apply_current, demote};
-use crate::rig::{Op, Plan};
+use crate::rig::{EarlyEnd, Op, Plan};
 use crate::sys::{gettid, now_ns, thread_cpu_ns};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -30,6 +30,15 @@ impl MarkBuf {
         if let Some(slot) = self.times.get(i) {
             slot.store(t, Ordering::Relaxed);
         }
+    }
+    /// The first timestamp, once it is taken (0: not yet). Read by the controlling
+    /// thread while the trial runs: each slot is written once, so a read sees 0 or it.
+    fn first(&self) -> u64 {
+        self.times[0].load(Ordering::Relaxed)
+    }
+    /// Whether the mark has been taken: its time was read before the count went up.
+    fn taken(&self) -> bool {
+        self.count.load(Ordering::Acquire) > 0
     }
     fn collect(&self) -> Vec<u64> {
         let n = self.count.load(Ordering::Acquire).min(self.times.len());
@@ -74,6 +83,22 @@ pub struct TrialResult {
     pub cycles: Vec<(String, u64)>,
     /// CLOCK_MONOTONIC ns of the release: the marks' zero (0 when never released).
     pub t0_ns: u64,
+    /// The trial was ended early by one of the plan's `early_ends` (its status stays
+    /// `Ok`: nothing went wrong, the metric had already failed its bound).
+    pub ended_early: Option<EndedEarly>,
+}
+
+/// Why and when a trial was ended early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndedEarly {
+    /// The rig's metric (`EarlyEnd::metric`) that had passed its bound.
+    pub metric: usize,
+    /// When the controlling thread ended the trial, ns since the release.
+    pub at_ns: u64,
+    /// The metric's `to` mark was taken after all, in the moment between the
+    /// controlling thread's look and the release: its value is a measurement and
+    /// nothing is censored.
+    pub to_taken: bool,
 }
 
 struct Shared {
@@ -199,7 +224,14 @@ fn exec(
                 sh.barriers[b].wait_until(deadline, Some(&sh.abort)),
                 "barrier",
             )?,
-            Op::Mark(m) => sh.marks[m].take(now_ns()),
+            Op::Mark(m) => {
+                // A mark after the trial was stopped (an early end, Ctrl-C) would time
+                // the threads' release, not the rig: it is not taken.
+                if sh.abort.is_set() {
+                    return Err(ThreadEnd::Aborted);
+                }
+                sh.marks[m].take(now_ns())
+            }
             Op::Repeat { times, ref body } => {
                 let inner = u64::from(!has_loop(body));
                 for _ in 0..times {
@@ -284,6 +316,39 @@ fn finish(sh: &Shared) {
     }
 }
 
+/// How often the controlling thread looks at the marks a plan's `early_ends` watch,
+/// at most: so that a `from` mark is seen before its bound runs out and the trial is
+/// ended at `from + after_ns` itself (with a bound under 1 ms, up to 1 ms later).
+fn watch_period(ends: &[EarlyEnd]) -> u64 {
+    ends.iter()
+        .map(|e| e.after_ns)
+        .min()
+        .map_or(CONTROL_STEP_NS, |a| a.clamp(1_000_000, CONTROL_STEP_NS))
+}
+
+/// The controlling thread's wake-up period while a trial runs (stop flag, deadline).
+const CONTROL_STEP_NS: u64 = 50_000_000;
+
+/// The early end due at `now` (the index into `ends`): a watched metric whose `from`
+/// mark was taken at least `after_ns` ago and whose `to` mark has not come. Otherwise
+/// the earliest moment one can become due, for the next look. Reads only the marks'
+/// atomics, from the controlling thread: the rig's threads do nothing for it.
+fn early_end_due(ends: &[EarlyEnd], marks: &[MarkBuf], now: u64) -> Result<usize, Option<u64>> {
+    let mut next: Option<u64> = None;
+    for (i, e) in ends.iter().enumerate() {
+        let from = marks[e.from].first();
+        if from == 0 || marks[e.to].taken() {
+            continue;
+        }
+        let due = from.saturating_add(e.after_ns);
+        if now >= due {
+            return Ok(i);
+        }
+        next = Some(next.map_or(due, |n: u64| n.min(due)));
+    }
+    Err(next)
+}
+
 /// Runs one trial of `plan` with a hard bound of `timeout_ns`. `stop` is the run's
 /// abort flag (Ctrl-C, hard bound): it is polled while the trial runs.
 pub fn run_trial(plan: &Plan, timeout_ns: u64, stop: &AtomicBool) -> TrialResult {
@@ -314,6 +379,7 @@ pub fn run_trial_with(
                     duration_ns: 0,
                     cycles: vec![],
                     t0_ns: 0,
+                    ended_early: None,
                 };
             }
         }
@@ -366,6 +432,7 @@ pub fn run_trial_with(
                     duration_ns: 0,
                     cycles: vec![],
                     t0_ns: 0,
+                    ended_early: None,
                 };
             }
         }
@@ -377,6 +444,7 @@ pub fn run_trial_with(
     }
     let mut t0 = now_ns();
     let mut status = TrialStatus::Ok;
+    let mut ended_early: Option<(usize, u64)> = None;
     if sh.failed_setup.load(Ordering::SeqCst) || sh.ready.load(Ordering::SeqCst) < n {
         sh.abort.set();
         sh.poke_all();
@@ -392,8 +460,19 @@ pub fn run_trial_with(
         let deadline = t0 + timeout_ns;
         sh.deadline.store(deadline, Ordering::SeqCst);
         sh.start.signal();
+        let period = watch_period(&plan.early_ends);
         loop {
-            let step = (now_ns() + 50_000_000).min(deadline);
+            let now = now_ns();
+            let mut step = (now + period).min(deadline);
+            match early_end_due(&plan.early_ends, &sh.marks, now) {
+                // The metric has failed its bound: end the trial as the timeout does.
+                Ok(i) => {
+                    ended_early = Some((i, now - t0));
+                    break;
+                }
+                Err(Some(due)) => step = step.min(due),
+                Err(None) => {}
+            }
             if sh.all_done.wait_until(step, None) == WaitResult::Done {
                 break;
             }
@@ -427,6 +506,7 @@ pub fn run_trial_with(
                     duration_ns: now_ns() - t0,
                     cycles: vec![],
                     t0_ns: 0,
+                    ended_early: None,
                 };
             }
         }
@@ -478,6 +558,14 @@ pub fn run_trial_with(
         .filter(|(t, _)| has_loop(&t.ops))
         .map(|(t, c)| (t.name.clone(), c.load(Ordering::Relaxed)))
         .collect();
+    let ended_early = ended_early.map(|(i, at_ns)| {
+        let e = plan.early_ends[i];
+        EndedEarly {
+            metric: e.metric,
+            at_ns,
+            to_taken: sh.marks[e.to].taken(),
+        }
+    });
     TrialResult {
         status,
         marks,
@@ -485,6 +573,7 @@ pub fn run_trial_with(
         duration_ns,
         cycles,
         t0_ns: t0,
+        ended_early,
     }
 }
 
@@ -591,6 +680,102 @@ to = "a.e"
             TrialStatus::TimedOut(v) => assert_eq!(v.len(), 2, "{v:?}"),
             s => panic!("expected a timeout, got {s:?}"),
         }
+    }
+
+    /// A holder keeps M for `hold` while the waiter's wait for it is bounded at 100 ms
+    /// and ends the trial early.
+    fn held_rig(hold: &str) -> Plan {
+        plan(&format!(
+            r#"
+trial_timeout = "5 s"
+[locks.M]
+protocol = "inherit"
+[[threads]]
+name = "holder"
+policy = "other"
+steps = [ {{ lock = "M" }}, {{ signal = "locked" }}, {{ sleep = "{hold}" }}, {{ unlock = "M" }} ]
+[[threads]]
+name = "spinner"
+policy = "other"
+steps = [ {{ wait = "locked" }}, {{ spin = "{hold}" }} ]
+[[threads]]
+name = "waiter"
+policy = "other"
+steps = [ {{ wait = "locked" }}, {{ mark = "want" }}, {{ lock = "M" }}, {{ mark = "got" }},
+          {{ unlock = "M" }} ]
+[metrics.wait]
+from = "waiter.want"
+to = "waiter.got"
+bound = "< 100 ms"
+end_early = true
+"#
+        ))
+    }
+
+    #[test]
+    fn a_wait_past_its_bound_ends_the_trial_there() {
+        let _g = crate::engine::test_lock();
+        let p = held_rig("3 s");
+        let t0 = now_ns();
+        let r = run_trial(&p, 5_000_000_000, &AtomicBool::new(false));
+        let took = now_ns() - t0;
+        // Released as a timeout releases: the sleep, the spin and the lock wait all end.
+        assert_eq!(r.status, TrialStatus::Ok, "{:?}", r.threads);
+        assert!(took < 1_500_000_000, "ended at the bound, not after 3 s: {took} ns");
+        let e = r.ended_early.expect("ended early");
+        assert_eq!((e.metric, e.to_taken), (0, false));
+        let slot = |m: &str| p.marks.iter().position(|s| s.mark == m).unwrap();
+        let want = r.marks[slot("want")][0];
+        assert!(e.at_ns >= want + 100_000_000, "{e:?}, want at {want}");
+        assert!(e.at_ns < want + 600_000_000, "{e:?}, want at {want}");
+        // The waiter got M only in the release: that is not a measurement, no mark.
+        assert!(r.marks[slot("got")].is_empty(), "{:?}", r.marks);
+        assert!(
+            r.threads.iter().all(|(_, end)| *end == ThreadEnd::Aborted),
+            "{:?}",
+            r.threads
+        );
+    }
+
+    #[test]
+    fn a_wait_within_its_bound_runs_to_the_end() {
+        let _g = crate::engine::test_lock();
+        let p = held_rig("20 ms");
+        let r = run_trial(&p, 5_000_000_000, &AtomicBool::new(false));
+        assert_eq!(r.status, TrialStatus::Ok, "{:?}", r.threads);
+        assert_eq!(r.ended_early, None);
+        assert!(r.threads.iter().all(|(_, end)| *end == ThreadEnd::Finished));
+        let got = p.marks.iter().position(|s| s.mark == "got").unwrap();
+        assert_eq!(r.marks[got].len(), 1);
+    }
+
+    #[test]
+    fn an_early_end_is_due_at_from_plus_bound_unless_to_came() {
+        let marks: Vec<MarkBuf> = (0..2).map(|_| MarkBuf::new(1)).collect();
+        let ends = [EarlyEnd {
+            metric: 3,
+            from: 0,
+            to: 1,
+            after_ns: 100,
+        }];
+        assert_eq!(early_end_due(&ends, &marks, 1_000), Err(None), "from not taken");
+        marks[0].take(1_000);
+        assert_eq!(early_end_due(&ends, &marks, 1_050), Err(Some(1_100)));
+        assert_eq!(early_end_due(&ends, &marks, 1_100), Ok(0));
+        marks[1].take(1_200);
+        assert_eq!(early_end_due(&ends, &marks, 1_300), Err(None), "to came");
+        assert_eq!(watch_period(&ends), 1_000_000, "at least 1 ms");
+        assert_eq!(watch_period(&[]), CONTROL_STEP_NS);
+        let long = EarlyEnd {
+            after_ns: 100_000_000,
+            ..ends[0]
+        };
+        let mid = EarlyEnd {
+            after_ns: 20_000_000,
+            ..ends[0]
+        };
+        assert_eq!(watch_period(&[long]), CONTROL_STEP_NS);
+        assert_eq!(watch_period(&[long, mid]), 20_000_000);
     }
 
     #[test]

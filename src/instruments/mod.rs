@@ -52,6 +52,9 @@ pub struct TrialFindings {
     pub metrics: BTreeMap<String, Vec<f64>>,
     /// One-line evidence (e.g. "boost 10->90 at +1.0 ms; never migrated").
     pub evidence: Vec<String>,
+    /// Metrics the trial ended early before (`end_trial`'s `cut`): each known only to
+    /// be at least the value given (`results::trials::TrialRecord::censored`).
+    pub censored: BTreeMap<String, f64>,
     /// The trial's parsed sched trace, for callers that explain events from it.
     pub records: Option<Vec<parse::Record>>,
 }
@@ -222,8 +225,10 @@ impl Instruments {
         self.trial = Some(ctx);
     }
 
-    /// The trial's threads have finished.
-    pub fn end_trial(&mut self) -> TrialFindings {
+    /// The trial's threads have finished. `cut`: the CLOCK_MONOTONIC ns at which the
+    /// trial was ended early (the rig's `end_early`), if it was; the trace's metrics and
+    /// evidence then count only what came before it, not the threads' release.
+    pub fn end_trial(&mut self, cut: Option<u64>) -> TrialFindings {
         let mut f = TrialFindings::default();
         let Some(ctx) = self.trial.take() else {
             return f;
@@ -280,7 +285,7 @@ impl Instruments {
             self.ipi_findings(&ctx, snaps, &i, senders, &mut f);
         }
         if let (Some(r), Some(t)) = (&records, self.cfg.trace.clone()) {
-            self.trace_findings(&ctx, r, &t, &mut f);
+            self.trace_until(&ctx, r, &t, cut, &mut f);
         }
         f.records = records;
         f
@@ -420,11 +425,33 @@ impl Instruments {
         }
     }
 
+    /// The trace's findings from what came before `cut` (a trial ended early): after it
+    /// comes the threads' release, which the rig did not ask for.
+    fn trace_until(
+        &mut self,
+        ctx: &TrialCtx,
+        records: &[parse::Record],
+        cfg: &config::TraceConfig,
+        cut: Option<u64>,
+        f: &mut TrialFindings,
+    ) {
+        let Some(c) = cut else {
+            return self.trace_findings(ctx, records, cfg, None, f);
+        };
+        let before: Vec<parse::Record> = records.iter().filter(|x| x.ts_ns < c).cloned().collect();
+        f.evidence.push(format!(
+            "trace: the trial ended early at {:.1} ms (end_early); what follows it, the threads' release, is not counted",
+            c.saturating_sub(ctx.t0_ns) as f64 / 1e6
+        ));
+        self.trace_findings(ctx, &before, cfg, cut, f);
+    }
+
     fn trace_findings(
         &mut self,
         ctx: &TrialCtx,
         records: &[parse::Record],
         cfg: &config::TraceConfig,
+        cut: Option<u64>,
         f: &mut TrialFindings,
     ) {
         // Only threads whose events were kept: a switch from a traced thread to an
@@ -461,16 +488,25 @@ impl Instruments {
                         })
                         .count() as f64,
                 ),
-                Of::BoostToRun => d
-                    .boosts
-                    .iter()
-                    .find(|b| tids.contains(&b.tid) && b.newprio < b.oldprio)
-                    .and_then(|b| {
+                Of::BoostToRun => {
+                    let boost = d
+                        .boosts
+                        .iter()
+                        .find(|b| tids.contains(&b.tid) && b.newprio < b.oldprio);
+                    let run = boost.and_then(|b| {
                         d.switch_ins
                             .iter()
                             .find(|(t, ts, _)| *t == b.tid && *ts >= b.ts_ns)
                             .map(|(_, ts, _)| (ts - b.ts_ns) as f64 / 1e6)
-                    }),
+                    });
+                    // Boosted, and not run again before the trial ended early: only
+                    // known to be at least the time to the cut.
+                    if let (Some(b), None, Some(c)) = (boost, run, cut) {
+                        f.censored
+                            .insert(m.name.clone(), c.saturating_sub(b.ts_ns) as f64 / 1e6);
+                    }
+                    run
+                }
             };
             if let Some(v) = v {
                 f.metrics.insert(m.name.clone(), vec![v]);
@@ -637,5 +673,52 @@ mod tests {
         assert!(!matches("worker.2", "worker.3"));
         assert!(!matches("work", "worker"));
         assert_eq!(results::file_part("NO_RT PUSH/x"), "NO_RT_PUSH_x");
+    }
+
+    /// The seed rig's owner boosted at +10 ms, running again at +500 ms (the hog left).
+    #[test]
+    fn a_trial_ended_early_counts_the_trace_only_up_to_the_cut() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let rig = crate::rig::load(&root.join("rigs/pi-boost-affinity.toml")).unwrap();
+        let dir = crate::testkit::private_dir("trace-cut");
+        let mut inst = Instruments::from_rig(&rig, &dir);
+        let cfg = inst.cfg.trace.clone().unwrap();
+        let text = "\
+ waiter-302 [002] d..3. 100.010000: sched_pi_setprio: comm=owner pid=301 oldprio=89 newprio=9
+ hog-303 [001] d..2. 100.500000: sched_switch: prev_comm=hog prev_pid=303 prev_prio=0 prev_state=S ==> next_comm=owner next_pid=301 next_prio=9
+";
+        let (records, bad) = parse::parse_text(text);
+        assert_eq!(bad, 0);
+        let ctx = TrialCtx {
+            stem: "s__v__0".into(),
+            tids: vec![
+                ("owner".into(), 301),
+                ("waiter".into(), 302),
+                ("hog".into(), 303),
+            ],
+            traced: vec![301, 302, 303],
+            t0_ns: 100_000_000_000,
+            error: None,
+        };
+        let mut f = TrialFindings::default();
+        inst.trace_until(&ctx, &records, &cfg, None, &mut f);
+        assert_eq!(f.metrics.get("boost_to_run"), Some(&vec![490.0]));
+        assert!(f.censored.is_empty());
+        // Ended at +110 ms: the owner had not run again; it is at least 100 ms.
+        let mut f = TrialFindings::default();
+        inst.trace_until(&ctx, &records, &cfg, Some(100_110_000_000), &mut f);
+        assert!(!f.metrics.contains_key("boost_to_run"), "{:?}", f.metrics);
+        assert_eq!(f.censored.get("boost_to_run"), Some(&100.0));
+        assert!(
+            f.evidence.iter().any(|e| e.contains("ended early at 110.0 ms")),
+            "{:?}",
+            f.evidence
+        );
+        assert!(
+            f.evidence.iter().any(|e| e.contains("did not run again")),
+            "{:?}",
+            f.evidence
+        );
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -104,7 +104,7 @@ impl Trials<'_> {
             stop,
             &mut |tids| inst.start_trial(&sn, &vn, t, tids),
         );
-        let mut found = inst.end_trial();
+        let mut found = inst.end_trial(None);
         let period_ns = o.info.as_ref().map_or(
             pr.spec.period as u64 * 1_000_000_000 / pr.spec.rate.max(1) as u64,
             |i| i.period as u64 * 1_000_000_000 / i.rate.max(1) as u64,

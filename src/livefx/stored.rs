@@ -228,6 +228,7 @@ pub fn rebuild(
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             evidence: vec![],
+            censored: Default::default(),
             records: None,
         };
         rows.push(tally::row(&r.setting, &r.variant, r.trial, &done, &found));

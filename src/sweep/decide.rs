@@ -66,9 +66,15 @@ impl Criterion {
     /// Whether `r` passes. Only a completed trial (status ok) passes: a timed-out or
     /// aborted trial can hold marks or counts taken before it stopped, and what it
     /// measured then says nothing about whether the setting keeps the bound. A trial
-    /// without the values the criterion reads does not pass either.
+    /// without the values the criterion reads does not pass either, nor one that ended
+    /// early at the bound (the metric censored there: it had already failed).
     pub fn passed(&self, r: &TrialRecord) -> bool {
         if r.status != results::trials::TrialStatus::Ok {
+            return false;
+        }
+        if let Criterion::Bound(m) = self
+            && r.censored.contains_key(&m.name)
+        {
             return false;
         }
         match self {
@@ -597,6 +603,23 @@ name = "y"
         assert!(passed(&rec("A", "x", 0, Some(99.0)), m));
         assert!(!passed(&rec("A", "x", 0, Some(100.0)), m));
         assert!(!passed(&rec("A", "x", 0, None), m));
+    }
+
+    #[test]
+    fn a_trial_ended_early_at_the_bound_fails() {
+        let r = rig("");
+        let m = &Criterion::Bound(r.metrics[0].clone());
+        // Status ok (nothing went wrong), the wait censored at its bound: a failure.
+        let mut t = rec("A", "x", 0, None);
+        t.censored.insert("wait".into(), 100.0);
+        assert!(!passed(&t, m));
+        // Censored wins over any value a damaged record also holds.
+        t.metrics.insert("wait".into(), vec![1.0]);
+        assert!(!passed(&t, m));
+        // Another metric censored (an instrument's) does not decide this one.
+        let mut t = rec("A", "x", 0, Some(1.0));
+        t.censored.insert("boost_to_run".into(), 90.0);
+        assert!(passed(&t, m));
     }
 
     #[test]

@@ -42,8 +42,10 @@ pub fn run_main(mut p: Prepared) -> i32 {
         let r = run_trial_with(&var.plan, rig.trial_timeout_ns, stop, &mut |tids| {
             inst.start_trial(&s.name, &var.name, t, tids)
         });
-        let found = inst.end_trial();
-        let (status, detail) = record_status(&r.status);
+        // The instruments count only what came before an early end: after it, the
+        // threads' release.
+        let found = inst.end_trial(r.ended_early.map(|e| r.t0_ns + e.at_ns));
+        let (status, mut detail) = record_status(&r.status);
         let mut metrics: std::collections::BTreeMap<String, Vec<f64>> = rig
             .metrics
             .iter()
@@ -56,6 +58,19 @@ pub fn run_main(mut p: Prepared) -> i32 {
             .filter(|(_, v)| !v.is_empty())
             .collect();
         metrics.extend(found.metrics);
+        let mut censored = found.censored;
+        if let Some(e) = r.ended_early {
+            let m = &rig.metrics[e.metric];
+            // Unmeasured (the `to` mark never came): only known to have passed the
+            // bound. Recorded as censored there, never as a value in `metrics`.
+            if !metrics.contains_key(&m.name)
+                && let Some(b) = m.bound_limit()
+            {
+                censored.insert(m.name.clone(), b);
+            }
+            let note = ended_early_note(m, &e);
+            detail = Some(detail.map_or(note.clone(), |d| format!("{note}; {d}")));
+        }
         let marks = var
             .plan
             .marks
@@ -71,8 +86,7 @@ pub fn run_main(mut p: Prepared) -> i32 {
             detail,
             duration_ms: r.duration_ns as f64 / 1e6,
             metrics,
-            // Nothing ends a trial early yet.
-            censored: Default::default(),
+            censored,
             marks,
             evidence: {
                 let mut ev = found.evidence;
@@ -132,6 +146,30 @@ fn record_status(s: &TrialStatus) -> (results::trials::TrialStatus, Option<Strin
     }
 }
 
+/// The record's detail for a trial its metric `m` ended early: when, and what the
+/// metric is known to be.
+fn ended_early_note(m: &crate::rig::Metric, e: &crate::engine::trial::EndedEarly) -> String {
+    let at = format!("ended early at {:.1} ms", e.at_ns as f64 / 1e6);
+    let Some(b) = m.bound else {
+        return at;
+    };
+    let limit = b.display(&m.unit);
+    let limit = limit.trim_start_matches(['<', '=', ' ']);
+    if e.to_taken {
+        format!(
+            "{at}: {}'s end mark came as the trial was ended, its value is measured",
+            m.name
+        )
+    } else {
+        // `<` failed: at least the limit; `<=` failed: above it (cut one ns past).
+        let op = if b.op == crate::rig::units::BoundOp::Le { ">" } else { "≥" };
+        format!(
+            "{at}: {} {op} {limit}, its end mark had not come within the bound (end_early); censored there",
+            m.name
+        )
+    }
+}
+
 /// "loop cycles: victim 2000 (1998.0/s), ...": what the threads' loops completed, so a
 /// reader can set it against what the rig asked for (a slow or emulated machine runs
 /// fewer cycles, and every count that follows from them is smaller).
@@ -150,6 +188,39 @@ fn cycles_line(cycles: &[(String, u64)], duration_ns: u64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_early_end_is_noted_with_what_the_metric_is_known_to_be() {
+        let rig = crate::rig::parse(
+            std::path::Path::new("r.toml"),
+            r#"
+[[threads]]
+name = "w"
+policy = "other"
+steps = [ { mark = "a" }, { mark = "b" } ]
+[metrics.wait]
+from = "w.a"
+to = "w.b"
+bound = "< 100 ms"
+end_early = true
+"#,
+        )
+        .unwrap();
+        let mut m = rig.metrics[0].clone();
+        let mut e = crate::engine::trial::EndedEarly {
+            metric: 0,
+            at_ns: 101_250_000,
+            to_taken: false,
+        };
+        assert_eq!(
+            ended_early_note(&m, &e),
+            "ended early at 101.2 ms: wait ≥ 100 ms, its end mark had not come within the bound (end_early); censored there"
+        );
+        m.bound.as_mut().unwrap().op = crate::rig::units::BoundOp::Le;
+        assert!(ended_early_note(&m, &e).contains("wait > 100 ms"));
+        e.to_taken = true;
+        assert!(ended_early_note(&m, &e).ends_with("its value is measured"));
+    }
 
     #[test]
     fn cycles_line_gives_counts_and_rates() {
