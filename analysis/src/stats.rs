@@ -95,6 +95,41 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
     })
 }
 
+/// One side of a rank test over trials: measured values, trials without a value
+/// (timed out: slower than any), and censored ones (ended early: each known only to be
+/// at least its value).
+#[derive(Debug, Clone, Copy)]
+pub struct TrialValues<'a> {
+    pub values: &'a [f64],
+    pub missing: usize,
+    pub censored: &'a [f64],
+}
+
+/// Both sides as a rank test can order them, and the cap used, if any. A censored value
+/// cannot be placed against a measured value above its censoring point, nor against
+/// another censored value; so every value at or above the lowest censoring point of
+/// either side (`cap`) is put at +∞, one group of ties, with the missing ones. That is
+/// min(x, cap) for every trial, one monotone map of both sides, known for every trial
+/// (a censored value is ≥ its point ≥ cap): the test stays exact and loses only the
+/// order above the cap, which nothing measured. Without censored values, only missing
+/// ones go to +∞, as before.
+pub fn censored_ranks(a: TrialValues, b: TrialValues) -> (Vec<f64>, Vec<f64>, Option<f64>) {
+    let cap = a
+        .censored
+        .iter()
+        .chain(b.censored)
+        .copied()
+        .fold(None, |m: Option<f64>, c| Some(m.map_or(c, |m| m.min(c))));
+    let side = |t: TrialValues| -> Vec<f64> {
+        t.values
+            .iter()
+            .map(|&x| if cap.is_some_and(|c| x >= c) { f64::INFINITY } else { x })
+            .chain(std::iter::repeat_n(f64::INFINITY, t.missing + t.censored.len()))
+            .collect()
+    };
+    (side(a), side(b), cap)
+}
+
 /// Mann–Whitney over two histograms with aligned buckets: each bucket is one group of
 /// ties, so 10^8 values cost one pass over the buckets.
 pub fn mann_whitney_hist(a: &Dist, b: &Dist) -> Option<MannWhitney> {
@@ -538,6 +573,31 @@ mod tests {
         let cv = cv_percent(&[10.0, 10.0, 10.0]).unwrap();
         assert_eq!(cv, 0.0);
         assert!((cv_percent(&[9.0, 11.0]).unwrap() - 14.142).abs() < 0.01);
+    }
+
+    #[test]
+    fn censored_values_are_ranked_only_where_their_order_is_known() {
+        let t = |values: &'static [f64], missing, censored: &'static [f64]| TrialValues {
+            values,
+            missing,
+            censored,
+        };
+        // None censored: missing ones last, as before, no cap.
+        let (a, b, cap) = censored_ranks(t(&[1.0, 2.0], 1, &[]), t(&[3.0], 0, &[]));
+        assert_eq!((a, b, cap), (vec![1.0, 2.0, f64::INFINITY], vec![3.0], None));
+        // Censored at 100: above every measured value, tied among themselves.
+        let (a, b, cap) = censored_ranks(
+            t(&[0.8, 0.9, 1.0], 0, &[]),
+            t(&[], 0, &[100.0, 100.0, 100.0]),
+        );
+        assert_eq!(cap, Some(100.0));
+        let m = mann_whitney(&b, &a).unwrap();
+        assert!((m.p - 0.1).abs() < 1e-9, "complete separation 3 v 3: {m:?}");
+        // A measured value above the lowest censoring point cannot be ordered against
+        // the censored ones: it joins their tie at the cap, as does a timed-out trial.
+        let (a, b, _) = censored_ranks(t(&[0.8, 250.0], 1, &[]), t(&[99.0], 0, &[100.0, 120.0]));
+        let inf = f64::INFINITY;
+        assert_eq!((a, b), (vec![0.8, inf, inf], vec![99.0, inf, inf]));
     }
 
     #[test]

@@ -29,6 +29,46 @@ fn trials_dir(dir: &Path, vals: &[f64]) {
     std::fs::write(dir.join("summary.json"), summary.to_string()).unwrap();
 }
 
+/// As `trials_dir`, with `censored` more trials that ended early at the 100 ms bound.
+fn censored_dir(dir: &Path, vals: &[f64], censored: usize) {
+    trials_dir(dir, vals);
+    let p = dir.join("summary.json");
+    let mut s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    let row = &mut s["rows"][0];
+    row["n"] = (vals.len() + censored).into();
+    row["censored"] = vec![100.0; censored].into();
+    row["median_at_least"] = (censored > vals.len()).into();
+    std::fs::write(&p, s.to_string()).unwrap();
+}
+
+/// Trials that ended early at the bound are failures, never values: a candidate whose
+/// median trial was cut at 100 ms is at least 100 ms, a regression, and the text says
+/// how many were censored and how they were ranked.
+#[test]
+fn censored_trials_compare_as_at_least_their_bound() {
+    let mut rng = Rng::new(11);
+    let (a, c) = (tmp("cens-a"), tmp("cens-c"));
+    trials_dir(&a, &draw(&mut rng, 8, 1.0));
+    censored_dir(&c, &draw(&mut rng, 2, 1.0), 6);
+    let out = tmp("cens-out");
+    let code = compare_main(&[a.clone(), c.clone()], 10.0, Some(&out), false).unwrap();
+    let txt = flat(&std::fs::read_to_string(out.join("compare.txt")).unwrap());
+    assert_eq!(code, 1, "{txt}");
+    assert!(txt.contains("wait median trial ≥ 100.0 ms against"), "{txt}");
+    assert!(txt.contains("(6 censored)"), "{txt}");
+    assert!(txt.contains("6 censored: from 100.0 ms up one tie"), "{txt}");
+    assert!(txt.contains("REGRESSION beyond the 10% threshold"), "{txt}");
+    // Reversed: the baseline's median is the lower bound, the change at most this.
+    let code = compare_main(&[c.clone(), a.clone()], 10.0, Some(&out), false).unwrap();
+    let txt = flat(&std::fs::read_to_string(out.join("compare.txt")).unwrap());
+    assert_eq!(code, 0, "{txt}");
+    assert!(txt.contains("(≤ -"), "{txt}");
+    assert!(txt.contains("improvement"), "{txt}");
+    for x in [a, c, out] {
+        std::fs::remove_dir_all(x).unwrap();
+    }
+}
+
 /// Log-normal waits around `median` ms: skewed, as latencies are.
 fn draw(rng: &mut Rng, n: usize, median: f64) -> Vec<f64> {
     (0..n)

@@ -232,6 +232,63 @@ fn metrics_missing_from_summary_come_from_samples() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The synthetic seed with its NO_RT_PUSH_IPI / pi trials ended early at the bound
+/// (end_early): their wait censored at 100 ms, in samples.jsonl and in the row.
+#[test]
+fn trials_that_ended_early_report_as_censored_never_as_values() {
+    let dir = scratch_copy("pi-boost-synthetic", "censored");
+    let cut = |v: &serde_json::Value| v["setting"] == "NO_RT_PUSH_IPI" && v["variant"] == "pi";
+    let lines: Vec<String> = std::fs::read_to_string(dir.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if cut(&v) && v["metrics"].get("wait").is_some() {
+                v["metrics"] = serde_json::json!({});
+                v["censored"] = serde_json::json!({"wait": 100.0});
+                v["duration_ms"] = 101.5.into();
+            }
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(dir.join("samples.jsonl"), lines.join("\n") + "\n").unwrap();
+    let p = dir.join("summary.json");
+    let mut sum: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    for row in sum["rows"].as_array_mut().unwrap() {
+        if cut(row) {
+            let n = row["values"].as_array().unwrap().len();
+            row["values"] = serde_json::json!([]);
+            row["censored"] = vec![100.0; n].into();
+            for k in ["median", "min", "max"] {
+                row[k] = 100.0.into();
+                row[format!("{k}_at_least")] = true.into();
+            }
+        }
+    }
+    std::fs::write(&p, sum.to_string()).unwrap();
+    let (txt, _) = write_all(&dir, false).unwrap();
+    let txt = flat(&txt);
+    assert!(
+        txt.contains("NO_RT_PUSH_IPI variant: pi, n: 8 (1 none, 7 censored), under 100 ms: 0/8, median ms: ≥ 100.0, min / max ms: ≥ 100.0 / ≥ 100.0"),
+        "{txt}"
+    );
+    assert!(
+        txt.contains("NO_RT_PUSH_IPI / pi: wait median ≥ 100.0 ms against 0.815 ms under RT_PUSH_IPI (pi), 0/8 against 8/8 under 100 ms, p < 0.001"),
+        "{txt}"
+    );
+    assert!(
+        txt.contains("7 of 8 trials ended early once a metric had passed its bound (end_early): wait ≥ 100.0 ms censored there"),
+        "{txt}"
+    );
+    // samples.csv: a censored line has no value, only what it is at least.
+    let csv = std::fs::read_to_string(dir.join("export/samples.csv")).unwrap();
+    assert!(csv.starts_with("setting,variant,trial,status,metric,unit,value,at_least\n"), "{csv}");
+    assert!(csv.contains("NO_RT_PUSH_IPI,pi,1,ok,wait,ms,,100\n"), "{csv}");
+    assert!(csv.contains("RT_PUSH_IPI,pi,0,ok,wait,ms,0.62,\n"), "{csv}");
+    assert!(dir.join("plots/trials_wait.png").is_file());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn long_clean_livefx_run_is_suitable() {
     let dir = std::env::temp_dir().join(format!("analysis-test-long-{}", std::process::id()));

@@ -55,6 +55,7 @@ fn strips(metrics: &[Metric], dirs: &Dirs, ctx: &mut Ctx) -> Result<Vec<Block>, 
             for (i, s) in m.per_dir.iter().enumerate() {
                 if let Some(Sample::Trials {
                     vals,
+                    censored,
                     unit: u,
                     bound,
                     ..
@@ -73,6 +74,7 @@ fn strips(metrics: &[Metric], dirs: &Dirs, ctx: &mut Ctx) -> Result<Vec<Block>, 
                         color: i,
                         values: vals.clone(),
                         missing: 0,
+                        censored: censored.clone(),
                     });
                 }
             }

@@ -6,7 +6,8 @@ use crate::dist::Dist;
 use crate::load::TrialsData;
 use crate::load::livefx::LivefxData;
 use crate::stats::{
-    cv_percent, geo_mean, log_welch, mann_whitney, median, overdispersed_rate, sorted,
+    TrialValues, censored_ranks, cv_percent, geo_mean, log_welch, mann_whitney, median,
+    overdispersed_rate, sorted,
 };
 
 /// (setting, variant, metric name)
@@ -28,6 +29,9 @@ pub enum Sample {
         vals: Vec<f64>,
         /// Trials without a value (timed out): the slowest, for the test.
         missing: usize,
+        /// Trials that ended early (end_early): each value only known to be at least
+        /// this. Never among `vals`; see `test()` for how they are ranked.
+        censored: Vec<f64>,
         unit: String,
         within: Option<(usize, usize)>,
         bound: Option<String>,
@@ -42,7 +46,12 @@ impl Sample {
     /// Trials that count for the test.
     pub fn trials(&self) -> usize {
         match self {
-            Sample::Trials { vals, missing, .. } => vals.len() + missing,
+            Sample::Trials {
+                vals,
+                missing,
+                censored,
+                ..
+            } => vals.len() + missing + censored.len(),
             Sample::Tails { p99_us, .. } => p99_us.len(),
             Sample::Events(v) => v.iter().filter(|x| x.1 > 0.0).count(),
         }
@@ -55,28 +64,32 @@ pub fn trial_samples(t: &TrialsData) -> Vec<(Key, Sample)> {
     for row in &t.rows {
         // One value per trial in the row: those are the trials. Several (one per
         // thread instance, per repeat): each trial's median, from samples.jsonl.
-        let (vals, missing) = if row.values.len() + row.missing == row.n {
-            (row.values.clone(), row.missing)
-        } else {
-            let mut vals = Vec::new();
-            let mut missing = 0;
-            for tr in t
-                .trials
-                .iter()
-                .filter(|x| x.setting == row.setting && x.variant == row.variant)
-            {
-                match tr.metrics.get(&row.metric).and_then(|v| median(&sorted(v))) {
-                    Some(m) => vals.push(m),
-                    None => missing += 1,
+        let (vals, missing, censored) =
+            if row.values.len() + row.missing + row.censored.len() == row.n {
+                (row.values.clone(), row.missing, row.censored.clone())
+            } else {
+                let (mut vals, mut missing, mut censored) = (Vec::new(), 0, Vec::new());
+                for tr in t
+                    .trials
+                    .iter()
+                    .filter(|x| x.setting == row.setting && x.variant == row.variant)
+                {
+                    match tr.metrics.get(&row.metric).and_then(|v| median(&sorted(v))) {
+                        Some(m) => vals.push(m),
+                        None => match tr.censored.get(&row.metric) {
+                            Some(c) => censored.push(*c),
+                            None => missing += 1,
+                        },
+                    }
                 }
-            }
-            (vals, missing)
-        };
+                (vals, missing, censored)
+            };
         out.push((
             (row.setting.clone(), row.variant.clone(), row.metric.clone()),
             Sample::Trials {
                 vals,
                 missing,
+                censored,
                 unit: row.unit.clone(),
                 within: row.within_bound.map(|w| (w, row.n.max(w))),
                 bound: row.bound.clone(),
@@ -159,28 +172,55 @@ pub fn audio_differs(x: &LivefxData, y: &LivefxData, label: &str) -> Option<Stri
     None
 }
 
-/// (value, spread text, unit) for the table: the median trial (trial rigs), the
-/// geometric mean of the trials' p99s (what the test compares), or dropouts per hour.
-pub fn value_of(s: &Sample) -> (Option<f64>, String, String) {
+/// A sample's figure for the table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Value {
+    pub value: Option<f64>,
+    /// The spread (" ±12%"), or what the figure is over (" (3 in 0.50 h)").
+    pub spread: String,
+    pub unit: String,
+    /// `value` is only a lower bound: the median trial ended early (censored).
+    pub at_least: bool,
+}
+
+/// The table's figure: the median trial (trial rigs; with censored trials at their
+/// censoring points, a lower bound when it falls on one), the geometric mean of the
+/// trials' p99s (what the test compares), or dropouts per hour.
+pub fn value_of(s: &Sample) -> Value {
     match s {
-        Sample::Trials { vals, unit, .. } => (
-            median(&sorted(vals)),
-            cv_percent(vals).map_or(String::new(), |c| format!(" ±{c:.0}%")),
-            unit.clone(),
-        ),
-        Sample::Tails { p99_us, .. } => (
-            geo_mean(p99_us),
-            cv_percent(p99_us).map_or(String::new(), |c| format!(" ±{c:.0}%")),
-            "us".into(),
-        ),
+        Sample::Trials {
+            vals,
+            censored,
+            unit,
+            ..
+        } => {
+            let m = results::trials::OrderStats::of(vals, censored);
+            let mut spread = cv_percent(vals).map_or(String::new(), |c| format!(" ±{c:.0}%"));
+            if !censored.is_empty() {
+                spread += &format!(" ({} censored)", censored.len());
+            }
+            Value {
+                value: m.median,
+                spread,
+                unit: unit.clone(),
+                at_least: m.median_at_least,
+            }
+        }
+        Sample::Tails { p99_us, .. } => Value {
+            value: geo_mean(p99_us),
+            spread: cv_percent(p99_us).map_or(String::new(), |c| format!(" ±{c:.0}%")),
+            unit: "us".into(),
+            at_least: false,
+        },
         Sample::Events(v) => {
             let k: u64 = v.iter().map(|x| x.0).sum();
             let s: f64 = v.iter().map(|x| x.1).sum();
-            (
-                (s > 0.0).then(|| k as f64 * 3600.0 / s),
-                format!(" ({k} in {:.2} h)", s / 3600.0),
-                "/h".into(),
-            )
+            Value {
+                value: (s > 0.0).then(|| k as f64 * 3600.0 / s),
+                spread: format!(" ({k} in {:.2} h)", s / 3600.0),
+                unit: "/h".into(),
+                at_least: false,
+            }
         }
     }
 }
@@ -215,27 +255,40 @@ pub fn test(base: &Sample, cand: &Sample) -> Result<Tested, Untested> {
             Sample::Trials {
                 vals: a,
                 missing: ma,
+                censored: ca,
+                unit,
                 ..
             },
             Sample::Trials {
                 vals: b,
                 missing: mb,
+                censored: cb,
                 ..
             },
         ) => {
             // A trial that timed out took longer than any that finished: ranked last.
-            let with = |v: &[f64], m: usize| -> Vec<f64> {
-                v.iter()
-                    .copied()
-                    .chain(std::iter::repeat_n(f64::INFINITY, m))
-                    .collect()
+            // A censored one (ended early at its bound) is never used as the value it
+            // was cut at, nor dropped (that would hide the failures): the rank test
+            // orders it only where its order is known, every value from the lowest
+            // censoring point up being one tie (`censored_ranks`: exact, it loses only
+            // what was never measured). A Welch test on values could not take it.
+            let side = |values, missing: &usize, censored| TrialValues {
+                values,
+                missing: *missing,
+                censored,
             };
-            let m = mann_whitney(&with(b, *mb), &with(a, *ma)).ok_or(Untested::NoPerTrialValues)?;
+            let (xb, xa, cap) = censored_ranks(side(b, mb, cb), side(a, ma, ca));
+            let m = mann_whitney(&xb, &xa).ok_or(Untested::NoPerTrialValues)?;
             Ok(Tested {
                 p: m.p,
                 how: format!(
-                    "Mann-Whitney U{} over {nb} and {nc} trials",
-                    if m.exact { " exact" } else { ", ties" }
+                    "Mann-Whitney U{} over {nb} and {nc} trials{}",
+                    if m.exact { " exact" } else { ", ties" },
+                    cap.map_or(String::new(), |c| format!(
+                        ", {} censored: from {} {unit} up one tie",
+                        ca.len() + cb.len(),
+                        crate::report::common::fmt_val(c)
+                    ))
                 ),
             })
         }

@@ -9,6 +9,7 @@ use super::load::Metric;
 use super::sample::{Key, MIN_TRIALS, SUGGESTED_TRIALS, Sample, Tested, Untested, test, value_of};
 use crate::report::common::{bound_words, fmt_us, fmt_val};
 use crate::stats::{fmt_p, holm};
+use results::trials::at_least;
 
 pub struct Verdicts {
     /// The table's rows: metric, baseline, candidate, %change, adjusted p, flag.
@@ -181,35 +182,45 @@ fn one(
         test,
     } = pair;
     let i = *i;
-    let (bv, bs, unit) = value_of(base);
-    let (cv, cs, _) = value_of(cand);
-    let change = change(bv, cv);
+    let (b, c) = (value_of(base), value_of(cand));
+    let (bv, bs, unit, cv, cs) = (b.value, b.spread, b.unit, c.value, c.spread);
+    // A median on a censored trial is only a lower bound: the change is then known
+    // from one side (the candidate's a lower bound: at least this; the baseline's:
+    // at most this), and from neither when both are.
+    let change = change(bv, cv).filter(|_| !(b.at_least && c.at_least));
     let sig = adj.is_some_and(|p| p < ALPHA);
     let flag = match (change, test) {
         (_, Err(_)) => Flag::Untested,
-        (Some(ch), _) if sig && ch > threshold => Flag::Regression,
-        (Some(ch), _) if sig && ch < -threshold => Flag::Improvement,
+        (Some(ch), _) if sig && ch > threshold && !b.at_least => Flag::Regression,
+        (Some(ch), _) if sig && ch < -threshold && !c.at_least => Flag::Improvement,
         _ => Flag::Same,
     };
-    let fmt = |v: Option<f64>| match (v, base) {
+    let fmt = |v: Option<f64>, least: bool| match (v, base) {
         (Some(v), Sample::Tails { .. }) => fmt_us(v),
-        (Some(v), _) => format!("{} {unit}", fmt_val(v)),
+        (Some(v), _) => format!("{} {unit}", at_least(least, fmt_val(v))),
         (None, _) => "-".into(),
     };
     // Table cells: the unit is in the metric column.
-    let bare = |v: Option<f64>| v.map_or("-".to_string(), fmt_val);
+    let bare = |v: Option<f64>, least: bool| v.map_or("-".to_string(), |v| at_least(least, fmt_val(v)));
+    let bound_side = if c.at_least {
+        "≥ "
+    } else if b.at_least {
+        "≤ "
+    } else {
+        ""
+    };
     let ch_s = match change {
         Some(c) if c.is_infinite() => "new".to_string(),
-        Some(c) => format!("{c:+.1}%"),
+        Some(c) => format!("{bound_side}{c:+.1}%"),
         None => "-".into(),
     };
     let row = vec![
         format!("{}/{} {} {unit}", key.0, key.1, key.2),
-        format!("{}{bs}", bare(bv)),
+        format!("{}{bs}", bare(bv, b.at_least)),
         if labels.len() > 2 {
-            format!("{}: {}{cs}", labels[i], bare(cv))
+            format!("{}: {}{cs}", labels[i], bare(cv, c.at_least))
         } else {
-            format!("{}{cs}", bare(cv))
+            format!("{}{cs}", bare(cv, c.at_least))
         },
         ch_s.clone(),
         adj.map_or("-".into(), p_cell),
@@ -229,8 +240,8 @@ fn one(
     let mut v = format!(
         "{}: {what} {} against {} in {}",
         labels[i],
-        fmt(cv),
-        fmt(bv),
+        fmt(cv, c.at_least),
+        fmt(bv, b.at_least),
         labels[0]
     );
     if let (
@@ -256,6 +267,9 @@ fn one(
             match flag {
                 Flag::Regression => format!("REGRESSION beyond the {threshold}% threshold"),
                 Flag::Improvement => "improvement".into(),
+                _ if b.at_least && c.at_least => {
+                    "both medians censored (ended early), the change is not known".into()
+                }
                 _ => "no significant change".into(),
             }
         ),

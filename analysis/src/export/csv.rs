@@ -184,29 +184,48 @@ pub fn hist_us_points(h: &Dist) -> Vec<(u64, u64)> {
 pub fn trials(t: &TrialsData, ctx: &mut Ctx) -> Result<(), String> {
     let metrics = t.metrics();
     // samples.csv: one value per line, long format.
+    // Trials that ended early add a column, `at_least`: their censored metrics are a
+    // line each with no value and the point they were censored at (never a value).
+    // Without them the file is as it always was.
+    let censored = t.trials.iter().any(|x| !x.censored.is_empty());
     let mut s = csv_doc();
-    s.write_record([
+    let mut head = vec![
         "setting", "variant", "trial", "status", "metric", "unit", "value",
-    ])
-    .map_err(csv_err)?;
+    ];
+    if censored {
+        head.push("at_least");
+    }
+    s.write_record(&head).map_err(csv_err)?;
+    let unit_of = |m: &str| {
+        metrics
+            .iter()
+            .find(|x| x.0 == m)
+            .map_or(String::new(), |x| x.1.clone())
+    };
     for tr in &t.trials {
-        for (m, vals) in &tr.metrics {
-            let unit = metrics
-                .iter()
-                .find(|x| &x.0 == m)
-                .map_or(String::new(), |x| x.1.clone());
-            for v in vals {
-                s.write_record([
-                    tr.setting.as_str(),
-                    &tr.variant,
-                    &tr.trial.to_string(),
-                    &tr.status.to_string(),
-                    m,
-                    &unit,
-                    &v.to_string(),
-                ])
-                .map_err(csv_err)?;
+        let lines = tr
+            .metrics
+            .iter()
+            .flat_map(|(m, vals)| vals.iter().map(move |v| (m, v.to_string(), String::new())))
+            .chain(
+                tr.censored
+                    .iter()
+                    .map(|(m, c)| (m, String::new(), c.to_string())),
+            );
+        for (m, value, least) in lines {
+            let mut rec = vec![
+                tr.setting.clone(),
+                tr.variant.clone(),
+                tr.trial.to_string(),
+                tr.status.to_string(),
+                m.clone(),
+                unit_of(m),
+                value,
+            ];
+            if censored {
+                rec.push(least);
             }
+            s.write_record(&rec).map_err(csv_err)?;
         }
     }
     ctx.write("export/samples.csv", &csv_text(s)?)?;
@@ -216,6 +235,10 @@ pub fn trials(t: &TrialsData, ctx: &mut Ctx) -> Result<(), String> {
         .to_vec();
     head.extend(metrics.iter().map(|m| format!("{}_{}", m.0, m.1)));
     head.push("detail".into());
+    // As in samples.csv: a column only when some trial ended early ("wait >= 100").
+    if censored {
+        head.push("censored".into());
+    }
     let mut s = csv_doc();
     s.write_record(&head).map_err(csv_err)?;
     for tr in &t.trials {
@@ -239,6 +262,14 @@ pub fn trials(t: &TrialsData, ctx: &mut Ctx) -> Result<(), String> {
             );
         }
         f.push(tr.detail.clone().unwrap_or_default());
+        if censored {
+            let c: Vec<String> = tr
+                .censored
+                .iter()
+                .map(|(m, c)| format!("{m} >= {c}"))
+                .collect();
+            f.push(c.join("; "));
+        }
         s.write_record(&f).map_err(csv_err)?;
     }
     ctx.write("export/trials.csv", &csv_text(s)?)?;

@@ -134,7 +134,9 @@ pub fn trial_figures(t: &TrialsData) -> Vec<Figure> {
             variant: r.variant.clone(),
             metric: r.metric.clone(),
             status: trial_row_status(r),
-            number: r.median.filter(|v| v.is_finite()).map(|v| Number {
+            // A median on a censored trial is a lower bound, not a measurement: no
+            // number (trial_misc gives it, with `median_at_least`).
+            number: r.median.filter(|v| v.is_finite() && !r.median_at_least).map(|v| Number {
                 value: v,
                 unit: (!r.unit.is_empty()).then(|| r.unit.clone()),
             }),
@@ -323,6 +325,18 @@ fn trial_misc(r: &TRow) -> Map<String, Value> {
         }
     }
     m.insert("values".into(), json!(r.values));
+    if !r.censored.is_empty() {
+        m.insert("censored".into(), json!(r.censored));
+        for (k, b) in [
+            ("median_at_least", r.median_at_least),
+            ("min_at_least", r.min_at_least),
+            ("max_at_least", r.max_at_least),
+        ] {
+            if b {
+                m.insert(k.into(), json!(true));
+            }
+        }
+    }
     m
 }
 

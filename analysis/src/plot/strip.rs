@@ -16,6 +16,9 @@ pub struct Column {
     pub values: Vec<f64>,
     /// Trials without a value (timed out): drawn as hollow markers at the top.
     pub missing: usize,
+    /// Trials that ended early (end_early): each drawn as a triangle at the value it
+    /// was censored at (its value is at least that).
+    pub censored: Vec<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -32,7 +35,7 @@ impl Strip {
         let all: Vec<f64> = self
             .columns
             .iter()
-            .flat_map(|c| c.values.iter().copied())
+            .flat_map(|c| c.values.iter().chain(&c.censored).copied())
             .collect();
         let lo = all
             .iter()
@@ -53,7 +56,7 @@ impl Plot for Strip {
         let mut lo = f64::INFINITY;
         let mut hi = f64::NEG_INFINITY;
         for c in &self.columns {
-            for v in &c.values {
+            for v in c.values.iter().chain(&c.censored) {
                 lo = lo.min(*v);
                 hi = hi.max(*v);
             }
@@ -148,8 +151,19 @@ where
                 )
                 .map_err(er)?;
         }
-        let sorted = crate::stats::sorted(&c.values);
-        if let Some(m) = crate::stats::median(&sorted) {
+        if !c.censored.is_empty() {
+            chart
+                .draw_series(c.censored.iter().enumerate().map(|(i, v)| {
+                    TriangleMarker::new(
+                        (x + jitter(i, c.censored.len()), *v),
+                        8,
+                        col.stroke_width(2),
+                    )
+                }))
+                .map_err(er)?;
+        }
+        // Censored values at their censoring points: a median on one is a lower bound.
+        if let Some(m) = results::trials::OrderStats::of(&c.values, &c.censored).median {
             chart
                 .draw_series(LineSeries::new(
                     vec![(x - 0.38, m), (x + 0.38, m)],
@@ -185,6 +199,14 @@ where
             .map_err(er)?
             .label("no value (timed out), drawn at the top")
             .legend(move |(x, y)| Cross::new((x + 10, y), 6, grey.stroke_width(2)));
+    }
+    if s.columns.iter().any(|c| !c.censored.is_empty()) {
+        let grey = RGBColor(60, 60, 60);
+        chart
+            .draw_series(std::iter::empty::<TriangleMarker<(f64, f64), i32>>())
+            .map_err(er)?
+            .label("ended early (censored): at least this")
+            .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 7, grey.stroke_width(2)));
     }
     let black = BLACK;
     chart

@@ -10,9 +10,11 @@ use crate::load::trials::{TRow, TrialsData};
 use crate::out::Ctx;
 use crate::plot::cdf::{Figure, Panel, PanelKind, Series, ecdf_with_missing, value_steps};
 use crate::plot::strip::{Column, Strip};
-use crate::stats::{fmt_p, mann_whitney, min_p, sorted, sureness};
+use crate::stats::{
+    TrialValues, censored_ranks, fmt_p, mann_whitney, min_p, sorted, sureness,
+};
 use results::file_part as safe;
-use results::trials::TrialStatus;
+use results::trials::{TrialStatus, at_least};
 use results::units::bound_limit;
 
 pub fn table(t: &TrialsData) -> Block {
@@ -27,18 +29,11 @@ pub fn table(t: &TrialsData) -> Block {
                 vec![
                     r.setting.clone(),
                     r.variant.clone(),
-                    if r.missing > 0 {
-                        format!("{} ({} none)", r.n, r.missing)
-                    } else {
-                        r.n.to_string()
-                    },
+                    format!("{}{}", r.n, not_measured(r, "none")),
                     r.within_bound
                         .map_or("-".into(), |w| format!("{w}/{}", r.n)),
-                    r.median.map_or("-".into(), fmt_val),
-                    match (r.min, r.max) {
-                        (Some(a), Some(b)) => format!("{} / {}", fmt_val(a), fmt_val(b)),
-                        _ => "-".into(),
-                    },
+                    median_text(r),
+                    min_max_text(r),
                 ]
             })
             .collect();
@@ -70,23 +65,16 @@ pub fn table(t: &TrialsData) -> Block {
             (Some(b), Some(w)) => format!("{w}/{} ({b})", r.n),
             _ => "-".into(),
         };
-        let n = if r.missing > 0 {
-            format!("{} ({} no value)", r.n, r.missing)
-        } else {
-            r.n.to_string()
-        };
+        let n = format!("{}{}", r.n, not_measured(r, "no value"));
+        let unit = |t: String| if t == "-" { t } else { format!("{t} {}", r.unit) };
         rows.push(vec![
             r.setting.clone(),
             r.variant.clone(),
             r.metric.clone(),
             n,
             within,
-            r.median
-                .map_or("-".into(), |m| format!("{} {}", fmt_val(m), r.unit)),
-            match (r.min, r.max) {
-                (Some(a), Some(b)) => format!("{} / {} {}", fmt_val(a), fmt_val(b), r.unit),
-                _ => "-".into(),
-            },
+            unit(median_text(r)),
+            unit(min_max_text(r)),
         ]);
     }
     Block::Table {
@@ -94,6 +82,54 @@ pub fn table(t: &TrialsData) -> Block {
         rows,
         right: vec![false, false, false, true, false, true, false],
     }
+}
+
+/// " (1 none, 5 censored)": the row's trials without a measured value; `none` names
+/// those without any.
+fn not_measured(r: &TRow, none: &str) -> String {
+    let mut parts = vec![];
+    if r.missing > 0 {
+        parts.push(format!("{} {none}", r.missing));
+    }
+    if !r.censored.is_empty() {
+        parts.push(format!("{} censored", r.censored.len()));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join(", "))
+    }
+}
+
+/// The median, "≥ 100.0" where it falls on a censored value (only a lower bound).
+fn median_text(r: &TRow) -> String {
+    r.median
+        .map_or("-".into(), |m| at_least(r.median_at_least, fmt_val(m)))
+}
+
+fn min_max_text(r: &TRow) -> String {
+    match (r.min, r.max) {
+        (Some(a), Some(b)) => format!(
+            "{} / {}",
+            at_least(r.min_at_least, fmt_val(a)),
+            at_least(r.max_at_least, fmt_val(b))
+        ),
+        _ => "-".into(),
+    }
+}
+
+/// A row's values for a rank test: measured, missing and censored (`censored_ranks`).
+fn trial_values(r: &TRow) -> TrialValues<'_> {
+    TrialValues {
+        values: &r.values,
+        missing: r.missing,
+        censored: &r.censored,
+    }
+}
+
+/// Trials the row counts: measured, missing or censored.
+fn counted(r: &TRow) -> usize {
+    r.values.len() + r.missing + r.censored.len()
 }
 
 /// The row's share within the bound, counting trials without a value as outside.
@@ -112,22 +148,26 @@ pub fn contrast(
     let u = &other.unit;
     let mut s = format!("{other_name}: {} median ", other.metric);
     match (other.median, base.median) {
-        (Some(a), Some(b)) => {
-            s += &format!("{} {u} against {} {u} {base_name}", fmt_val(a), fmt_val(b))
+        (Some(_), Some(_)) => {
+            s += &format!("{} {u} against {} {u} {base_name}", median_text(other), median_text(base))
         }
         _ => s += &format!("unknown against {base_name}"),
     }
     if let (Some((wa, na)), Some((wb, nb)), Some(b)) = (within(other), within(base), &other.bound) {
         s += &format!(", {wa}/{na} against {wb}/{nb} {}", bound_words(b));
     }
-    // A trial that timed out waited longer than any that finished: rank it last.
-    let with_missing = |r: &TRow| -> Vec<f64> {
-        let mut v = r.values.clone();
-        v.extend(std::iter::repeat_n(f64::INFINITY, r.missing));
-        v
-    };
-    let (va, vb) = (with_missing(other), with_missing(base));
+    // A trial that timed out waited longer than any that finished: rank it last. One
+    // that ended early is only known to be at least its censoring point: from the
+    // lowest such point up, every value is one tie (`censored_ranks`).
+    let (va, vb, cap) = censored_ranks(trial_values(other), trial_values(base));
     let (na, nb) = (va.len(), vb.len());
+    let capped = cap.map_or(String::new(), |c| {
+        format!(
+            "; {} trial(s) ended early, censored: values from {} {u} up ranked as one tie",
+            other.censored.len() + base.censored.len(),
+            fmt_val(c)
+        )
+    });
     let mw = mann_whitney(&va, &vb);
     match mw {
         Some(m) if min_p(na, nb) > 0.05 => {
@@ -139,7 +179,7 @@ pub fn contrast(
         }
         Some(m) => {
             s += &format!(
-                ", {} (Mann-Whitney U{}, {na} and {nb} trials): {}.",
+                ", {} (Mann-Whitney U{}, {na} and {nb} trials{capped}): {}.",
                 fmt_p(m.p),
                 if m.exact { " exact" } else { ", ties" },
                 sureness(m.p)
@@ -155,14 +195,26 @@ fn describe(r: &TRow, name: &str) -> String {
     if let (Some((w, n)), Some(b)) = (within(r), &r.bound) {
         s += &format!(" {} in {w}/{n} trials", bound_words(b));
     }
-    if let Some(m) = r.median {
-        s += &format!(", median {} {}", fmt_val(m), r.unit);
+    if r.median.is_some() {
+        s += &format!(", median {} {}", median_text(r), r.unit);
     }
     if let (Some(a), Some(b)) = (r.min, r.max) {
-        s += &format!(" ({} to {})", fmt_val(a), fmt_val(b));
+        s += &format!(
+            " ({} to {})",
+            at_least(r.min_at_least, fmt_val(a)),
+            at_least(r.max_at_least, fmt_val(b))
+        );
     }
     if r.missing > 0 {
         s += &format!("; {} trials gave no value", r.missing);
+    }
+    if !r.censored.is_empty() {
+        s += &format!(
+            "; {} trials ended early, their values censored (at least {} {})",
+            r.censored.len(),
+            fmt_val(r.censored.iter().copied().fold(f64::INFINITY, f64::min)),
+            r.unit
+        );
     }
     s + "."
 }
@@ -306,7 +358,7 @@ impl Axes {
             .iter()
             .map(|r| match (within(r), r.median) {
                 (Some((w, n)), _) if bound.is_some() => format!("{w}/{n} with {}", label(r)),
-                (_, Some(m)) => format!("median {} {} with {}", fmt_val(m), r.unit, label(r)),
+                (_, Some(_)) => format!("median {} {} with {}", median_text(r), r.unit, label(r)),
                 _ => format!("no value with {}", label(r)),
             })
             .collect();
@@ -319,7 +371,7 @@ impl Axes {
         let mut testable = false;
         if let Some(base) = grows.first() {
             for o in grows.iter().skip(1) {
-                if min_p(o.values.len() + o.missing, base.values.len() + base.missing) <= 0.05 {
+                if min_p(counted(o), counted(base)) <= 0.05 {
                     testable = true;
                     if let (_, Some(p)) = contrast(o, base, "", "") {
                         best = Some(best.map_or(p, |b: f64| b.min(p)));
@@ -358,10 +410,34 @@ impl Axes {
             .collect()
     }
 
-    /// A bullet per (setting, variant) with trials that did not finish normally.
+    /// A bullet per (setting, variant) with trials that did not finish normally, and
+    /// one with trials that ended early at a bound.
     fn odd_endings(&self, t: &TrialsData, keys: &[(String, String)]) -> Vec<String> {
         let mut bullets = Vec::new();
         for (s, v) in keys {
+            let trials = t.trials.iter().filter(|x| &x.setting == s && &x.variant == v);
+            let early: Vec<&results::trials::TrialRecord> =
+                trials.clone().filter(|x| !x.censored.is_empty()).collect();
+            if !early.is_empty() {
+                let mut what: Vec<String> = Vec::new();
+                for (m, c) in early.iter().flat_map(|x| x.censored.iter()) {
+                    let unit = t.metrics().into_iter().find(|x| &x.0 == m).map(|x| x.1);
+                    let w = format!("{m} ≥ {} {}", fmt_val(*c), unit.unwrap_or_default());
+                    let w = w.trim_end().to_string();
+                    if !what.contains(&w) {
+                        what.push(w);
+                    }
+                }
+                bullets.push(format!(
+                    "{}: {} of {} trials ended early once a metric had passed its bound \
+                     (end_early): {} censored there, counted as outside the bound, never as \
+                     a measured value.",
+                    self.name(s, v),
+                    early.len(),
+                    trials.count(),
+                    what.join(", ")
+                ));
+            }
             let st = t.statuses(s, v);
             let odd: Vec<String> = st
                 .iter()
@@ -484,6 +560,7 @@ pub fn plots(t: &TrialsData, ctx: &mut Ctx) -> Result<Vec<Block>, String> {
                     color: vcolor(&x.variant),
                     values: x.values.clone(),
                     missing: x.missing,
+                    censored: x.censored.clone(),
                 })
                 .collect(),
             bound: bound_v.map(|b| (b, format!("bound {}", bound.clone().unwrap_or_default()))),
@@ -497,7 +574,14 @@ pub fn plots(t: &TrialsData, ctx: &mut Ctx) -> Result<Vec<Block>, String> {
         ctx.save(&strip, &f)?;
         blocks.push(Block::Image {
             file: f,
-            caption: format!("{metric}: one point per trial, black bar = median, dashed = bound"),
+            caption: format!(
+                "{metric}: one point per trial, black bar = median, dashed = bound{}",
+                if rows.iter().any(|x| !x.censored.is_empty()) {
+                    ", triangle = ended early, censored (at least this)"
+                } else {
+                    ""
+                }
+            ),
         });
         // A/B: every setting and variant's distribution on one axis.
         let series: Vec<Series> = rows
@@ -506,7 +590,7 @@ pub fn plots(t: &TrialsData, ctx: &mut Ctx) -> Result<Vec<Block>, String> {
             .map(|(i, x)| Series {
                 label: r.apply(&format!("{} / {}", x.setting, x.variant)),
                 color: i,
-                pts: ecdf_with_missing(&x.values, x.missing),
+                pts: ecdf_with_missing(&x.values, x.missing + x.censored.len()),
                 dots: true,
             })
             .collect();
@@ -576,7 +660,7 @@ pub fn plots(t: &TrialsData, ctx: &mut Ctx) -> Result<Vec<Block>, String> {
                     .map(|x| Series {
                         label: r.apply(&x.variant),
                         color: vcolor(&x.variant),
-                        pts: ecdf_with_missing(&x.values, x.missing),
+                        pts: ecdf_with_missing(&x.values, x.missing + x.censored.len()),
                         dots: true,
                     })
                     .collect(),
@@ -698,6 +782,61 @@ mod tests {
             c,
             "Conclusion: variant pi: wait under 100 ms in 8/8 with RT_PUSH_IPI, 0/8 with NO_RT_PUSH_IPI (p < 0.001: clear)."
         );
+    }
+
+    /// The seed's A/B with the failing trials ended early at the bound: censored.
+    #[test]
+    fn censored_trials_give_medians_at_least_the_bound_and_are_ranked_as_failures() {
+        let on = row("RT_PUSH_IPI", "pi", &[0.6, 0.7, 0.8, 0.8, 0.9, 1.0], 6);
+        let mut off = row("NO_RT_PUSH_IPI", "pi", &[], 0);
+        off.n = 6;
+        off.censored = vec![100.0; 6];
+        off.set_order_stats();
+        assert_eq!(table_cell(&off, 4), "≥ 100.0");
+        assert_eq!(table_cell(&off, 2), "6 (6 censored)");
+        assert_eq!(table_cell(&off, 5), "≥ 100.0 / ≥ 100.0");
+        let mut t = TrialsData {
+            rows: vec![on.clone(), off.clone()],
+            ..Default::default()
+        };
+        for (s, i) in [("NO_RT_PUSH_IPI", 0u32), ("NO_RT_PUSH_IPI", 1), ("RT_PUSH_IPI", 0)] {
+            let mut rec: results::trials::TrialRecord = serde_json::from_str("{}").unwrap();
+            (rec.setting, rec.variant, rec.trial, rec.status) =
+                (s.into(), "pi".into(), i, TrialStatus::Ok);
+            if s == "NO_RT_PUSH_IPI" {
+                rec.censored.insert("wait".into(), 100.0);
+            }
+            t.trials.push(rec);
+        }
+        let (b, c) = verdict(&t);
+        assert!(
+            b[0].starts_with(
+                "NO_RT_PUSH_IPI: wait median ≥ 100.0 ms against 0.800 ms under RT_PUSH_IPI, 0/6 against 6/6 under 100 ms, p = 0.002 (Mann-Whitney U exact, 6 and 6 trials; 6 trial(s) ended early, censored: values from 100.0 ms up ranked as one tie)"
+            ),
+            "{}",
+            b[0]
+        );
+        assert!(
+            b.iter().any(|x| x == "NO_RT_PUSH_IPI: 2 of 2 trials ended early once a metric had passed its bound (end_early): wait ≥ 100.0 ms censored there, counted as outside the bound, never as a measured value."),
+            "{b:?}"
+        );
+        assert!(c.contains("0/6 with NO_RT_PUSH_IPI"), "{c}");
+        // One row alone is described with its censored trials.
+        let d = describe(&off, "NO_RT_PUSH_IPI");
+        assert!(d.contains("median ≥ 100.0 ms"), "{d}");
+        assert!(d.contains("6 trials ended early, their values censored (at least 100.0 ms)"), "{d}");
+    }
+
+    /// The one-metric table's cell `i` of row `r`.
+    fn table_cell(r: &TRow, i: usize) -> String {
+        let t = TrialsData {
+            rows: vec![r.clone()],
+            ..Default::default()
+        };
+        match table(&t) {
+            Block::Table { rows, .. } => rows[0][i].clone(),
+            b => panic!("{b:?}"),
+        }
     }
 
     #[test]
