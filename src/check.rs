@@ -52,6 +52,14 @@ pub fn check(a: &CheckOptions, online: &[usize]) -> Result<Vec<String>, String> 
         rig.metrics.len(),
         format_cpu_set(&rig.cpus_used())
     ));
+    for m in rig.metrics.iter().filter(|m| m.end_early) {
+        out.push(format!(
+            "{path}: metric '{}' ends a trial once it has passed its bound ({}, end_early): \
+             the trial's value is then recorded as censored there",
+            m.name,
+            m.bound.map(|b| b.display(&m.unit)).unwrap_or_default()
+        ));
+    }
     let where_ = if guest {
         format!("in a guest with {} vCPU(s) (--cpus)", online.len())
     } else {

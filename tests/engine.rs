@@ -51,6 +51,15 @@ fn pi_inversion_inherit_waits_less_than_half_of_none() {
     assert_eq!(inh["n"], 8);
     assert_eq!(none["n"], 8);
     assert_eq!(inh["values"].as_array().unwrap().len(), 8);
+    // Without PI the wait passes its 200 ms bound (~380 ms): end_early cuts each such
+    // trial there, its wait censored at 200 ms, never a value.
+    assert_eq!(none["within_bound"], 0, "{s}");
+    assert_eq!(
+        none["censored"].as_array().map_or(0, |c| c.len())
+            + none["values"].as_array().unwrap().len(),
+        8,
+        "{s}"
+    );
     let (mi, mn) = (
         inh["median"].as_f64().unwrap(),
         none["median"].as_f64().unwrap(),
@@ -83,6 +92,162 @@ fn pi_inversion_inherit_waits_less_than_half_of_none() {
     assert_eq!(run["rig"]["name"], "pi-inversion");
     assert_eq!(run["rig"]["sha256"].as_str().unwrap().len(), 64);
     assert!(run["kernel"]["release"].as_str().unwrap().len() > 3);
+}
+
+/// A waiter's wait for a lock whose holder is starved on CPU 1 by a FIFO 20 spinner:
+/// with the PI mutex the waiter lifts the holder above the spinner and gets the lock in
+/// ~20 ms; without it the holder never runs, and the trial would wait out its whole
+/// 1.5 s (the trial timeout: the spinner spins until the waiter is done). Two CPUs.
+const HELD: &str = r#"
+name = "held-lock"
+description = "a bounded wait for a lock whose holder a spinner starves; it ends the trial early"
+trials = 3
+trial_timeout = "1500 ms"
+trial_gap = "20 ms"
+
+[locks.M]
+protocol = "inherit"
+
+[[threads]]
+name = "holder"
+policy = "fifo"
+priority = 10
+cpus = [1]
+steps = [ { lock = "M" }, { signal = "locked" }, { run = "20 ms" }, { unlock = "M" } ]
+
+[[threads]]
+name = "spinner"
+policy = "fifo"
+priority = 20
+cpus = [1]
+steps = [ { wait = "locked" }, { spin_until = "done" } ]
+
+[[threads]]
+name = "waiter"
+policy = "fifo"
+priority = 30
+cpus = [0]
+steps = [ { wait = "locked" }, { sleep = "1 ms" }, { mark = "want" }, { lock = "M" },
+          { mark = "got" }, { unlock = "M" }, { signal = "done" } ]
+
+[metrics.wait]
+from = "waiter.want"
+to = "waiter.got"
+bound = "< 100 ms"
+unit = "ms"
+end_early = true
+
+[[variants]]
+name = "pi"
+description = "the waiter boosts the holder above the spinner"
+
+[[variants]]
+name = "no-pi"
+description = "PTHREAD_PRIO_NONE: the holder stays behind the spinner"
+locks.M.protocol = "none"
+"#;
+
+/// end_early on real FIFO threads: a failing wait ends its trial at the bound, far
+/// before the 1.5 s it would otherwise sit out, recorded censored at the bound (never
+/// a value), counted as outside it; a passing one runs to its end as before.
+#[test]
+fn a_failing_wait_ends_its_trial_at_the_bound_recorded_as_censored() {
+    if !testkit::root() {
+        return;
+    }
+    let _g = serial();
+    let d = tmp("held");
+    let rig = d.join("held-lock.toml");
+    std::fs::write(&rig, HELD).unwrap();
+    let out = d.join("res");
+    let t0 = Instant::now();
+    let o = xrunrig(
+        &["run", rig.to_str().unwrap(), "--out", out.to_str().unwrap()],
+        &d,
+    );
+    let took = t0.elapsed();
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let samples = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
+    let recs: Vec<serde_json::Value> = samples
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(recs.len(), 6, "{samples}");
+    for r in &recs {
+        assert_eq!(r["status"], "ok", "{r}");
+        let ms = r["duration_ms"].as_f64().unwrap();
+        if r["variant"] == "no-pi" {
+            assert_eq!(r["censored"]["wait"], 100.0, "{r}");
+            assert!(
+                r["metrics"].get("wait").is_none(),
+                "a censored wait is no value: {r}"
+            );
+            assert!(
+                r["marks"]["waiter.got"].as_array().unwrap().is_empty(),
+                "{r}"
+            );
+            assert!(
+                (100.0..750.0).contains(&ms),
+                "ended at the bound, not at 1.5 s: {r}"
+            );
+            assert!(
+                r["detail"].as_str().unwrap().contains("wait ≥ 100 ms"),
+                "{r}"
+            );
+        } else {
+            assert!(r.get("censored").is_none(), "{r}");
+            let w = r["metrics"]["wait"][0].as_f64().unwrap();
+            assert!(w > 15.0 && w < 100.0, "the holder's 20 ms, boosted: {r}");
+        }
+    }
+    let s = json(&out.join("summary.json"));
+    let row = |v: &str| {
+        s["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["variant"] == v)
+            .unwrap()
+            .clone()
+    };
+    let (pi, nopi) = (row("pi"), row("no-pi"));
+    assert_eq!(
+        (pi["within_bound"].as_u64(), pi["n"].as_u64()),
+        (Some(3), Some(3)),
+        "{s}"
+    );
+    assert_eq!(
+        (nopi["within_bound"].as_u64(), nopi["missing"].as_u64()),
+        (Some(0), Some(0)),
+        "{s}"
+    );
+    assert_eq!(
+        nopi["censored"],
+        serde_json::json!([100.0, 100.0, 100.0]),
+        "{s}"
+    );
+    assert_eq!(
+        (nopi["median"].as_f64(), nopi["median_at_least"].as_bool()),
+        (Some(100.0), Some(true)),
+        "{s}"
+    );
+    // The table says so.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some("no-pi"))
+        .unwrap_or_else(|| panic!("no no-pi row in\n{stdout}"));
+    assert!(
+        line.contains("3 (3 censored)") && line.contains("0/3") && line.contains("≥ 100.0 ms"),
+        "{line}"
+    );
+    assert!(
+        stdout.contains("censored: the trial ended early"),
+        "{stdout}"
+    );
+    // Three no-pi trials at 1.5 s each would take 4.5 s alone.
+    assert!(took < Duration::from_secs(4), "{took:?}\n{t}");
 }
 
 /// A rig that needs CPUs this machine does not have is refused and nothing changes.

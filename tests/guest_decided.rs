@@ -109,7 +109,8 @@ fn fisher_matches_hand_computed_values() {
     assert!((fisher(3, 3, 6) - 1.0).abs() < 1e-12);
 }
 
-/// Each setting's trials of a variant, in order: within the bound (wait < 100 ms)?
+/// Each setting's trials of a variant, in order: within the bound (wait < 100 ms)? A
+/// trial that ended early at the bound has its wait censored there: outside it.
 fn outcomes(dir: &Path, variant: &str, setting: &str) -> Vec<bool> {
     let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
     let mut v: Vec<(u64, bool)> = samples
@@ -117,8 +118,17 @@ fn outcomes(dir: &Path, variant: &str, setting: &str) -> Vec<bool> {
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .filter(|r| r["variant"] == variant && r["setting"] == setting)
         .map(|r| {
-            let wait = r["metrics"]["wait"][0].as_f64().expect("a wait");
-            (r["trial"].as_u64().unwrap(), wait < 100.0)
+            let within = match r["metrics"]["wait"][0].as_f64() {
+                Some(wait) => wait < 100.0,
+                None => {
+                    assert_eq!(
+                        r["censored"]["wait"], 100.0,
+                        "neither a wait nor censored: {r}"
+                    );
+                    false
+                }
+            };
+            (r["trial"].as_u64().unwrap(), within)
         })
         .collect();
     v.sort_unstable_by_key(|t| t.0);

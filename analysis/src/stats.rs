@@ -123,8 +123,17 @@ pub fn censored_ranks(a: TrialValues, b: TrialValues) -> (Vec<f64>, Vec<f64>, Op
     let side = |t: TrialValues| -> Vec<f64> {
         t.values
             .iter()
-            .map(|&x| if cap.is_some_and(|c| x >= c) { f64::INFINITY } else { x })
-            .chain(std::iter::repeat_n(f64::INFINITY, t.missing + t.censored.len()))
+            .map(|&x| {
+                if cap.is_some_and(|c| x >= c) {
+                    f64::INFINITY
+                } else {
+                    x
+                }
+            })
+            .chain(std::iter::repeat_n(
+                f64::INFINITY,
+                t.missing + t.censored.len(),
+            ))
             .collect()
     };
     (side(a), side(b), cap)
@@ -584,7 +593,10 @@ mod tests {
         };
         // None censored: missing ones last, as before, no cap.
         let (a, b, cap) = censored_ranks(t(&[1.0, 2.0], 1, &[]), t(&[3.0], 0, &[]));
-        assert_eq!((a, b, cap), (vec![1.0, 2.0, f64::INFINITY], vec![3.0], None));
+        assert_eq!(
+            (a, b, cap),
+            (vec![1.0, 2.0, f64::INFINITY], vec![3.0], None)
+        );
         // Censored at 100: above every measured value, tied among themselves.
         let (a, b, cap) = censored_ranks(
             t(&[0.8, 0.9, 1.0], 0, &[]),

@@ -33,7 +33,8 @@ fn trials_dir(dir: &Path, vals: &[f64]) {
 fn censored_dir(dir: &Path, vals: &[f64], censored: usize) {
     trials_dir(dir, vals);
     let p = dir.join("summary.json");
-    let mut s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    let mut s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
     let row = &mut s["rows"][0];
     row["n"] = (vals.len() + censored).into();
     row["censored"] = vec![100.0; censored].into();
@@ -54,9 +55,15 @@ fn censored_trials_compare_as_at_least_their_bound() {
     let code = compare_main(&[a.clone(), c.clone()], 10.0, Some(&out), false).unwrap();
     let txt = flat(&std::fs::read_to_string(out.join("compare.txt")).unwrap());
     assert_eq!(code, 1, "{txt}");
-    assert!(txt.contains("wait median trial ≥ 100.0 ms against"), "{txt}");
+    assert!(
+        txt.contains("wait median trial ≥ 100.0 ms against"),
+        "{txt}"
+    );
     assert!(txt.contains("(6 censored)"), "{txt}");
-    assert!(txt.contains("6 censored: from 100.0 ms up one tie"), "{txt}");
+    assert!(
+        txt.contains("6 censored: from 100.0 ms up one tie"),
+        "{txt}"
+    );
     assert!(txt.contains("REGRESSION beyond the 10% threshold"), "{txt}");
     // Reversed: the baseline's median is the lower bound, the change at most this.
     let code = compare_main(&[c.clone(), a.clone()], 10.0, Some(&out), false).unwrap();

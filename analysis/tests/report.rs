@@ -253,7 +253,8 @@ fn trials_that_ended_early_report_as_censored_never_as_values() {
         .collect();
     std::fs::write(dir.join("samples.jsonl"), lines.join("\n") + "\n").unwrap();
     let p = dir.join("summary.json");
-    let mut sum: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    let mut sum: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
     for row in sum["rows"].as_array_mut().unwrap() {
         if cut(row) {
             let n = row["values"].as_array().unwrap().len();
@@ -282,8 +283,14 @@ fn trials_that_ended_early_report_as_censored_never_as_values() {
     );
     // samples.csv: a censored line has no value, only what it is at least.
     let csv = std::fs::read_to_string(dir.join("export/samples.csv")).unwrap();
-    assert!(csv.starts_with("setting,variant,trial,status,metric,unit,value,at_least\n"), "{csv}");
-    assert!(csv.contains("NO_RT_PUSH_IPI,pi,1,ok,wait,ms,,100\n"), "{csv}");
+    assert!(
+        csv.starts_with("setting,variant,trial,status,metric,unit,value,at_least\n"),
+        "{csv}"
+    );
+    assert!(
+        csv.contains("NO_RT_PUSH_IPI,pi,1,ok,wait,ms,,100\n"),
+        "{csv}"
+    );
     assert!(csv.contains("RT_PUSH_IPI,pi,0,ok,wait,ms,0.62,\n"), "{csv}");
     assert!(dir.join("plots/trials_wait.png").is_file());
     std::fs::remove_dir_all(&dir).unwrap();

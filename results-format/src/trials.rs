@@ -155,11 +155,23 @@ pub struct Row {
     )]
     pub censored: Vec<f64>,
     /// `median` is a lower bound: the median falls on a censored value ("≥ 100 ms").
-    #[serde(default, skip_serializing_if = "is_false", deserialize_with = "lenient::flag")]
+    #[serde(
+        default,
+        skip_serializing_if = "is_false",
+        deserialize_with = "lenient::flag"
+    )]
     pub median_at_least: bool,
-    #[serde(default, skip_serializing_if = "is_false", deserialize_with = "lenient::flag")]
+    #[serde(
+        default,
+        skip_serializing_if = "is_false",
+        deserialize_with = "lenient::flag"
+    )]
     pub min_at_least: bool,
-    #[serde(default, skip_serializing_if = "is_false", deserialize_with = "lenient::flag")]
+    #[serde(
+        default,
+        skip_serializing_if = "is_false",
+        deserialize_with = "lenient::flag"
+    )]
     pub max_at_least: bool,
 }
 
@@ -181,7 +193,11 @@ pub struct OrderStats {
 impl OrderStats {
     pub fn of(values: &[f64], censored: &[f64]) -> OrderStats {
         let at = |c: &dyn Fn(f64) -> f64| -> Vec<f64> {
-            let mut v: Vec<f64> = values.iter().copied().chain(censored.iter().map(|x| c(*x))).collect();
+            let mut v: Vec<f64> = values
+                .iter()
+                .copied()
+                .chain(censored.iter().map(|x| c(*x)))
+                .collect();
             v.sort_by(f64::total_cmp);
             v
         };
@@ -219,7 +235,11 @@ pub fn median_of_sorted(sorted: &[f64]) -> Option<f64> {
 
 /// A figure for people: "12.5", or "≥ 100" when it is only a lower bound.
 pub fn at_least(at_least: bool, text: String) -> String {
-    if at_least { format!("≥ {text}") } else { text }
+    if at_least {
+        format!("≥ {text}")
+    } else {
+        text
+    }
 }
 
 fn is_false(b: &bool) -> bool {
@@ -509,7 +529,10 @@ mod tests {
         );
         // None censored: as before.
         let s = OrderStats::of(&[3.0, 1.0, 2.0, 4.0], &[]);
-        assert_eq!((s.median, s.median_at_least, s.max_at_least), (Some(2.5), false, false));
+        assert_eq!(
+            (s.median, s.median_at_least, s.max_at_least),
+            (Some(2.5), false, false)
+        );
         assert_eq!(OrderStats::of(&[], &[]), OrderStats::default());
         let mut r = Row {
             values: vec![0.8],
@@ -518,7 +541,10 @@ mod tests {
         };
         r.set_order_stats();
         let j = serde_json::to_string(&r).unwrap();
-        assert!(j.contains(r#""censored":[100.0,100.0],"median_at_least":true"#), "{j}");
+        assert!(
+            j.contains(r#""censored":[100.0,100.0],"median_at_least":true"#),
+            "{j}"
+        );
         assert!(!j.contains("min_at_least"), "{j}");
         let back: Row = serde_json::from_str(&j).unwrap();
         assert!(back.median_at_least && back.max_at_least && !back.min_at_least);

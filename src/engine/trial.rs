@@ -721,7 +721,10 @@ end_early = true
         let took = now_ns() - t0;
         // Released as a timeout releases: the sleep, the spin and the lock wait all end.
         assert_eq!(r.status, TrialStatus::Ok, "{:?}", r.threads);
-        assert!(took < 1_500_000_000, "ended at the bound, not after 3 s: {took} ns");
+        assert!(
+            took < 1_500_000_000,
+            "ended at the bound, not after 3 s: {took} ns"
+        );
         let e = r.ended_early.expect("ended early");
         assert_eq!((e.metric, e.to_taken), (0, false));
         let slot = |m: &str| p.marks.iter().position(|s| s.mark == m).unwrap();
@@ -758,7 +761,11 @@ end_early = true
             to: 1,
             after_ns: 100,
         }];
-        assert_eq!(early_end_due(&ends, &marks, 1_000), Err(None), "from not taken");
+        assert_eq!(
+            early_end_due(&ends, &marks, 1_000),
+            Err(None),
+            "from not taken"
+        );
         marks[0].take(1_000);
         assert_eq!(early_end_due(&ends, &marks, 1_050), Err(Some(1_100)));
         assert_eq!(early_end_due(&ends, &marks, 1_100), Ok(0));

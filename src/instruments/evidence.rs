@@ -19,6 +19,9 @@ fn name_of(names: &[(String, i32)], pid: i32) -> String {
 /// The mechanism line for thread `tid` called `name`: its first PI boost, the
 /// migrations after it, and the CPU it next ran on. `t0` is the trial start
 /// (trace clock ns); `names` maps the rig's tids to thread names.
+/// The end of a mechanism line whose thread did not run again.
+pub const NOT_RESUMED: &str = "did not run again in the capture";
+
 pub fn mechanism(d: &Derived, tid: i32, name: &str, t0: u64, names: &[(String, i32)]) -> String {
     let boost = d
         .boosts
@@ -71,7 +74,7 @@ pub fn mechanism(d: &Derived, tid: i32, name: &str, t0: u64, names: &[(String, i
     }
     match resumed {
         Some((_, ts, cpu)) => parts.push(format!("resumed on CPU{cpu} at {}", ms(*ts, t0))),
-        None => parts.push("did not run again in the capture".into()),
+        None => parts.push(NOT_RESUMED.into()),
     }
     format!("{name}: {}", parts.join("; "))
 }

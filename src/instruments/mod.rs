@@ -523,8 +523,15 @@ impl Instruments {
         }
         for spec in &cfg.evidence {
             for (name, tid) in ctx.tids.iter().filter(|(n, _)| matches(spec, n)) {
-                f.evidence
-                    .push(evidence::mechanism(&d, *tid, name, ctx.t0_ns, &ctx.tids));
+                let l = evidence::mechanism(&d, *tid, name, ctx.t0_ns, &ctx.tids);
+                // Cut short: what the thread did after, it did in the release.
+                let l = match (cut, l.strip_suffix(evidence::NOT_RESUMED)) {
+                    (Some(_), Some(head)) => {
+                        format!("{head}did not run again before the trial ended early")
+                    }
+                    _ => l,
+                };
+                f.evidence.push(l);
             }
         }
         // Each thread may have one stretch cut at each edge of the capture; more than
@@ -710,12 +717,16 @@ mod tests {
         assert!(!f.metrics.contains_key("boost_to_run"), "{:?}", f.metrics);
         assert_eq!(f.censored.get("boost_to_run"), Some(&100.0));
         assert!(
-            f.evidence.iter().any(|e| e.contains("ended early at 110.0 ms")),
+            f.evidence
+                .iter()
+                .any(|e| e.contains("ended early at 110.0 ms")),
             "{:?}",
             f.evidence
         );
         assert!(
-            f.evidence.iter().any(|e| e.contains("did not run again")),
+            f.evidence
+                .iter()
+                .any(|e| e.ends_with("did not run again before the trial ended early")),
             "{:?}",
             f.evidence
         );

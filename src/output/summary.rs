@@ -164,7 +164,10 @@ bound = "< 100 ms"
         let recs = vec![rec(Some(50.0)), cut(), rec(None), cut(), cut()];
         let r = rows(&recs, &["s".into()], &["default".into()], &rig.metrics);
         assert_eq!((r[0].n, r[0].missing, r[0].within_bound), (5, 1, Some(1)));
-        assert_eq!((r[0].values.clone(), r[0].censored.clone()), (vec![50.0], vec![100.0; 3]));
+        assert_eq!(
+            (r[0].values.clone(), r[0].censored.clone()),
+            (vec![50.0], vec![100.0; 3])
+        );
         assert_eq!((r[0].median, r[0].median_at_least), (Some(100.0), true));
         assert_eq!((r[0].min, r[0].min_at_least), (Some(50.0), false));
         assert_eq!((r[0].max, r[0].max_at_least), (Some(100.0), true));

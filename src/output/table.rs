@@ -138,7 +138,10 @@ mod tests {
         let l: Vec<&str> = t.lines().collect();
         assert!(l[1].contains("8 (1 no value, 5 censored)"), "{t}");
         assert!(l[1].contains("2/8 (< 100 ms)"), "{t}");
-        assert!(l[1].contains("≥ 100.0 ms"), "the median falls on a censored value: {t}");
+        assert!(
+            l[1].contains("≥ 100.0 ms"),
+            "the median falls on a censored value: {t}"
+        );
         assert!(l[1].contains("0.800 / ≥ 100.0 ms"), "{t}");
         assert!(l[2].starts_with("censored: the trial ended early"), "{t}");
     }

@@ -246,26 +246,33 @@ fn end_early_resolves_to_mark_slots_in_every_variant() {
             panic!("{:?}", p.early_ends)
         };
         assert_eq!((e.metric, e.after_ns), (0, 1_000_000_000));
-        assert_eq!((p.marks[e.from].mark.as_str(), p.marks[e.to].mark.as_str()), ("want", "got"));
+        assert_eq!(
+            (p.marks[e.from].mark.as_str(), p.marks[e.to].mark.as_str()),
+            ("want", "got")
+        );
     }
     // `<=`: cut one ns past the limit, so a value cut there fails it too.
     let le = one.replace("< 1 s", "<= 1 s");
     let r = parse(Path::new("ok.toml"), &le).unwrap();
     assert_eq!(r.variants[0].plan.early_ends[0].after_ns, 1_000_000_001);
     // Off by default, and when false.
-    let r = parse(Path::new("ok.toml"), &one.replace("end_early = true", "end_early = false"))
-        .unwrap();
+    let r = parse(
+        Path::new("ok.toml"),
+        &one.replace("end_early = true", "end_early = false"),
+    )
+    .unwrap();
     assert!(!r.metrics[0].end_early && r.variants[0].plan.early_ends.is_empty());
 }
 
 #[test]
 fn end_early_needs_an_upper_bound_and_marks_taken_once() {
-    let with = |bound: &str| {
-        GOOD.replace("bound = \"< 1 s\"", &format!("{bound}end_early = true"))
-    };
+    let with = |bound: &str| GOOD.replace("bound = \"< 1 s\"", &format!("{bound}end_early = true"));
     // Instances: `b.want` is taken twice a trial. Line 23 is end_early's.
     assert_eq!(
-        one_err(&with("bound = \"< 1 s\"\n"), "end_early needs 'b.want' taken once per trial"),
+        one_err(
+            &with("bound = \"< 1 s\"\n"),
+            "end_early needs 'b.want' taken once per trial"
+        ),
         (23, 13)
     );
     let single = |bound: &str| {
@@ -275,7 +282,10 @@ fn end_early_needs_an_upper_bound_and_marks_taken_once() {
     };
     assert_eq!(one_err(&single(""), "end_early needs a bound"), (21, 13));
     assert_eq!(
-        one_err(&single("bound = \"> 1 ms\"\n"), "end_early needs an upper bound (< or <=)"),
+        one_err(
+            &single("bound = \"> 1 ms\"\n"),
+            "end_early needs an upper bound (< or <=)"
+        ),
         (22, 13)
     );
     // A bound that does not parse is reported once, where it is written.
@@ -286,7 +296,10 @@ fn end_early_needs_an_upper_bound_and_marks_taken_once() {
         "{ mark = \"got\" }",
         "{ repeat = 2, steps = [ { mark = \"got\" } ] }",
     );
-    one_err(&rep, "'b.got' taken once per trial (one thread instance, outside any repeat); it is taken up to 2 times");
+    one_err(
+        &rep,
+        "'b.got' taken once per trial (one thread instance, outside any repeat); it is taken up to 2 times",
+    );
     // Not in a livefx rig.
     let lf = "kind = \"livefx\"\n[livefx]\nperiod = 64\n[[livefx.workers]]\nname = \"w\"\n\
               priority = 10\nplugins = [ { run = \"1 ms\" } ]\n[[threads]]\nname = \"t\"\n\

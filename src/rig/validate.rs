@@ -941,7 +941,9 @@ fn end_early_bound(
     if kind != Kind::Trials {
         ck.err(
             span,
-            format!("metric '{mname}': end_early is for thread rigs (kind = \"trials\"); remove it"),
+            format!(
+                "metric '{mname}': end_early is for thread rigs (kind = \"trials\"); remove it"
+            ),
         );
         return;
     }

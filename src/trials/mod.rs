@@ -162,7 +162,11 @@ fn ended_early_note(m: &crate::rig::Metric, e: &crate::engine::trial::EndedEarly
         )
     } else {
         // `<` failed: at least the limit; `<=` failed: above it (cut one ns past).
-        let op = if b.op == crate::rig::units::BoundOp::Le { ">" } else { "≥" };
+        let op = if b.op == crate::rig::units::BoundOp::Le {
+            ">"
+        } else {
+            "≥"
+        };
         format!(
             "{at}: {} {op} {limit}, its end mark had not come within the bound (end_early); censored there",
             m.name

@@ -201,7 +201,8 @@ fn one(
         (None, _) => "-".into(),
     };
     // Table cells: the unit is in the metric column.
-    let bare = |v: Option<f64>, least: bool| v.map_or("-".to_string(), |v| at_least(least, fmt_val(v)));
+    let bare =
+        |v: Option<f64>, least: bool| v.map_or("-".to_string(), |v| at_least(least, fmt_val(v)));
     let bound_side = if c.at_least {
         "≥ "
     } else if b.at_least {

@@ -136,10 +136,13 @@ pub fn trial_figures(t: &TrialsData) -> Vec<Figure> {
             status: trial_row_status(r),
             // A median on a censored trial is a lower bound, not a measurement: no
             // number (trial_misc gives it, with `median_at_least`).
-            number: r.median.filter(|v| v.is_finite() && !r.median_at_least).map(|v| Number {
-                value: v,
-                unit: (!r.unit.is_empty()).then(|| r.unit.clone()),
-            }),
+            number: r
+                .median
+                .filter(|v| v.is_finite() && !r.median_at_least)
+                .map(|v| Number {
+                    value: v,
+                    unit: (!r.unit.is_empty()).then(|| r.unit.clone()),
+                }),
             duration: trials_seconds(t, &r.setting, &r.variant),
             misc: trial_misc(r),
             at: None,

@@ -10,9 +10,7 @@ use crate::load::trials::{TRow, TrialsData};
 use crate::out::Ctx;
 use crate::plot::cdf::{Figure, Panel, PanelKind, Series, ecdf_with_missing, value_steps};
 use crate::plot::strip::{Column, Strip};
-use crate::stats::{
-    TrialValues, censored_ranks, fmt_p, mann_whitney, min_p, sorted, sureness,
-};
+use crate::stats::{TrialValues, censored_ranks, fmt_p, mann_whitney, min_p, sorted, sureness};
 use results::file_part as safe;
 use results::trials::{TrialStatus, at_least};
 use results::units::bound_limit;
@@ -66,7 +64,13 @@ pub fn table(t: &TrialsData) -> Block {
             _ => "-".into(),
         };
         let n = format!("{}{}", r.n, not_measured(r, "no value"));
-        let unit = |t: String| if t == "-" { t } else { format!("{t} {}", r.unit) };
+        let unit = |t: String| {
+            if t == "-" {
+                t
+            } else {
+                format!("{t} {}", r.unit)
+            }
+        };
         rows.push(vec![
             r.setting.clone(),
             r.variant.clone(),
@@ -149,7 +153,11 @@ pub fn contrast(
     let mut s = format!("{other_name}: {} median ", other.metric);
     match (other.median, base.median) {
         (Some(_), Some(_)) => {
-            s += &format!("{} {u} against {} {u} {base_name}", median_text(other), median_text(base))
+            s += &format!(
+                "{} {u} against {} {u} {base_name}",
+                median_text(other),
+                median_text(base)
+            )
         }
         _ => s += &format!("unknown against {base_name}"),
     }
@@ -415,7 +423,10 @@ impl Axes {
     fn odd_endings(&self, t: &TrialsData, keys: &[(String, String)]) -> Vec<String> {
         let mut bullets = Vec::new();
         for (s, v) in keys {
-            let trials = t.trials.iter().filter(|x| &x.setting == s && &x.variant == v);
+            let trials = t
+                .trials
+                .iter()
+                .filter(|x| &x.setting == s && &x.variant == v);
             let early: Vec<&results::trials::TrialRecord> =
                 trials.clone().filter(|x| !x.censored.is_empty()).collect();
             if !early.is_empty() {
@@ -799,7 +810,11 @@ mod tests {
             rows: vec![on.clone(), off.clone()],
             ..Default::default()
         };
-        for (s, i) in [("NO_RT_PUSH_IPI", 0u32), ("NO_RT_PUSH_IPI", 1), ("RT_PUSH_IPI", 0)] {
+        for (s, i) in [
+            ("NO_RT_PUSH_IPI", 0u32),
+            ("NO_RT_PUSH_IPI", 1),
+            ("RT_PUSH_IPI", 0),
+        ] {
             let mut rec: results::trials::TrialRecord = serde_json::from_str("{}").unwrap();
             (rec.setting, rec.variant, rec.trial, rec.status) =
                 (s.into(), "pi".into(), i, TrialStatus::Ok);
@@ -824,7 +839,10 @@ mod tests {
         // One row alone is described with its censored trials.
         let d = describe(&off, "NO_RT_PUSH_IPI");
         assert!(d.contains("median ≥ 100.0 ms"), "{d}");
-        assert!(d.contains("6 trials ended early, their values censored (at least 100.0 ms)"), "{d}");
+        assert!(
+            d.contains("6 trials ended early, their values censored (at least 100.0 ms)"),
+            "{d}"
+        );
     }
 
     /// The one-metric table's cell `i` of row `r`.
