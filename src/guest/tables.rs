@@ -115,6 +115,31 @@ pub fn livefx_combined(rows: &[LivefxKernelRow]) -> String {
 }
 
 /// The table across kernels (a kernel column before the usual ones) and
+/// A thread rig's rows of several kernels as one table, each row led by its kernel's
+/// label (`labels`, one per row).
+fn kernel_table(rows: &[Row], labels: &[String]) -> String {
+    let w = labels
+        .iter()
+        .map(|l| l.len())
+        .max()
+        .unwrap_or(0)
+        .max("kernel".len());
+    let mut out = String::new();
+    for (i, line) in table::render(rows).lines().enumerate() {
+        let k = match i {
+            0 => "kernel",
+            i if i <= labels.len() => &labels[i - 1],
+            // A note under the rows (what "censored" means): no kernel of its own.
+            _ => {
+                out.push_str(&format!("{line}\n"));
+                continue;
+            }
+        };
+        out.push_str(&format!("{k:<w$}  {line}\n"));
+    }
+    out
+}
+
 /// combined.json in the parent directory.
 pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
     let mut rows: Vec<Row> = vec![];
@@ -134,20 +159,10 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
             })
         })
         .collect();
-    let w = labels
-        .iter()
-        .map(|l| l.len())
-        .max()
-        .unwrap_or(0)
-        .max("kernel".len());
     let mut out = String::new();
     // A thread rig's table; an audio rig's; none when no kernel brought rows home.
     if !rows.is_empty() {
-        let t = table::render(&rows);
-        for (i, line) in t.lines().enumerate() {
-            let k = if i == 0 { "kernel" } else { &labels[i - 1] };
-            out.push_str(&format!("{k:<w$}  {line}\n"));
-        }
+        out.push_str(&kernel_table(&rows, &labels));
     }
     if !livefx_rows.is_empty() {
         out.push_str(&livefx_combined(&livefx_rows));
@@ -156,6 +171,12 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
         out.push_str("(no kernel brought results home)\n");
     }
     // --until-decided: each kernel's comparisons under the table.
+    let w = labels
+        .iter()
+        .map(|l| l.len())
+        .max()
+        .unwrap_or(0)
+        .max("kernel".len());
     for r in runs {
         if let Some(d) = &r.decided {
             for p in &d.pairs {
@@ -246,6 +267,40 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
 mod tests {
     use super::*;
     use results::livefx::Summary as LivefxSummary;
+
+    /// A thread rig's rows of two kernels, one with trials that ended early: each row
+    /// led by its kernel, the note on censored values under them, on no kernel's line.
+    #[test]
+    fn kernel_rows_with_censored_values_keep_their_labels() {
+        let mut cut = Row {
+            setting: "NO_RT_PUSH_IPI".into(),
+            variant: "pi".into(),
+            metric: "wait".into(),
+            unit: "ms".into(),
+            bound: Some("< 100 ms".into()),
+            n: 6,
+            within_bound: Some(0),
+            censored: vec![100.0; 6],
+            ..Row::default()
+        };
+        cut.set_order_stats();
+        let mut fixed = Row {
+            within_bound: Some(6),
+            censored: vec![],
+            values: vec![0.8; 6],
+            ..cut.clone()
+        };
+        fixed.set_order_stats();
+        let t = kernel_table(&[cut, fixed], &["6.12".into(), "6.12+fix".into()]);
+        let l: Vec<&str> = t.lines().collect();
+        assert_eq!(l.len(), 4, "{t}");
+        assert!(
+            l[1].starts_with("6.12  ") && l[1].contains("≥ 100.0 ms"),
+            "{t}"
+        );
+        assert!(l[2].starts_with("6.12+fix") && l[2].contains("6/6"), "{t}");
+        assert!(l[3].starts_with("censored: "), "{t}");
+    }
 
     /// Several kernels of an audio rig: a row per kernel × setting × variant (the table
     /// used to have a header and no rows, combined.json `rows: []`).
