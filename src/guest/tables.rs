@@ -293,7 +293,7 @@ mod tests {
         fixed.set_order_stats();
         let t = kernel_table(&[cut, fixed], &["6.12".into(), "6.12+fix".into()]);
         let l: Vec<&str> = t.lines().collect();
-        assert_eq!(l.len(), 4, "{t}");
+        assert_eq!(l.len(), 5, "{t}");
         assert!(
             l[1].starts_with("6.12  ") && l[1].contains("≥ 100.0 ms"),
             "{t}"

@@ -76,9 +76,8 @@ pub fn render(rows: &[Row]) -> String {
 }
 
 /// Under a table with censored values: what "censored" and "≥" mean.
-pub const CENSORED_NOTE: &str = "censored: the trial ended early once the metric had passed \
-     its bound (end_early), so its value is only known to be at least the bound: outside it, \
-     never a measurement; ≥: a figure that falls on such a value";
+pub const CENSORED_NOTE: &str = "censored: the trial ended early once the metric had passed its bound\n\
+     (end_early): its value is only known to be at least the bound; ≥ marks a figure on one";
 
 /// " (2 no value, 5 censored)": the trials of a row without a measured value.
 pub fn not_measured(r: &Row) -> String {
