@@ -430,15 +430,23 @@ impl Axes {
             let early: Vec<&results::trials::TrialRecord> =
                 trials.clone().filter(|x| !x.censored.is_empty()).collect();
             if !early.is_empty() {
-                let mut what: Vec<String> = Vec::new();
-                for (m, c) in early.iter().flat_map(|x| x.censored.iter()) {
-                    let unit = t.metrics().into_iter().find(|x| &x.0 == m).map(|x| x.1);
-                    let w = format!("{m} ≥ {} {}", fmt_val(*c), unit.unwrap_or_default());
-                    let w = w.trim_end().to_string();
-                    if !what.contains(&w) {
-                        what.push(w);
-                    }
-                }
+                // Per metric, in the table's order: the lowest point any was censored at.
+                let what: Vec<String> = t
+                    .metrics()
+                    .into_iter()
+                    .filter_map(|(m, unit, _)| {
+                        let low = early
+                            .iter()
+                            .filter_map(|x| x.censored.get(&m))
+                            .copied()
+                            .reduce(f64::min)?;
+                        Some(
+                            format!("{m} ≥ {} {unit}", fmt_val(low))
+                                .trim_end()
+                                .to_string(),
+                        )
+                    })
+                    .collect();
                 bullets.push(format!(
                     "{}: {} of {} trials ended early once a metric had passed its bound \
                      (end_early): {} censored there, counted as outside the bound, never as \
