@@ -350,6 +350,20 @@ mod tests {
         }
     }
 
+    #[test]
+    fn says_which_metric_ends_a_trial_early() {
+        let rig = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("rigs/pi-boost-affinity.toml");
+        let mut a = args(&rig);
+        a.cpus = Some(4);
+        let out = check(&a, &[0, 1, 2, 3]).unwrap().join("\n");
+        assert!(
+            out.contains(
+                "metric 'wait' ends a trial once it has passed its bound (< 100 ms, end_early)"
+            ),
+            "{out}"
+        );
+    }
+
     /// What `run` refuses on a 2-CPU machine, `check` refuses (it used to pass it with
     /// a note, exit 0).
     #[test]
