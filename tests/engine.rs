@@ -149,7 +149,7 @@ locks.M.protocol = "none"
 
 /// end_early on real FIFO threads: a failing wait ends its trial at the bound, far
 /// before the 1.5 s it would otherwise sit out, recorded censored at the bound (never
-/// a value), counted as outside it; a passing one runs to its end as before.
+/// a value), counted as outside it; a passing one is measured as before.
 #[test]
 fn a_failing_wait_ends_its_trial_at_the_bound_recorded_as_censored() {
     if !testkit::root() {

@@ -83,22 +83,30 @@ pub struct TrialResult {
     pub cycles: Vec<(String, u64)>,
     /// CLOCK_MONOTONIC ns of the release: the marks' zero (0 when never released).
     pub t0_ns: u64,
-    /// The trial was ended early by one of the plan's `early_ends` (its status stays
-    /// `Ok`: nothing went wrong, the metric had already failed its bound).
+    /// The trial was ended early by the plan's `early_ends` (its status stays `Ok`:
+    /// nothing went wrong; a metric had already failed its bound, or every metric was
+    /// measured).
     pub ended_early: Option<EndedEarly>,
 }
 
 /// Why and when a trial was ended early.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EndedEarly {
-    /// The rig's metric (`EarlyEnd::metric`) that had passed its bound.
-    pub metric: usize,
     /// When the controlling thread ended the trial, ns since the release.
     pub at_ns: u64,
-    /// The metric's `to` mark was taken after all, in the moment between the
-    /// controlling thread's look and the release: its value is a measurement and
-    /// nothing is censored.
-    pub to_taken: bool,
+    pub why: EarlyWhy,
+}
+
+/// What ended a trial early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EarlyWhy {
+    /// The rig's metric `metric` (`EarlyEnd::metric`) had passed its bound. `to_taken`:
+    /// its `to` mark was taken after all, in the moment between the controlling
+    /// thread's look and the release: its value is a measurement, nothing is censored.
+    PastBound { metric: usize, to_taken: bool },
+    /// Every metric was measured (`Plan::end_when_measured`): nothing was left to wait
+    /// for.
+    Measured,
 }
 
 struct Shared {
@@ -444,7 +452,7 @@ pub fn run_trial_with(
     }
     let mut t0 = now_ns();
     let mut status = TrialStatus::Ok;
-    let mut ended_early: Option<(usize, u64)> = None;
+    let mut ended_early: Option<(Option<usize>, u64)> = None;
     if sh.failed_setup.load(Ordering::SeqCst) || sh.ready.load(Ordering::SeqCst) < n {
         sh.abort.set();
         sh.poke_all();
@@ -464,10 +472,14 @@ pub fn run_trial_with(
         loop {
             let now = now_ns();
             let mut step = (now + period).min(deadline);
+            if plan.end_when_measured && plan.early_ends.iter().all(|e| sh.marks[e.to].taken()) {
+                ended_early = Some((None, now - t0));
+                break;
+            }
             match early_end_due(&plan.early_ends, &sh.marks, now) {
                 // The metric has failed its bound: end the trial as the timeout does.
                 Ok(i) => {
-                    ended_early = Some((i, now - t0));
+                    ended_early = Some((Some(i), now - t0));
                     break;
                 }
                 Err(Some(due)) => step = step.min(due),
@@ -558,13 +570,15 @@ pub fn run_trial_with(
         .filter(|(t, _)| has_loop(&t.ops))
         .map(|(t, c)| (t.name.clone(), c.load(Ordering::Relaxed)))
         .collect();
-    let ended_early = ended_early.map(|(i, at_ns)| {
-        let e = plan.early_ends[i];
-        EndedEarly {
-            metric: e.metric,
-            at_ns,
-            to_taken: sh.marks[e.to].taken(),
-        }
+    let ended_early = ended_early.map(|(i, at_ns)| EndedEarly {
+        at_ns,
+        why: i.map_or(EarlyWhy::Measured, |i| {
+            let e = plan.early_ends[i];
+            EarlyWhy::PastBound {
+                metric: e.metric,
+                to_taken: sh.marks[e.to].taken(),
+            }
+        }),
     });
     TrialResult {
         status,
@@ -683,8 +697,8 @@ to = "a.e"
     }
 
     /// A holder keeps M for `hold` while the waiter's wait for it is bounded at 100 ms
-    /// and ends the trial early.
-    fn held_rig(hold: &str) -> Plan {
+    /// and ends the trial early; a spinner runs for `tail`; `more` adds metrics.
+    fn held_rig(hold: &str, tail: &str, more: &str) -> Plan {
         plan(&format!(
             r#"
 trial_timeout = "5 s"
@@ -693,11 +707,11 @@ protocol = "inherit"
 [[threads]]
 name = "holder"
 policy = "other"
-steps = [ {{ lock = "M" }}, {{ signal = "locked" }}, {{ sleep = "{hold}" }}, {{ unlock = "M" }} ]
+steps = [ {{ lock = "M" }}, {{ signal = "locked" }}, {{ mark = "locked" }}, {{ sleep = "{hold}" }}, {{ unlock = "M" }} ]
 [[threads]]
 name = "spinner"
 policy = "other"
-steps = [ {{ wait = "locked" }}, {{ spin = "{hold}" }} ]
+steps = [ {{ wait = "locked" }}, {{ spin = "{tail}" }} ]
 [[threads]]
 name = "waiter"
 policy = "other"
@@ -708,6 +722,7 @@ from = "waiter.want"
 to = "waiter.got"
 bound = "< 100 ms"
 end_early = true
+{more}
 "#
         ))
     }
@@ -715,7 +730,7 @@ end_early = true
     #[test]
     fn a_wait_past_its_bound_ends_the_trial_there() {
         let _g = crate::engine::test_lock();
-        let p = held_rig("3 s");
+        let p = held_rig("3 s", "3 s", "");
         let t0 = now_ns();
         let r = run_trial(&p, 5_000_000_000, &AtomicBool::new(false));
         let took = now_ns() - t0;
@@ -726,7 +741,13 @@ end_early = true
             "ended at the bound, not after 3 s: {took} ns"
         );
         let e = r.ended_early.expect("ended early");
-        assert_eq!((e.metric, e.to_taken), (0, false));
+        assert_eq!(
+            e.why,
+            EarlyWhy::PastBound {
+                metric: 0,
+                to_taken: false
+            }
+        );
         let slot = |m: &str| p.marks.iter().position(|s| s.mark == m).unwrap();
         let want = r.marks[slot("want")][0];
         assert!(e.at_ns >= want + 100_000_000, "{e:?}, want at {want}");
@@ -741,9 +762,33 @@ end_early = true
     }
 
     #[test]
-    fn a_wait_within_its_bound_runs_to_the_end() {
+    fn a_wait_within_its_bound_ends_the_trial_once_measured() {
         let _g = crate::engine::test_lock();
-        let p = held_rig("20 ms");
+        let p = held_rig("20 ms", "3 s", "");
+        assert!(p.end_when_measured);
+        let t0 = now_ns();
+        let r = run_trial(&p, 5_000_000_000, &AtomicBool::new(false));
+        let took = now_ns() - t0;
+        assert_eq!(r.status, TrialStatus::Ok, "{:?}", r.threads);
+        let e = r.ended_early.expect("ended early");
+        assert_eq!(e.why, EarlyWhy::Measured);
+        let got = p.marks.iter().position(|s| s.mark == "got").unwrap();
+        assert_eq!(r.marks[got].len(), 1, "the wait is measured");
+        assert!(e.at_ns >= r.marks[got][0], "{e:?} before {:?}", r.marks);
+        assert!(
+            took < 1_500_000_000,
+            "the spinner's 3 s were not sat out: {took} ns"
+        );
+        let spinner = r.threads.iter().find(|(n, _)| n == "spinner").unwrap();
+        assert_eq!(spinner.1, ThreadEnd::Aborted, "{:?}", r.threads);
+    }
+
+    #[test]
+    fn a_metric_without_end_early_keeps_the_trial_to_its_end() {
+        let _g = crate::engine::test_lock();
+        let more = "[metrics.held]\nfrom = \"holder.locked\"\nto = \"waiter.got\"\n";
+        let p = held_rig("20 ms", "300 ms", more);
+        assert!(!p.end_when_measured);
         let r = run_trial(&p, 5_000_000_000, &AtomicBool::new(false));
         assert_eq!(r.status, TrialStatus::Ok, "{:?}", r.threads);
         assert_eq!(r.ended_early, None);

@@ -109,11 +109,17 @@ pub struct Plan {
     pub marks: Vec<MarkSlot>,
     /// The metrics with `end_early`, resolved against this plan's mark slots.
     pub early_ends: Vec<EarlyEnd>,
+    /// Every metric of the rig is in `early_ends`: once all their `to` marks are taken
+    /// the trial has nothing left to measure, and it ends there too (a passing trial
+    /// need not sit out the rest of a hog's dwell).
+    pub end_when_measured: bool,
 }
 
 /// A metric with `end_early` in one variant's plan: once mark slot `from` is taken and
 /// slot `to` has not been `after_ns` later, the metric has failed its bound and the
-/// trial is ended there (`engine::trial`). Both slots are taken once per trial.
+/// trial is ended there (`engine::trial`); once `to` is taken, the metric is measured
+/// (and when every metric is, `Plan::end_when_measured`, the trial ends then). Both
+/// slots are taken once per trial.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EarlyEnd {
     /// Index into the rig's `metrics`.

@@ -419,6 +419,11 @@ pub fn compile(ck: &mut Checker, path: &std::path::Path, text: &str) -> Option<R
     }
     let metrics = compile_metrics(ck, rig, kind, &seen, &found);
     early_ends(ck, rig, &metrics, &mut variants);
+    for v in &mut variants {
+        // Only when no metric is left out: one without end_early may still be waiting.
+        v.plan.end_when_measured =
+            !v.plan.early_ends.is_empty() && v.plan.early_ends.len() == metrics.len();
+    }
     if kind == Kind::Trials
         && metrics.is_empty()
         && !rig.threads.is_empty()
@@ -780,6 +785,7 @@ fn compile_variant(
             barriers,
             marks,
             early_ends: Vec::new(),
+            end_when_measured: false,
         },
     }
 }

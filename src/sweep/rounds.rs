@@ -210,7 +210,8 @@ fn progress_line(r: &TrialRecord, trials: u32, metrics: &[rig::Metric]) -> Strin
                 .iter()
                 .find(|m| &m.name == k)
                 .map_or("", |m| m.unit.as_str());
-            format!("{k} ≥ {} {unit} (ended early)", table::fmt_val(*c))
+            let v = format!("{k} ≥ {} {unit}", table::fmt_val(*c));
+            format!("{} (ended early)", v.trim_end())
         }))
         .collect();
     let mut s = format!(

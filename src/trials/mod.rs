@@ -4,7 +4,7 @@
 mod kind;
 pub use kind::Threads;
 
-use crate::engine::trial::{TrialStatus, run_trial_with};
+use crate::engine::trial::{EarlyWhy, TrialStatus, run_trial_with};
 use crate::exit::*;
 use crate::instruments::Instruments;
 use crate::knobs::profile::Setting;
@@ -59,17 +59,27 @@ pub fn run_main(mut p: Prepared) -> i32 {
             .collect();
         metrics.extend(found.metrics);
         let mut censored = found.censored;
-        if let Some(e) = r.ended_early {
-            let m = &rig.metrics[e.metric];
-            // Unmeasured (the `to` mark never came): only known to have passed the
-            // bound. Recorded as censored there, never as a value in `metrics`.
-            if !metrics.contains_key(&m.name)
-                && let Some(b) = m.bound_limit()
-            {
-                censored.insert(m.name.clone(), b);
+        match r.ended_early.map(|e| (e, e.why)) {
+            Some((e, EarlyWhy::PastBound { metric, to_taken })) => {
+                let m = &rig.metrics[metric];
+                // Unmeasured (the `to` mark never came): only known to have passed the
+                // bound. Recorded as censored there, never as a value in `metrics`.
+                if !metrics.contains_key(&m.name)
+                    && let Some(b) = m.bound_limit()
+                {
+                    censored.insert(m.name.clone(), b);
+                }
+                let note = ended_early_note(m, e.at_ns, to_taken);
+                detail = Some(detail.map_or(note.clone(), |d| format!("{note}; {d}")));
             }
-            let note = ended_early_note(m, &e);
-            detail = Some(detail.map_or(note.clone(), |d| format!("{note}; {d}")));
+            Some((e, EarlyWhy::Measured)) => {
+                let note = format!(
+                    "ended early at {:.1} ms: every metric measured (end_early), the rest of the trial not run",
+                    e.at_ns as f64 / 1e6
+                );
+                detail = Some(detail.map_or(note.clone(), |d| format!("{note}; {d}")));
+            }
+            None => {}
         }
         let marks = var
             .plan
@@ -146,16 +156,16 @@ fn record_status(s: &TrialStatus) -> (results::trials::TrialStatus, Option<Strin
     }
 }
 
-/// The record's detail for a trial its metric `m` ended early: when, and what the
-/// metric is known to be.
-fn ended_early_note(m: &crate::rig::Metric, e: &crate::engine::trial::EndedEarly) -> String {
-    let at = format!("ended early at {:.1} ms", e.at_ns as f64 / 1e6);
+/// The record's detail for a trial its metric `m` ended early at `at_ns`, past its
+/// bound: when, and what the metric is known to be (`to_taken`: measured after all).
+fn ended_early_note(m: &crate::rig::Metric, at_ns: u64, to_taken: bool) -> String {
+    let at = format!("ended early at {:.1} ms", at_ns as f64 / 1e6);
     let Some(b) = m.bound else {
         return at;
     };
     let limit = b.display(&m.unit);
     let limit = limit.trim_start_matches(['<', '=', ' ']);
-    if e.to_taken {
+    if to_taken {
         format!(
             "{at}: {}'s end mark came as the trial was ended, its value is measured",
             m.name
@@ -211,19 +221,13 @@ end_early = true
         )
         .unwrap();
         let mut m = rig.metrics[0].clone();
-        let mut e = crate::engine::trial::EndedEarly {
-            metric: 0,
-            at_ns: 101_250_000,
-            to_taken: false,
-        };
         assert_eq!(
-            ended_early_note(&m, &e),
+            ended_early_note(&m, 101_250_000, false),
             "ended early at 101.2 ms: wait ≥ 100 ms, its end mark had not come within the bound (end_early); censored there"
         );
         m.bound.as_mut().unwrap().op = crate::rig::units::BoundOp::Le;
-        assert!(ended_early_note(&m, &e).contains("wait > 100 ms"));
-        e.to_taken = true;
-        assert!(ended_early_note(&m, &e).ends_with("its value is measured"));
+        assert!(ended_early_note(&m, 101_250_000, false).contains("wait > 100 ms"));
+        assert!(ended_early_note(&m, 101_250_000, true).ends_with("its value is measured"));
     }
 
     #[test]
