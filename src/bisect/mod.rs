@@ -15,7 +15,7 @@ mod git;
 mod record;
 
 use crate::exit::{EXIT_FAILED, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_REFUSED};
-use crate::guest::build::worktree::{Extra, Worktree};
+use crate::guest::build::worktree::{Extra, TreeError, Worktree};
 use crate::guest::kernel::Kernel;
 use crate::guest::{Ctx, HostPlan};
 use crate::options::{BisectOptions, Choices, RunOptions};
@@ -442,7 +442,15 @@ fn step_of(role: Role, c: &Commit) -> Step {
 }
 
 /// The kernel of `commit` (with `extra`): kept from an earlier build, or built now.
-fn kernel_for(b: &mut Bench, step: &mut Step, extra: &Extra) -> Result<Kernel, String> {
+/// Why a step has no kernel.
+enum NoKernel {
+    /// The build tree could not be set (git): the bisection stops, resumable.
+    Tree(String),
+    /// The commit does not build (or its revert or a patch does not apply): skipped.
+    Build(String),
+}
+
+fn kernel_for(b: &mut Bench, step: &mut Step, extra: &Extra) -> Result<Kernel, NoKernel> {
     let sha = step.commit.sha.clone();
     if let Some(k) = b.tree.kept(&sha, extra) {
         step.build = k.build.clone();
@@ -457,14 +465,19 @@ fn kernel_for(b: &mut Bench, step: &mut Step, extra: &Extra) -> Result<Kernel, S
             &c[..12.min(c.len())]
         ),
     };
-    let r = b.tree.checkout(&sha, extra).and_then(|_| {
-        b.tree.build(
-            &sha,
-            extra,
-            &format!("git:{}", b.tree.repo.display()),
-            &detail,
-        )
-    });
+    let r = match b.tree.checkout(&sha, extra) {
+        Err(TreeError::Git(e)) => Err(NoKernel::Tree(e)),
+        Err(TreeError::Content(e)) => Err(NoKernel::Build(e)),
+        Ok(()) => b
+            .tree
+            .build(
+                &sha,
+                extra,
+                &format!("git:{}", b.tree.repo.display()),
+                &detail,
+            )
+            .map_err(NoKernel::Build),
+    };
     step.build_s = t.elapsed().as_secs_f64();
     let k = r?;
     step.build = k.build.clone();
@@ -543,12 +556,12 @@ fn measure_ends(
     for i in 0..2 {
         let mut s = doc.ends[i].clone();
         let extra = Extra::None;
-        let k = kernel_for(b, &mut s, &extra).map_err(|e| {
-            format!(
-                "the {} end {} does not build: {e}",
-                if i == 0 { "good" } else { "bad" },
-                s.commit.short()
-            )
+        let end = if i == 0 { "good" } else { "bad" };
+        let k = kernel_for(b, &mut s, &extra).map_err(|e| match e {
+            NoKernel::Tree(e) => format!("the build tree for the {end} end: {e}"),
+            NoKernel::Build(e) => {
+                format!("the {end} end {} does not build: {e}", s.commit.short())
+            }
         })?;
         doc.ends[i] = s;
         kernels.push(k);
@@ -614,7 +627,8 @@ fn decide_step(
     s.verdict = Verdict::Undecided;
     let kernel = match kernel_for(b, &mut s, extra) {
         Ok(k) => k,
-        Err(e) => {
+        Err(NoKernel::Tree(e)) => return Err(format!("the build tree: {e}")),
+        Err(NoKernel::Build(e)) => {
             if b.stop.load(Ordering::SeqCst) {
                 return Err("interrupted".into());
             }

@@ -46,6 +46,17 @@ pub fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&o.stdout).trim_end().to_string())
 }
 
+/// Why a step's tree could not be made.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TreeError {
+    /// git could not set the tree (a lock, a broken worktree, a full disk): nothing is
+    /// known of the commit, and the bisection cannot go on.
+    Git(String),
+    /// The commit's own content cannot be made (a revert that conflicts, a patch that
+    /// does not apply): that step is skipped, as one that does not build.
+    Content(String),
+}
+
 /// What the tree holds on top of a commit.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Extra {
@@ -142,6 +153,7 @@ impl Worktree {
             .ok_or_else(|| format!("--tree {}: not a git repository", repo.display()))?;
         if dir.exists() && common_dir(&dir).as_deref() == Some(repo_common.as_path()) {
             w.started_from = Some(format!("this bisection's tree {}", dir.display()));
+            w.settle()?;
             return Ok(w);
         }
         let _ = git(&repo, &["worktree", "prune"]);
@@ -237,6 +249,48 @@ impl Worktree {
         }
     }
 
+    /// A killed bisection's git may still be at work in the tree (it is not killed with
+    /// its parent: cut short it would leave the tree half checked out), holding the
+    /// index's lock. Waits for every process in the tree to leave; a lock left with no
+    /// one there is a dead git's (this run holds the one-run lock) and is removed.
+    /// Seen in CI: a resumed bisection's `git reset --hard` refused by the killed run's
+    /// lock, and two steps wrongly skipped as not building.
+    fn settle(&self) -> Result<(), String> {
+        let t0 = Instant::now();
+        let mut said = false;
+        while let Some(pid) = process_in(&self.dir) {
+            if t0.elapsed() > std::time::Duration::from_secs(300) {
+                return Err(format!(
+                    "process {pid} is still at work in the build tree {} after 5 minutes: end it, then give the same command again",
+                    self.dir.display()
+                ));
+            }
+            if !said {
+                eprintln!(
+                    "xrunrig: bisect: waiting for process {pid} (an earlier run's) to leave the build tree {}",
+                    self.dir.display()
+                );
+                said = true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        let gitdir = git(
+            &self.dir,
+            &["rev-parse", "--path-format=absolute", "--git-dir"],
+        )?;
+        let lock = Path::new(&gitdir).join("index.lock");
+        if lock.exists() {
+            std::fs::remove_file(&lock).map_err(|e| format!("{}: {e}", lock.display()))?;
+            let line = format!(
+                "removed {}: left by a git that died (no process is in the tree)",
+                lock.display()
+            );
+            self.log(&line);
+            eprintln!("xrunrig: bisect: {line}");
+        }
+        Ok(())
+    }
+
     /// Files not written by git: the index is set to `commit`, refreshed against the
     /// files (equal content keeps its file and time), and only what differs is
     /// checked out.
@@ -252,17 +306,19 @@ impl Worktree {
     /// The tree at `commit` with `extra` on top and the bisection's patches applied.
     /// git rewrites only the files that differ from what the tree holds, so make
     /// recompiles only those (a patch applied at the last step is undone here too).
-    pub fn checkout(&mut self, commit: &str, extra: &Extra) -> Result<(), String> {
+    pub fn checkout(&mut self, commit: &str, extra: &Extra) -> Result<(), TreeError> {
         // A revert left by a killed run would refuse the next one ("in progress").
         let _ = git(&self.dir, &["revert", "--quit"]);
-        git(&self.dir, &["reset", "-q", "--hard"])?;
-        git(&self.dir, &["checkout", "-f", "-q", "--detach", commit])?;
+        git(&self.dir, &["reset", "-q", "--hard"]).map_err(TreeError::Git)?;
+        git(&self.dir, &["checkout", "-f", "-q", "--detach", commit]).map_err(TreeError::Git)?;
         if let Extra::Revert(c) = extra
             && let Err(e) = git(&self.dir, &["revert", "--no-commit", c])
         {
             let _ = git(&self.dir, &["revert", "--abort"]);
             let _ = git(&self.dir, &["reset", "-q", "--hard"]);
-            return Err(format!("{c} does not revert cleanly on {commit}: {e}"));
+            return Err(TreeError::Content(format!(
+                "{c} does not revert cleanly on {commit}: {e}"
+            )));
         }
         let label = format!(
             "{}{}",
@@ -276,9 +332,9 @@ impl Worktree {
             .append(true)
             .create(true)
             .open(&self.log_path)
-            .map_err(|e| format!("{}: {e}", self.log_path.display()))?;
+            .map_err(|e| TreeError::Git(format!("{}: {e}", self.log_path.display())))?;
         for p in &self.patches {
-            patches::apply(p, &self.dir, &label, &mut log)?;
+            patches::apply(p, &self.dir, &label, &mut log).map_err(TreeError::Content)?;
         }
         Ok(())
     }
@@ -368,6 +424,17 @@ impl Worktree {
     }
 }
 
+/// A process (other than this one) whose working directory is `dir` or below it: git
+/// runs with `-C dir`, make in the tree.
+fn process_in(dir: &Path) -> Option<u32> {
+    let me = std::process::id();
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let cwd = std::fs::read_link(e.path().join("cwd")).ok()?;
+        (pid != me && cwd.starts_with(dir)).then_some(pid)
+    })
+}
+
 /// The files a boot needs, out of the tree into `kept` (laid out as in a tree).
 fn keep(tree: &Path, kept: &Path, info: &KernelBuild) -> Result<(), String> {
     let part = kept.with_extension("part");
@@ -398,6 +465,46 @@ fn keep(tree: &Path, kept: &Path, info: &KernelBuild) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_in_a_tree_is_found_and_none_once_it_left() {
+        let d = std::env::temp_dir().join(format!("xrunrig-settle-{}", std::process::id()));
+        std::fs::create_dir_all(d.join("sub")).unwrap();
+        let d = std::fs::canonicalize(&d).unwrap();
+        let mut c = Command::new("sleep")
+            .arg("30")
+            .current_dir(d.join("sub"))
+            .spawn()
+            .unwrap();
+        assert_eq!(process_in(&d), Some(c.id()));
+        c.kill().unwrap();
+        c.wait().unwrap();
+        assert_eq!(process_in(&d), None);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_dead_gits_index_lock_is_removed_when_the_tree_is_opened_again() {
+        let d = std::env::temp_dir().join(format!("xrunrig-lock-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let d = std::fs::canonicalize(&d).unwrap();
+        git(&d, &["init", "-q"]).unwrap();
+        let lock = d.join(".git/index.lock");
+        std::fs::write(&lock, b"").unwrap();
+        let w = Worktree {
+            repo: d.clone(),
+            dir: d.clone(),
+            log_path: d.join("log"),
+            patches: vec![],
+            started_from: None,
+        };
+        w.settle().unwrap();
+        assert!(!lock.exists());
+        // Git works in the tree again.
+        git(&d, &["add", "-A"]).unwrap();
+        let _ = std::fs::remove_dir_all(&d);
+    }
 
     #[test]
     fn reads_the_makefile_version() {
