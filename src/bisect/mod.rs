@@ -441,7 +441,6 @@ fn step_of(role: Role, c: &Commit) -> Step {
     }
 }
 
-/// The kernel of `commit` (with `extra`): kept from an earlier build, or built now.
 /// Why a step has no kernel.
 enum NoKernel {
     /// The build tree could not be set (git): the bisection stops, resumable.
@@ -450,6 +449,7 @@ enum NoKernel {
     Build(String),
 }
 
+/// The kernel of `commit` (with `extra`): kept from an earlier build, or built now.
 fn kernel_for(b: &mut Bench, step: &mut Step, extra: &Extra) -> Result<Kernel, NoKernel> {
     let sha = step.commit.sha.clone();
     if let Some(k) = b.tree.kept(&sha, extra) {
