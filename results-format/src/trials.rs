@@ -280,6 +280,23 @@ impl Row {
         (self.min, self.min_at_least) = (s.min, s.min_at_least);
         (self.max, self.max_at_least) = (s.max, s.max_at_least);
     }
+
+    /// " (1 no value, 5 censored)": the row's trials without a measured value, for
+    /// after its `n`; `none` names those without any ("no value", "none").
+    pub fn not_measured(&self, none: &str) -> String {
+        let mut parts = vec![];
+        if self.missing > 0 {
+            parts.push(format!("{} {none}", self.missing));
+        }
+        if !self.censored.is_empty() {
+            parts.push(format!("{} censored", self.censored.len()));
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", parts.join(", "))
+        }
+    }
 }
 
 /// summary.json of a trial rig.
@@ -506,6 +523,18 @@ mod tests {
             serde_json::from_str(r#"{"censored":{"wait":"x","other":5}}"#).unwrap();
         assert_eq!(r.censored.len(), 1);
         assert_eq!(r.censored["other"], 5.0);
+    }
+
+    #[test]
+    fn not_measured_counts_trials_without_a_value_and_censored_ones() {
+        let mut r = Row::default();
+        assert_eq!(r.not_measured("none"), "");
+        r.missing = 1;
+        assert_eq!(r.not_measured("none"), " (1 none)");
+        r.censored = vec![100.0, 100.0];
+        assert_eq!(r.not_measured("no value"), " (1 no value, 2 censored)");
+        r.missing = 0;
+        assert_eq!(r.not_measured("none"), " (2 censored)");
     }
 
     #[test]

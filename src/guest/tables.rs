@@ -114,16 +114,20 @@ pub fn livefx_combined(rows: &[LivefxKernelRow]) -> String {
     out + "misses: deadline misses not caused by an injected overrun; per hour: dropouts (the larger of xruns and misses, plus clicks) per hour of audio\n"
 }
 
-/// The table across kernels (a kernel column before the usual ones) and
-/// A thread rig's rows of several kernels as one table, each row led by its kernel's
-/// label (`labels`, one per row).
-fn kernel_table(rows: &[Row], labels: &[String]) -> String {
-    let w = labels
+/// The kernel column's width: its longest label, or its heading.
+fn label_width(labels: &[String]) -> usize {
+    labels
         .iter()
         .map(|l| l.len())
         .max()
         .unwrap_or(0)
-        .max("kernel".len());
+        .max("kernel".len())
+}
+
+/// A thread rig's rows of several kernels as one table, each row led by its kernel's
+/// label (`labels`, one per row).
+fn kernel_table(rows: &[Row], labels: &[String]) -> String {
+    let w = label_width(labels);
     let mut out = String::new();
     for (i, line) in table::render(rows).lines().enumerate() {
         let k = match i {
@@ -171,12 +175,7 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
         out.push_str("(no kernel brought results home)\n");
     }
     // --until-decided: each kernel's comparisons under the table.
-    let w = labels
-        .iter()
-        .map(|l| l.len())
-        .max()
-        .unwrap_or(0)
-        .max("kernel".len());
+    let w = label_width(&labels);
     for r in runs {
         if let Some(d) = &r.decided {
             for p in &d.pairs {

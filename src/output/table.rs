@@ -36,7 +36,7 @@ pub fn render(rows: &[Row]) -> String {
             ),
             _ => "-".into(),
         };
-        let n = format!("{}{}", r.n, not_measured(r));
+        let n = format!("{}{}", r.n, r.not_measured("no value"));
         lines.push([
             r.setting.clone(),
             r.variant.clone(),
@@ -78,22 +78,6 @@ pub fn render(rows: &[Row]) -> String {
 /// Under a table with censored values: what "censored" and "≥" mean.
 pub const CENSORED_NOTE: &str = "censored: the trial ended early once the metric had passed its bound\n\
      (end_early): its value is only known to be at least the bound; ≥ marks a figure on one";
-
-/// " (2 no value, 5 censored)": the trials of a row without a measured value.
-pub fn not_measured(r: &Row) -> String {
-    let mut parts = vec![];
-    if r.missing > 0 {
-        parts.push(format!("{} no value", r.missing));
-    }
-    if !r.censored.is_empty() {
-        parts.push(format!("{} censored", r.censored.len()));
-    }
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", parts.join(", "))
-    }
-}
 
 #[cfg(test)]
 mod tests {

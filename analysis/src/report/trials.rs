@@ -27,7 +27,7 @@ pub fn table(t: &TrialsData) -> Block {
                 vec![
                     r.setting.clone(),
                     r.variant.clone(),
-                    format!("{}{}", r.n, not_measured(r, "none")),
+                    format!("{}{}", r.n, r.not_measured("none")),
                     r.within_bound
                         .map_or("-".into(), |w| format!("{w}/{}", r.n)),
                     median_text(r),
@@ -63,7 +63,7 @@ pub fn table(t: &TrialsData) -> Block {
             (Some(b), Some(w)) => format!("{w}/{} ({b})", r.n),
             _ => "-".into(),
         };
-        let n = format!("{}{}", r.n, not_measured(r, "no value"));
+        let n = format!("{}{}", r.n, r.not_measured("no value"));
         let unit = |t: String| {
             if t == "-" {
                 t
@@ -85,23 +85,6 @@ pub fn table(t: &TrialsData) -> Block {
         head: head.iter().map(|s| s.to_string()).collect(),
         rows,
         right: vec![false, false, false, true, false, true, false],
-    }
-}
-
-/// " (1 none, 5 censored)": the row's trials without a measured value; `none` names
-/// those without any.
-fn not_measured(r: &TRow, none: &str) -> String {
-    let mut parts = vec![];
-    if r.missing > 0 {
-        parts.push(format!("{} {none}", r.missing));
-    }
-    if !r.censored.is_empty() {
-        parts.push(format!("{} censored", r.censored.len()));
-    }
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", parts.join(", "))
     }
 }
 
