@@ -590,7 +590,19 @@ pub fn plots(t: &TrialsData, ctx: &mut Ctx) -> Result<Vec<Block>, String> {
             .iter()
             .enumerate()
             .map(|(i, x)| Series {
-                label: r.apply(&format!("{} / {}", x.setting, x.variant)),
+                // A censored trial has no point to draw (only "at least"): the curve
+                // stops short of 1 by them, and a series with nothing else is empty,
+                // so the legend says where they are.
+                label: r.apply(&format!(
+                    "{} / {}{}",
+                    x.setting,
+                    x.variant,
+                    if x.censored.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({} of {} ended early, not drawn)", x.censored.len(), x.n)
+                    }
+                )),
                 color: i,
                 pts: ecdf_with_missing(&x.values, x.missing + x.censored.len()),
                 dots: true,
