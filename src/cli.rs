@@ -49,6 +49,9 @@ pub enum Cmd {
     Report(ReportArgs),
     /// Compare results directories (kernels or settings) with statistics.
     Compare(CompareArgs),
+    /// Measure how much a rig's figures move from run to run on this machine (A/A
+    /// pairs), and keep it for `xrunrig compare` with one run a side.
+    Calibrate(Box<CalibrateArgs>),
     /// Write results directories in another system's format.
     #[command(subcommand)]
     Export(ExportCmd),
@@ -212,8 +215,10 @@ impl Cli {
     {
         let m = command().try_get_matches_from(args)?;
         let mut cli = Cli::from_arg_matches(&m)?;
-        if let (Cmd::Run(a), Some(("run", rm))) = (&mut cli.cmd, m.subcommand()) {
-            a.bind_patches(rm);
+        match (&mut cli.cmd, m.subcommand()) {
+            (Cmd::Run(a), Some(("run", rm))) => a.bind_patches(rm),
+            (Cmd::Calibrate(a), Some(("calibrate", rm))) => a.run.bind_patches(rm),
+            _ => {}
         }
         Ok(cli)
     }
@@ -228,6 +233,26 @@ impl Cmd {
             Cmd::Compare(a) => a.json,
             Cmd::Watch(a) => a.json,
             _ => false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CalibrateArgs {
+    /// The runs, as `xrunrig run` takes them (rig, profile, settings, variants, trials,
+    /// duration, backend, --kernel ...); --out is where the runs go.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// A/A pairs to run: 2 x N runs, nothing changed between them (2 to 200).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub pairs: u32,
+}
+
+impl CalibrateArgs {
+    pub fn into_options(self) -> crate::calibrate::CalibrateOptions {
+        crate::calibrate::CalibrateOptions {
+            pairs: self.pairs,
+            run: self.run.into_options(),
         }
     }
 }
@@ -626,19 +651,49 @@ pub struct ReportArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
-    /// Two or more results directories; the first is the baseline.
-    #[arg(required = true, num_args = 2..)]
+    /// The baseline's results directories, then (after `--`) the candidate's: `A1 A2 A3
+    /// -- B1 B2 B3` compares runs with runs (each run, one boot, is a unit). Without
+    /// `--`, one directory a side, the first the baseline: `A B [C ...]`. One directory
+    /// of a run over several kernels (`results/RIG-TIME-kernels`) compares its kernels'
+    /// boots.
+    #[arg(required = true, num_args = 1..)]
     pub dirs: Vec<PathBuf>,
-    /// Relative change (percent) beyond which a significant regression fails the command.
+    /// The candidate's runs, after `--`.
+    #[arg(last = true)]
+    pub candidates: Vec<PathBuf>,
+    /// Relative change (percent) beyond which a change counts: worse or better when its
+    /// 95 % interval lies wholly beyond it, the same when wholly inside.
     #[arg(long, default_value_t = 10.0)]
     pub threshold: f64,
     /// Where to write the comparison's files (default: a new `compare-A-vs-B` beside
     /// the first directory; never into A or B).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// A calibration file (`xrunrig calibrate`) to use for one run a side, instead of
+    /// the one the cache holds for the baseline's rig, kernel and machine.
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
     #[arg(long)]
     pub redact: bool,
     /// Print compare.json's document to stdout; the text goes to stderr.
     #[arg(long)]
     pub json: bool,
+}
+
+impl CompareArgs {
+    /// The sides: `A.. -- B..`, or one directory each.
+    pub fn request(&self) -> analysis::compare::Request {
+        let sides = if self.candidates.is_empty() {
+            self.dirs.iter().map(|d| vec![d.clone()]).collect()
+        } else {
+            vec![self.dirs.clone(), self.candidates.clone()]
+        };
+        analysis::compare::Request {
+            sides,
+            threshold: self.threshold,
+            out: self.out.clone(),
+            redact: self.redact,
+            calibration: self.calibration.clone(),
+        }
+    }
 }

@@ -2,12 +2,14 @@
 //! command means by them: `--help` (`cli::command()`), the man pages (`shell`) and
 //! docs/command-line.md (its exit code table) say these words. 0 done, 1 a finding (compare: a regression; doctor: a FAIL
 //! that applies), 2 refused before anything ran or changed, 3 failed during the run,
-//! 130 interrupted.
+//! 4 inconclusive (compare: the runs cannot tell), 130 interrupted.
 
 pub const EXIT_FOUND: i32 = 1;
 pub const EXIT_REFUSED: i32 = 2;
 pub const EXIT_FAILED: i32 = 3;
 pub const EXIT_INTERRUPTED: i32 = 130;
+/// compare: the evidence cannot tell a change from the run-to-run variation.
+pub const EXIT_INCONCLUSIVE: i32 = analysis::compare::EXIT_INCONCLUSIVE;
 
 /// A command's exit codes in words (`""`: the program as a whole).
 pub fn codes(cmd: &str) -> Vec<(i32, &'static str)> {
@@ -36,13 +38,35 @@ pub fn codes(cmd: &str) -> Vec<(i32, &'static str)> {
         "compare" => vec![
             (
                 0,
-                "no metric regressed beyond the threshold (or no verdict: too few trials)",
+                "the same or better: every metric's change within the threshold, or an \
+                 improvement beyond it, none worse",
             ),
-            (EXIT_FOUND, "a metric regressed beyond the threshold"),
+            (
+                EXIT_FOUND,
+                "worse: a metric's change lies wholly beyond the threshold (its 95 % \
+                 interval, Holm-adjusted)",
+            ),
             (
                 EXIT_REFUSED,
                 "refused: a directory unreadable, runs of different rigs, settings or \
-                 variants, or a run compared with itself",
+                 variants, a side mixing kernels, or a run compared with itself",
+            ),
+            (
+                EXIT_INCONCLUSIVE,
+                "inconclusive: the runs cannot tell a change from the run-to-run variation \
+                 (run more runs a side, or calibrate); nothing was called worse",
+            ),
+        ],
+        "calibrate" => vec![
+            (0, "every run ran; the calibration is kept in the cache"),
+            refused,
+            (
+                EXIT_FAILED,
+                "a run failed; nothing was kept (the runs so far are in --out)",
+            ),
+            (
+                EXIT_INTERRUPTED,
+                "interrupted (Ctrl-C); nothing was kept, every setting restored",
             ),
         ],
         "doctor" => vec![
@@ -118,6 +142,10 @@ pub fn codes(cmd: &str) -> Vec<(i32, &'static str)> {
             ),
             refused,
             (EXIT_FAILED, "run: failed while running"),
+            (
+                EXIT_INCONCLUSIVE,
+                "compare: inconclusive, the runs cannot tell a change from their variation",
+            ),
             (EXIT_INTERRUPTED, "run: interrupted (Ctrl-C)"),
         ],
     }
@@ -137,7 +165,15 @@ mod tests {
     #[test]
     fn every_command_names_its_codes() {
         for c in [
-            "", "run", "compare", "doctor", "check", "restore", "report", "bisect",
+            "",
+            "run",
+            "compare",
+            "calibrate",
+            "doctor",
+            "check",
+            "restore",
+            "report",
+            "bisect",
         ] {
             let h = super::help(c);
             assert!(
@@ -146,5 +182,6 @@ mod tests {
             );
         }
         assert!(super::help("run").contains("  130  interrupted"));
+        assert!(super::help("compare").contains("  4    inconclusive"));
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod audio;
 pub mod bisect;
+pub mod calibrate;
 pub mod check;
 pub mod cli;
 pub mod doctor;

@@ -18,19 +18,18 @@ fn main() {
                 2
             }
         },
-        Cmd::Compare(a) => {
-            match analysis::compare_outcome(&a.dirs, a.threshold, a.out.as_deref(), a.redact) {
-                Ok(o) => {
-                    console::report(&o.text);
-                    console::document(&o.json);
-                    o.exit_code()
-                }
-                Err(e) => {
-                    eprintln!("xrunrig compare: {e}");
-                    2
-                }
+        Cmd::Compare(a) => match analysis::compare_outcome(&a.request()) {
+            Ok(o) => {
+                console::report(&o.text);
+                console::document(&o.json);
+                o.exit_code()
             }
-        }
+            Err(e) => {
+                eprintln!("xrunrig compare: {e}");
+                2
+            }
+        },
+        Cmd::Calibrate(a) => xrunrig::calibrate::main(&a.into_options()),
         Cmd::Export(ExportCmd::Kcidb(a)) => {
             let opts = kcidb::Options {
                 origin: a.origin,

@@ -195,6 +195,7 @@ const ROOMS: &[&str] = &[
     "guest",
     "bisect",
     "run",
+    "calibrate",
     "cli",
     "shell",
 ];

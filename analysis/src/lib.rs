@@ -7,10 +7,12 @@
 //! results format only; it does not depend on the xrunrig crate.
 
 pub mod bisect;
+pub mod cache;
 pub mod compare;
 pub mod dist;
 pub mod doc;
 pub mod export;
+pub mod judge;
 pub mod kind;
 pub mod load;
 pub mod out;
@@ -28,24 +30,14 @@ pub fn report_main(dir: &Path, redact: bool) -> Result<i32, String> {
     report::main(dir, redact)
 }
 
-/// `xrunrig compare A B ...`: returns the process exit code: 0 when nothing regressed
-/// beyond `threshold` percent with significance, 1 when something did.
-pub fn compare_main(
-    dirs: &[PathBuf],
-    threshold: f64,
-    out: Option<&Path>,
-    redact: bool,
-) -> Result<i32, String> {
-    compare::main(dirs, threshold, out, redact)
+/// `xrunrig compare A B ...` with one run a side: returns the process exit code: 0 the
+/// same or better, 1 worse, 4 inconclusive (`compare::Outcome::exit_code`).
+pub fn compare_main(dirs: &[PathBuf], threshold: f64, out: Option<&Path>) -> Result<i32, String> {
+    compare::main(&compare::Request::one_run_a_side(dirs, threshold, out))
 }
 
-/// As `compare_main`, printing nothing: the text, compare.json's document and the exit
-/// code, for the caller to route (`xrunrig compare --json`).
-pub fn compare_outcome(
-    dirs: &[PathBuf],
-    threshold: f64,
-    out: Option<&Path>,
-    redact: bool,
-) -> Result<compare::Outcome, String> {
-    compare::outcome(dirs, threshold, out, redact)
+/// The comparison a request asks for, printing nothing: the text, compare.json's
+/// document and the exit code, for the caller to route (`xrunrig compare --json`).
+pub fn compare_outcome(r: &compare::Request) -> Result<compare::Outcome, String> {
+    compare::outcome(r)
 }

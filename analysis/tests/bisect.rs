@@ -326,7 +326,8 @@ fn kcidb_and_lava_export_a_checkout_build_and_test_per_tested_commit() {
 fn compare_refuses_a_bisection_and_says_what_to_do() {
     let (a, _) = synthetic("cmp-a");
     let (b, _) = synthetic("cmp-b");
-    let e = analysis::compare_outcome(&[a.clone(), b.clone()], 5.0, None, false)
+    let one = analysis::compare::Request::one_run_a_side;
+    let e = analysis::compare_outcome(&one(&[a.clone(), b.clone()], 5.0, None))
         .err()
         .unwrap();
     assert!(
@@ -336,12 +337,11 @@ fn compare_refuses_a_bisection_and_says_what_to_do() {
         "{e}"
     );
     // Its runs are ordinary results directories, and compare takes them.
-    let o = analysis::compare_outcome(
+    let o = analysis::compare_outcome(&one(
         &[a.join("runs/good-b1"), a.join("runs/bad-b1")],
         5.0,
         None,
-        false,
-    )
+    ))
     .unwrap();
     assert!(!o.text.is_empty());
     std::fs::remove_dir_all(&a).unwrap();

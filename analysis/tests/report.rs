@@ -165,7 +165,7 @@ fn trials_report_writes_everything() {
             "latency_NO_RT_PUSH_IPI",
         ],
     );
-    assert!(txt.contains("NO_RT_PUSH_IPI / pi: wait median 1499.6 ms against 0.815 ms under RT_PUSH_IPI (pi), 0/8 against 8/8 under 100 ms, p < 0.001"), "{txt}");
+    assert!(txt.contains("NO_RT_PUSH_IPI / pi: wait median 1499.6 ms against 0.815 ms under RT_PUSH_IPI (pi), 0/8 against 8/8 under 100 ms: worse — the values worse (×1399, 95 % interval ×784 to ×2496); trials within the bound worse (Fisher's exact test, one-sided p < 0.001)"), "{txt}");
     assert!(
         txt.contains("sched_migrate_task: owner cpu1 -> cpu3"),
         "evidence missing"
@@ -274,7 +274,7 @@ fn trials_that_ended_early_report_as_censored_never_as_values() {
         "{txt}"
     );
     assert!(
-        txt.contains("NO_RT_PUSH_IPI / pi: wait median ≥ 100.0 ms against 0.815 ms under RT_PUSH_IPI (pi), 0/8 against 8/8 under 100 ms, p < 0.001"),
+        txt.contains("NO_RT_PUSH_IPI / pi: wait median ≥ 100.0 ms against 0.815 ms under RT_PUSH_IPI (pi), 0/8 against 8/8 under 100 ms: worse — trials within the bound worse (Fisher's exact test, one-sided p < 0.001)"),
         "{txt}"
     );
     assert!(

@@ -469,9 +469,13 @@ fn unfinished_or_odd_watch_directories_are_refused_or_flagged() {
     // compare and the KCIDB and LAVA exports take rig runs only, and say what to do
     // instead.
     let other = synthetic("refuse-b");
-    let e = analysis::compare_outcome(&[dir.clone(), other.clone()], 5.0, None, false)
-        .err()
-        .unwrap();
+    let e = analysis::compare_outcome(&analysis::compare::Request::one_run_a_side(
+        &[dir.clone(), other.clone()],
+        5.0,
+        None,
+    ))
+    .err()
+    .unwrap();
     assert!(
         e.contains("xrunrig watch") && e.contains("xrunrig report"),
         "{e}"

@@ -3,6 +3,7 @@
 //! cannot silently break the other.
 
 pub mod bisect;
+pub mod calibration;
 pub mod combined;
 pub mod instruments;
 pub mod kbuild;

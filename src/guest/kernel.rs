@@ -38,19 +38,10 @@ impl Kernel {
     }
 }
 
-/// Where fetched packages and unpacked kernels are kept.
+/// Where fetched packages and unpacked kernels are kept: `kernels/` in the cache
+/// (`analysis::cache::root`).
 pub fn cache_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("XRUNRIG_CACHE_DIR") {
-        return PathBuf::from(d).join("kernels");
-    }
-    if crate::sys::is_root() {
-        return PathBuf::from("/var/cache/xrunrig/kernels");
-    }
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| PathBuf::from("/tmp"))
-        .join("xrunrig/kernels")
+    analysis::cache::root().join("kernels")
 }
 
 /// "6.1.0-57-amd64" → ("6.1.0-57", "amd64"): the version ends at the first '-'

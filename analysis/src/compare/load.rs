@@ -1,6 +1,6 @@
-//! The directories compared: loaded, labelled A, B, C..., one redactor for all, checked
-//! to be runs of one experiment (else refused), and each metric of the baseline found
-//! in the others.
+//! The sides compared: each a list of runs (results directories) of one configuration
+//! (one rig, settings, variants, kernel), labelled A, B, C..., checked to be runs of one
+//! experiment (else refused), and each metric of the baseline found in the others.
 
 use super::sample::{Key, Sample};
 use crate::kind;
@@ -8,58 +8,82 @@ use crate::load::{Results, first_seen};
 use crate::redact::Redactor;
 use std::path::PathBuf;
 
-pub struct Dirs {
-    pub results: Vec<Results>,
-    /// "A" for the baseline, then "B", "C", ...
-    pub labels: Vec<String>,
+/// One side: its label ("A" for the baseline) and its runs.
+pub struct Side {
+    pub label: String,
+    pub runs: Vec<Results>,
+}
+
+pub struct Sides {
+    pub sides: Vec<Side>,
     pub red: Redactor,
 }
 
-/// One metric of the baseline and what each directory has for it.
-pub struct Metric {
-    pub key: Key,
-    /// The baseline's first; None where a directory lacks the metric.
-    pub per_dir: Vec<Option<Sample>>,
+impl Sides {
+    pub fn labels(&self) -> Vec<String> {
+        self.sides.iter().map(|s| s.label.clone()).collect()
+    }
+    /// The baseline's first run.
+    pub fn base(&self) -> &Results {
+        &self.sides[0].runs[0]
+    }
 }
 
-pub fn load(dirs: &[PathBuf], redact: bool) -> Result<Dirs, String> {
-    if dirs.len() < 2 {
+/// One metric of the baseline and what each side's runs have for it.
+pub struct Metric {
+    pub key: Key,
+    /// Per side, the samples of the runs that have the metric.
+    pub per_side: Vec<Vec<Sample>>,
+}
+
+/// Reads every side's runs and refuses what is not one experiment.
+pub fn load(sides: &[Vec<PathBuf>], redact: bool) -> Result<Sides, String> {
+    if sides.len() < 2 || sides.iter().any(|s| s.is_empty()) {
         return Err(
-            "compare needs two or more results directories; the first is the baseline".into(),
+            "compare needs two sides: `xrunrig compare A B` (one run a side), `xrunrig compare \
+             A1 A2 A3 -- B1 B2 B3` (several runs a side: the runs are the units), or a run over \
+             several kernels (`xrunrig compare results/RIG-TIME-kernels`); the first side is \
+             the baseline"
+                .into(),
         );
     }
-    same_directory(dirs)?;
-    let results: Vec<Results> = dirs
-        .iter()
-        .map(|d| kind::load(d))
-        .collect::<Result<_, _>>()?;
-    // A watch (no rig ran) or a bisection (its steps are compared already) says why not.
-    if let Some(why) = results
-        .iter()
-        .find_map(|r| kind::of(r).not_compared(&r.dir))
-    {
-        return Err(why);
-    }
-    let labels: Vec<String> = (0..results.len())
-        .map(|i| ((b'A' + (i % 26) as u8) as char).to_string())
-        .collect();
-    for (i, r) in results.iter().enumerate().skip(1) {
-        same_experiment(&results[0], r, &labels[i])?;
-    }
-    let red = if redact {
-        let hosts: Vec<String> = results
+    let all: Vec<PathBuf> = sides.iter().flatten().cloned().collect();
+    same_directory(&all)?;
+    let mut out = Vec::new();
+    for (i, paths) in sides.iter().enumerate() {
+        let runs: Vec<Results> = paths
             .iter()
+            .map(|d| kind::load(d))
+            .collect::<Result<_, _>>()?;
+        // A watch (no rig ran) or a bisection (its steps are compared already) says why not.
+        if let Some(why) = runs.iter().find_map(|r| kind::of(r).not_compared(&r.dir)) {
+            return Err(why);
+        }
+        out.push(Side {
+            label: ((b'A' + (i % 26) as u8) as char).to_string(),
+            runs,
+        });
+    }
+    for s in &out {
+        for (j, r) in s.runs.iter().enumerate().skip(1) {
+            one_side(&s.runs[0], r, &s.label, j + 1)?;
+        }
+    }
+    for s in out.iter().skip(1) {
+        same_experiment(&out[0].runs[0], &s.runs[0], &s.label)?;
+    }
+    copies(&out)?;
+    let red = if redact {
+        let hosts: Vec<String> = out
+            .iter()
+            .flat_map(|s| s.runs.iter())
             .flat_map(|r| crate::report::run_hosts(&r.run))
             .collect();
         Redactor::for_this_machine(&hosts)
     } else {
         Redactor::none()
     };
-    Ok(Dirs {
-        results,
-        labels,
-        red,
-    })
+    Ok(Sides { sides: out, red })
 }
 
 /// Refuses a directory given twice (by any path to it).
@@ -97,9 +121,60 @@ fn list(v: &[String]) -> String {
     }
 }
 
+/// The kernel a run measured, as compare tells kernels apart: the release, and for a
+/// kernel built from source its build (source, config and patches: the build cache's
+/// key), so two builds of one release are two kernels.
+pub fn kernel_of(r: &Results) -> String {
+    let release = r
+        .run
+        .kernel
+        .as_ref()
+        .and_then(|k| k.release.clone())
+        .unwrap_or_else(|| "?".into());
+    let build = r.run.guest.as_ref().and_then(|g| g.kernel_build.as_ref());
+    match build {
+        Some(b) => {
+            let patches: Vec<&str> = b
+                .patches
+                .iter()
+                .map(|p| p.subject.as_deref().unwrap_or(p.file.as_str()))
+                .collect();
+            let what = if patches.is_empty() {
+                "unpatched".to_string()
+            } else {
+                format!("patched: {}", patches.join(", "))
+            };
+            format!(
+                "{release} ({what}; build {})",
+                b.key.as_deref().unwrap_or("?")
+            )
+        }
+        None => release,
+    }
+}
+
+/// Refuses a run of a side that is not the same configuration as the side's first run:
+/// the same experiment and the same kernel. A side is one configuration measured
+/// several times; what differs between sides is what a comparison is for.
+fn one_side(first: &Results, r: &Results, label: &str, n: usize) -> Result<(), String> {
+    same_experiment(first, r, &format!("{label}{n}")).map_err(|e| {
+        format!("side {label} mixes runs: {e}; every run of a side must be the same rig, settings, variants and kernel")
+    })?;
+    let (ka, kb) = (kernel_of(first), kernel_of(r));
+    if ka != kb {
+        return Err(format!(
+            "side {label} mixes kernels: {} ran {ka}, {} ran {kb}; every run of a side must be \
+             the same kernel (put each kernel's runs on a side of its own)",
+            first.dir.display(),
+            r.dir.display()
+        ));
+    }
+    Ok(())
+}
+
 /// Refuses two directories that are not runs of one experiment: another rig, other
-/// settings or variants, other audio parameters, or the same run copied. What may
-/// differ is what a comparison is for: the kernel, a patch, the machine, the day.
+/// settings or variants, other audio parameters. What may differ is what a comparison
+/// is for: the kernel, a patch, the machine, the day.
 fn same_experiment(a: &Results, b: &Results, label: &str) -> Result<(), String> {
     let refuse = |what: String| {
         Err(format!(
@@ -160,36 +235,51 @@ fn same_experiment(a: &Results, b: &Results, label: &str) -> Result<(), String> 
     if let Some(what) = kind::of(a).differs(kind::of(b), label) {
         return refuse(what);
     }
-    // One run in two places (a copy): run.json and summary.json the same, byte for byte
-    // (two runs never share run.json: it holds when each started).
+    Ok(())
+}
+
+/// Refuses one run in two places (a copy): run.json and summary.json the same, byte for
+/// byte (two runs never share run.json: it holds when each started).
+fn copies(sides: &[Side]) -> Result<(), String> {
+    let runs: Vec<&Results> = sides.iter().flat_map(|s| s.runs.iter()).collect();
     let read = |r: &Results, f: &str| std::fs::read(r.dir.join(f)).ok();
-    let same = |f: &str| read(a, f).is_some() && read(a, f) == read(b, f);
-    if same(results::RUN_JSON) && same(results::SUMMARY_JSON) {
-        return Err(format!(
-            "{} and {} hold the same run (their run.json and summary.json are identical: a \
-             copy): a run compared with itself says nothing; compare two runs",
-            a.dir.display(),
-            b.dir.display(),
-        ));
+    for i in 0..runs.len() {
+        for j in 0..i {
+            let (a, b) = (runs[j], runs[i]);
+            let same = |f: &str| read(a, f).is_some() && read(a, f) == read(b, f);
+            if same(results::RUN_JSON) && same(results::SUMMARY_JSON) {
+                return Err(format!(
+                    "{} and {} hold the same run (their run.json and summary.json are \
+                     identical: a copy): a run compared with itself says nothing; compare two runs",
+                    a.dir.display(),
+                    b.dir.display(),
+                ));
+            }
+        }
     }
     Ok(())
 }
 
-/// Each metric of the baseline with what every directory has under the same
-/// (setting, variant, metric).
-pub fn metrics(results: &[Results]) -> Vec<Metric> {
+/// Each metric of the baseline's first run with what every side's runs have under the
+/// same (setting, variant, metric).
+pub fn metrics(s: &Sides) -> Vec<Metric> {
     // A watch has none: `load()` refuses it.
-    let per: Vec<Vec<(Key, Sample)>> = results.iter().map(|r| kind::of(r).samples()).collect();
-    per[0]
+    let per: Vec<Vec<Vec<(Key, Sample)>>> = s
+        .sides
         .iter()
-        .map(|(k, s)| Metric {
+        .map(|side| side.runs.iter().map(|r| kind::of(r).samples()).collect())
+        .collect();
+    per[0][0]
+        .iter()
+        .map(|(k, _)| Metric {
             key: k.clone(),
-            per_dir: std::iter::once(Some(s.clone()))
-                .chain(
-                    per.iter()
-                        .skip(1)
-                        .map(|p| p.iter().find(|(k2, _)| k2 == k).map(|x| x.1.clone())),
-                )
+            per_side: per
+                .iter()
+                .map(|runs| {
+                    runs.iter()
+                        .filter_map(|p| p.iter().find(|(k2, _)| k2 == k).map(|x| x.1.clone()))
+                        .collect()
+                })
                 .collect(),
         })
         .collect()

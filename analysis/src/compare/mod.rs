@@ -1,95 +1,140 @@
-//! `xrunrig compare A B [C ...]`: the same metrics across runs of one experiment
-//! (kernels, patches, machines), LKP style: value ± spread, % change against the first
-//! directory, a test per metric over per-trial values (the trial, not the cycle, is the
-//! unit of evidence) with Holm's correction for the number of metrics, a verdict per
-//! metric in plain words, side-by-side plots, and exit code 1 when something regressed
-//! beyond the threshold. Too few trials a side: no verdict, said so. Runs of different
-//! rigs, settings or variants, and a run compared with itself, are refused.
+//! `xrunrig compare A B`, `A1 A2 A3 -- B1 B2 B3`: the same metrics across runs of one
+//! experiment (kernels, patches, machines), LKP style, judged run against run
+//! (`judge`: the run, one boot, is the unit; trials are nested inside it), each metric
+//! worse, better, the same or inconclusive from its change's 95 % interval against the
+//! threshold, Holm-adjusted over the metrics; side-by-side plots; exit code 1 when
+//! something is worse, 4 when the comparison is inconclusive. With one run a side the
+//! run-to-run spread comes from a calibration (`calibration`) or, without one, from the
+//! largest this project has measured. Sides of different rigs, settings or variants, a
+//! side that mixes kernels, and a run compared with itself are refused.
 //!
-//! The steps, a file each: `load` (the directories, checked and matched metric by
-//! metric), `sample` (a metric's per-trial values and the test between two), `verdict`,
-//! `plots`, `write`. The files go into `--out` or a new directory beside the baseline,
-//! never into a results directory.
+//! The steps, a file each: `load` (the sides, checked and matched metric by metric),
+//! `sample` (a metric's per-trial values, what each is judged as), `calibration`,
+//! `verdict`, `plots`, `write`. The files go into `--out` or a new directory beside the
+//! baseline, never into a results directory.
 
+pub mod calibration;
 pub(crate) mod load;
 mod plots;
 pub mod sample;
 mod verdict;
 mod write;
 
+use crate::judge::Answer;
 use crate::out::Ctx;
 use std::path::{Path, PathBuf};
 
-/// Significance level for calling a change real.
-pub const ALPHA: f64 = 0.05;
+/// The exit code of an inconclusive comparison.
+pub const EXIT_INCONCLUSIVE: i32 = 4;
 
 pub struct Outcome {
     pub text: String,
     /// compare.json's document, as written.
     pub json: serde_json::Value,
+    pub answer: Option<Answer>,
     pub regressions: usize,
     pub improvements: usize,
 }
 
-pub fn run(
-    paths: &[PathBuf],
-    threshold: f64,
-    out: Option<&Path>,
-    redact: bool,
-) -> Result<Outcome, String> {
+/// What to compare and how.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The sides' runs, the baseline first.
+    pub sides: Vec<Vec<PathBuf>>,
+    pub threshold: f64,
+    pub out: Option<PathBuf>,
+    pub redact: bool,
+    /// A calibration file to use instead of the cache's.
+    pub calibration: Option<PathBuf>,
+}
+
+impl Request {
+    /// One directory a side, as `xrunrig compare A B C` gives them.
+    pub fn one_run_a_side(dirs: &[PathBuf], threshold: f64, out: Option<&Path>) -> Request {
+        Request {
+            sides: dirs.iter().map(|d| vec![d.clone()]).collect(),
+            threshold,
+            out: out.map(Path::to_path_buf),
+            redact: false,
+            calibration: None,
+        }
+    }
+}
+
+pub fn run(r: &Request) -> Result<Outcome, String> {
     // Every refusal comes before anything is written.
-    let dirs = load::load(paths, redact)?;
-    let metrics = load::metrics(&dirs.results);
-    let v = verdict::judge(&metrics, &dirs.labels, threshold);
-    let out = out_dir(paths, out)?;
-    let mut ctx = Ctx::new(&out, dirs.red.clone(), dirs.results[0].rig.clone())?;
+    let sides = load::load(&r.sides, r.redact)?;
+    let metrics = load::metrics(&sides);
+    let mut problems = Vec::new();
+    let cal = calibration::find(sides.base(), r.calibration.as_deref(), &mut problems)?;
+    let one_run_side = sides.sides.iter().any(|s| s.runs.len() < 2);
+    let cal_name = cal.as_ref().map(|(_, p)| p.display().to_string());
+    let v = verdict::judge(
+        &metrics,
+        &sides,
+        cal.as_ref().map(|(c, _)| c).zip(cal_name.as_deref()),
+        r.threshold,
+    );
+    let all: Vec<PathBuf> = r.sides.iter().flatten().cloned().collect();
+    let out = out_dir(&all, r.out.as_deref())?;
+    let mut ctx = Ctx::new(&out, sides.red.clone(), sides.base().rig.clone())?;
     ctx.mkdir("plots")?;
-    let imgs = plots::plots(&metrics, &dirs, &mut ctx)?;
+    let imgs = plots::plots(&metrics, &sides, &mut ctx)?;
     ctx.flush()?;
-    let d = write::document(&dirs, &v, threshold, imgs);
-    let (mut text, json) = write::write(&mut ctx, &d, &v, &dirs.labels[0], threshold)?;
+    let cal_line = match (&cal, one_run_side) {
+        (Some((c, p)), true) => Some(format!(
+            "calibration used: {} ({} runs of {} trial(s), measured {})",
+            p.display(),
+            c.runs.len(),
+            c.trials_per_run,
+            c.created
+        )),
+        (None, true) => Some(format!(
+            "no calibration of this rig on this machine ({}): with one run a side the              largest run-to-run spread this project has measured was assumed",
+            calibration::key_of(sides.base()).describe()
+        )),
+        _ => None,
+    };
+    let d = write::document(&sides, &v, imgs, cal_line.as_deref(), &problems);
+    let (mut text, json) = write::write(&mut ctx, &d, &v, &sides, cal_line.as_deref())?;
     text += &format!("\ncomparison: {}\n", out.display());
     Ok(Outcome {
         text,
         json,
+        answer: v.answer,
         regressions: v.regressions,
         improvements: v.improvements,
     })
 }
 
-pub fn main(
-    dirs: &[PathBuf],
-    threshold: f64,
-    out: Option<&Path>,
-    redact: bool,
-) -> Result<i32, String> {
-    let o = outcome(dirs, threshold, out, redact)?;
+pub fn main(r: &Request) -> Result<i32, String> {
+    let o = outcome(r)?;
     print!("{}", o.text);
     Ok(o.exit_code())
 }
 
 impl Outcome {
-    /// 1 when something regressed beyond the threshold, else 0.
+    /// 1 when something is worse, 4 when inconclusive, else 0.
     pub fn exit_code(&self) -> i32 {
-        if self.regressions > 0 { 1 } else { 0 }
+        match self.answer {
+            Some(Answer::Worse) => 1,
+            Some(Answer::Inconclusive) | None => EXIT_INCONCLUSIVE,
+            Some(Answer::Better | Answer::Same) => 0,
+        }
     }
 }
 
 /// The comparison, written into `out` (default: a new directory beside the first),
 /// not printed: the caller prints its text or its JSON document (`xrunrig compare
 /// --json`).
-pub fn outcome(
-    dirs: &[PathBuf],
-    threshold: f64,
-    out: Option<&Path>,
-    redact: bool,
-) -> Result<Outcome, String> {
-    if !(threshold.is_finite() && threshold >= 0.0) {
+pub fn outcome(r: &Request) -> Result<Outcome, String> {
+    if !(r.threshold.is_finite() && r.threshold >= 0.0) {
         return Err(format!(
-            "--threshold {threshold}: give a percentage of 0 or more, e.g. 10"
+            "--threshold {}: give a percentage of 0 or more, e.g. 10",
+            r.threshold
         ));
     }
-    run(dirs, threshold, out, redact)
+    run(r)
 }
 
 /// Where the comparison's files go: `--out` (never one of the compared directories, nor

@@ -1,89 +1,204 @@
-//! What compare sets side by side: each metric of a directory as one value per trial
-//! (the unit of evidence: cycles within a trial are correlated, trials are not), its
-//! value for the table, and the test between two such samples.
+//! What compare sets side by side: each metric of one run as one value per trial, the
+//! figure the table shows for a side, and the metrics each is judged as on its scale
+//! (`judge::scale`): a trial rig's values and its criterion (a bound, or that trials
+//! finished), an audio rig's latency p99s, dropouts and finished trials.
 
 use crate::dist::Dist;
+use crate::judge::{RunData, Scale};
 use crate::load::TrialsData;
 use crate::load::livefx::LivefxData;
-use crate::stats::{
-    TrialValues, censored_ranks, cv_percent, geo_mean, log_welch, mann_whitney, median,
-    overdispersed_rate, sorted,
-};
+use crate::stats::{median, sorted};
+use results::trials::{TrialRecord, TrialStatus};
+use results::units::{Bound, BoundOp, unit_scale};
 
 /// (setting, variant, metric name)
 pub type Key = (String, String, String);
 
-/// Fewer trials than this on a side: the between-trial variation cannot be estimated,
-/// and the metric gets no verdict.
-pub const MIN_TRIALS: usize = 3;
-
-/// What `xrunrig compare` suggests when a side has too few trials.
-pub const SUGGESTED_TRIALS: usize = 5;
-
-/// One metric of one directory, per trial.
-#[derive(Clone)]
+/// One metric of one run, per trial.
+#[derive(Clone, Debug)]
 pub enum Sample {
-    /// Trial rigs: each trial's value (its median when it has several), with bound
-    /// counts.
+    /// Trial rigs: each finished trial's value (its median when it has several), with
+    /// the trials' criterion.
     Trials {
         vals: Vec<f64>,
-        /// Trials without a value (timed out): the slowest, for the test.
+        /// Trials without a value: timed out, failed, hung.
         missing: usize,
         /// Trials that ended early (end_early): each value only known to be at least
-        /// this. Never among `vals`; see `test()` for how they are ranked.
+        /// this. Never among `vals`.
         censored: Vec<f64>,
         unit: String,
-        within: Option<(usize, usize)>,
         bound: Option<String>,
+        /// Trials that kept the criterion (finished, measured, within the bound when
+        /// there is one), of `n`.
+        passed: usize,
+        n: usize,
+        /// The bound holds below its limit ("< 100 ms"): larger values are worse. False
+        /// for "> 5 us" bounds.
+        higher_is_worse: bool,
     },
     /// An audio latency: each trial's p99 (µs), and every cycle pooled (for the plot).
     Tails { p99_us: Vec<f64>, pooled: Dist },
     /// Dropouts: each trial's count and seconds of audio.
     Events(Vec<(u64, f64)>),
+    /// Audio trials that finished (status ok), of all that ran.
+    Finished { ok: usize, n: usize },
+}
+
+/// One judged metric of a sample: its name's suffix, its scale and its data.
+#[derive(Clone)]
+pub struct Item {
+    pub suffix: &'static str,
+    pub scale: Scale,
+    pub data: RunData,
+    pub lower_is_worse: bool,
+    /// Whether the item carries information: a criterion every trial of both sides kept
+    /// is no evidence either way (see `Sample::items`).
+    pub failures: bool,
 }
 
 impl Sample {
-    /// Trials that count for the test.
+    /// Trials that ran.
     pub fn trials(&self) -> usize {
+        match self {
+            Sample::Trials { n, .. } => *n,
+            Sample::Tails { p99_us, .. } => p99_us.len(),
+            Sample::Events(v) => v.iter().filter(|x| x.1 > 0.0).count(),
+            Sample::Finished { n, .. } => *n,
+        }
+    }
+
+    /// The metrics this sample is judged as. A trial rig's values on their log scale
+    /// (finished trials only; not when a side has trials cut at the bound: their values
+    /// are unknown above it, and the criterion judges them), and its criterion: the
+    /// trials within the bound, or (without a bound) the trials that finished; a hung,
+    /// timed-out or failed trial fails it, so a kernel that hangs is worse, never left
+    /// out. A criterion no trial of either side failed carries no evidence, and is not
+    /// judged (`failures` false).
+    pub fn items(&self) -> Vec<Item> {
         match self {
             Sample::Trials {
                 vals,
-                missing,
                 censored,
+                bound,
+                passed,
+                n,
+                higher_is_worse,
                 ..
-            } => vals.len() + missing + censored.len(),
-            Sample::Tails { p99_us, .. } => p99_us.len(),
-            Sample::Events(v) => v.iter().filter(|x| x.1 > 0.0).count(),
+            } => {
+                let mut out = Vec::new();
+                if censored.is_empty() {
+                    out.push(Item {
+                        suffix: "",
+                        scale: Scale::LogValue,
+                        data: RunData::Values(vals.clone()),
+                        lower_is_worse: !higher_is_worse,
+                        failures: true,
+                    });
+                }
+                out.push(Item {
+                    suffix: if bound.is_some() {
+                        " within bound"
+                    } else {
+                        " measured"
+                    },
+                    scale: Scale::LogOdds,
+                    data: RunData::Shares {
+                        pass: *passed,
+                        n: *n,
+                    },
+                    lower_is_worse: false,
+                    failures: passed < n,
+                });
+                out
+            }
+            Sample::Tails { p99_us, .. } => vec![Item {
+                suffix: "",
+                scale: Scale::LogP99,
+                data: RunData::Values(p99_us.iter().copied().filter(|x| *x > 0.0).collect()),
+                lower_is_worse: false,
+                failures: true,
+            }],
+            Sample::Events(v) => vec![Item {
+                suffix: "",
+                scale: Scale::LogRate,
+                data: RunData::Events(v.clone()),
+                lower_is_worse: false,
+                failures: true,
+            }],
+            Sample::Finished { ok, n } => vec![Item {
+                suffix: "",
+                scale: Scale::LogOdds,
+                data: RunData::Shares { pass: *ok, n: *n },
+                lower_is_worse: false,
+                failures: ok < n,
+            }],
         }
     }
 }
 
-/// A trial rig's: each row's values, or each trial's median of them.
+/// Whether trial `t` kept a bounded metric: finished, measured, not cut at the bound,
+/// every value within it. Without a bound: finished and measured.
+fn kept(t: &TrialRecord, metric: &str, bound: Option<&Bound>, unit: &str) -> bool {
+    if t.status != TrialStatus::Ok || t.censored.contains_key(metric) {
+        return false;
+    }
+    let Some(vs) = t.metrics.get(metric).filter(|v| !v.is_empty()) else {
+        return false;
+    };
+    match bound {
+        None => true,
+        Some(b) => {
+            let scale = unit_scale(unit).unwrap_or(1e6);
+            vs.iter()
+                .all(|&x| x.is_finite() && x >= 0.0 && b.holds((x * scale).round() as u64))
+        }
+    }
+}
+
+/// A trial rig's: each row's values, or each trial's median of them, with the criterion
+/// counted per trial.
 pub fn trial_samples(t: &TrialsData) -> Vec<(Key, Sample)> {
     let mut out = Vec::new();
     for row in &t.rows {
+        let recs: Vec<&TrialRecord> = t
+            .trials
+            .iter()
+            .filter(|x| x.setting == row.setting && x.variant == row.variant)
+            .collect();
+        let bound = row.bound.as_deref().and_then(|b| Bound::parse(b).ok());
+        let higher_is_worse = !matches!(bound.map(|b| b.op), Some(BoundOp::Gt | BoundOp::Ge));
         // One value per trial in the row: those are the trials. Several (one per
         // thread instance, per repeat): each trial's median, from samples.jsonl.
-        let (vals, missing, censored) =
-            if row.values.len() + row.missing + row.censored.len() == row.n {
-                (row.values.clone(), row.missing, row.censored.clone())
-            } else {
-                let (mut vals, mut missing, mut censored) = (Vec::new(), 0, Vec::new());
-                for tr in t
-                    .trials
-                    .iter()
-                    .filter(|x| x.setting == row.setting && x.variant == row.variant)
-                {
-                    match tr.metrics.get(&row.metric).and_then(|v| median(&sorted(v))) {
-                        Some(m) => vals.push(m),
-                        None => match tr.censored.get(&row.metric) {
-                            Some(c) => censored.push(*c),
-                            None => missing += 1,
-                        },
-                    }
+        let (vals, missing, censored) = if row.values.len() + row.missing + row.censored.len()
+            == row.n
+            || recs.len() != row.n
+        {
+            (row.values.clone(), row.missing, row.censored.clone())
+        } else {
+            let (mut vals, mut missing, mut censored) = (Vec::new(), 0, Vec::new());
+            for tr in &recs {
+                match tr.metrics.get(&row.metric).and_then(|v| median(&sorted(v))) {
+                    Some(m) if tr.status == TrialStatus::Ok => vals.push(m),
+                    _ => match tr.censored.get(&row.metric) {
+                        Some(c) => censored.push(*c),
+                        None => missing += 1,
+                    },
                 }
-                (vals, missing, censored)
-            };
+            }
+            (vals, missing, censored)
+        };
+        let (passed, n) = if recs.len() != row.n {
+            // No samples.jsonl, or not every trial in it: the row's counts (within_bound
+            // counts values: one per trial in a row whose values are the trials).
+            let n = row.n.max(vals.len() + missing + censored.len());
+            (row.within_bound.unwrap_or(vals.len()).min(n), n)
+        } else {
+            let p = recs
+                .iter()
+                .filter(|r| kept(r, &row.metric, bound.as_ref(), &row.unit))
+                .count();
+            (p, recs.len())
+        };
         out.push((
             (row.setting.clone(), row.variant.clone(), row.metric.clone()),
             Sample::Trials {
@@ -91,15 +206,18 @@ pub fn trial_samples(t: &TrialsData) -> Vec<(Key, Sample)> {
                 missing,
                 censored,
                 unit: row.unit.clone(),
-                within: row.within_bound.map(|w| (w, row.n.max(w))),
                 bound: row.bound.clone(),
+                passed,
+                n,
+                higher_is_worse,
             },
         ));
     }
     out
 }
 
-/// A livefx rig's: dropouts, and each latency's per-trial p99s.
+/// A livefx rig's: dropouts, each latency's per-trial p99s, and the trials that
+/// finished.
 pub fn livefx_samples(d: &LivefxData) -> Vec<(Key, Sample)> {
     let mut out = Vec::new();
     for c in crate::report::livefx::cases(d) {
@@ -132,6 +250,24 @@ pub fn livefx_samples(d: &LivefxData) -> Vec<(Key, Sample)> {
                 Sample::Tails {
                     p99_us,
                     pooled: h.clone(),
+                },
+            ));
+        }
+        let trials: Vec<_> = d
+            .trials
+            .iter()
+            .filter(|t| t.setting == c.setting && t.variant == c.variant)
+            .collect();
+        if !trials.is_empty() {
+            let ok = trials
+                .iter()
+                .filter(|t| t.status.is_none_or(|s| s == TrialStatus::Ok))
+                .count();
+            out.push((
+                k("trials finished"),
+                Sample::Finished {
+                    ok,
+                    n: trials.len(),
                 },
             ));
         }
@@ -172,49 +308,85 @@ pub fn audio_differs(x: &LivefxData, y: &LivefxData, label: &str) -> Option<Stri
     None
 }
 
-/// A sample's figure for the table.
+/// A side's figure for the table, over all its runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Value {
     pub value: Option<f64>,
-    /// The spread (" ±12%"), or what the figure is over (" (3 in 0.50 h)").
+    /// What the figure is over (" (3 in 0.50 h)", " (2 hung)").
     pub spread: String,
     pub unit: String,
-    /// `value` is only a lower bound: the median trial ended early (censored).
+    /// `value` is only a lower bound: the median trial ended early (censored) or hung.
     pub at_least: bool,
 }
 
-/// The table's figure: the median trial (trial rigs; with censored trials at their
-/// censoring points, a lower bound when it falls on one), the geometric mean of the
-/// trials' p99s (what the test compares), or dropouts per hour.
-pub fn value_of(s: &Sample) -> Value {
-    match s {
-        Sample::Trials {
-            vals,
-            censored,
-            unit,
-            ..
-        } => {
-            let m = results::trials::OrderStats::of(vals, censored);
-            let mut spread = cv_percent(vals).map_or(String::new(), |c| format!(" ±{c:.0}%"));
-            if !censored.is_empty() {
-                spread += &format!(" ({} censored)", censored.len());
+/// The table's figure of a side (its runs' samples pooled): the median trial (trial
+/// rigs; a hung trial counts as slower than any, a censored one at its censoring point,
+/// so the median is a lower bound when it falls on either), the geometric mean of the
+/// trials' p99s, dropouts per hour, or the share of trials that finished.
+pub fn value_of(runs: &[&Sample]) -> Value {
+    let first = runs[0];
+    match first {
+        Sample::Trials { unit, .. } => {
+            let (mut vals, mut cens, mut missing) = (Vec::new(), Vec::new(), 0);
+            for s in runs {
+                if let Sample::Trials {
+                    vals: v,
+                    censored: c,
+                    missing: m,
+                    ..
+                } = s
+                {
+                    vals.extend(v);
+                    cens.extend(c);
+                    missing += m;
+                }
             }
+            // A hung trial is at least as slow as anything seen: +∞ for the median.
+            let with_hung: Vec<f64> = cens
+                .iter()
+                .copied()
+                .chain(std::iter::repeat_n(f64::INFINITY, missing))
+                .collect();
+            let m = results::trials::OrderStats::of(&vals, &with_hung);
+            let mut spread = String::new();
+            if !cens.is_empty() {
+                spread += &format!(" ({} censored)", cens.len());
+            }
+            if missing > 0 {
+                spread += &format!(" ({missing} hung or failed)");
+            }
+            let median = m.median.filter(|v| v.is_finite());
             Value {
-                value: m.median,
+                value: median,
                 spread,
                 unit: unit.clone(),
-                at_least: m.median_at_least,
+                at_least: m.median_at_least || (m.median.is_some() && median.is_none()),
             }
         }
-        Sample::Tails { p99_us, .. } => Value {
-            value: geo_mean(p99_us),
-            spread: cv_percent(p99_us).map_or(String::new(), |c| format!(" ±{c:.0}%")),
-            unit: "us".into(),
-            at_least: false,
-        },
-        Sample::Events(v) => {
-            let k: u64 = v.iter().map(|x| x.0).sum();
-            let s: f64 = v.iter().map(|x| x.1).sum();
+        Sample::Tails { .. } => {
+            let all: Vec<f64> = runs
+                .iter()
+                .filter_map(|s| match s {
+                    Sample::Tails { p99_us, .. } => Some(p99_us.clone()),
+                    _ => None,
+                })
+                .flatten()
+                .collect();
+            Value {
+                value: crate::stats::geo_mean(&all),
+                spread: String::new(),
+                unit: "us".into(),
+                at_least: false,
+            }
+        }
+        Sample::Events(_) => {
+            let (mut k, mut s) = (0u64, 0.0f64);
+            for x in runs {
+                if let Sample::Events(v) = x {
+                    k += v.iter().map(|x| x.0).sum::<u64>();
+                    s += v.iter().map(|x| x.1).sum::<f64>();
+                }
+            }
             Value {
                 value: (s > 0.0).then(|| k as f64 * 3600.0 / s),
                 spread: format!(" ({k} in {:.2} h)", s / 3600.0),
@@ -222,97 +394,34 @@ pub fn value_of(s: &Sample) -> Value {
                 at_least: false,
             }
         }
+        Sample::Finished { .. } => {
+            let (mut ok, mut n) = (0, 0);
+            for x in runs {
+                if let Sample::Finished { ok: o, n: m } = x {
+                    ok += o;
+                    n += m;
+                }
+            }
+            Value {
+                value: (n > 0).then(|| 100.0 * ok as f64 / n as f64),
+                spread: format!(" ({ok}/{n})"),
+                unit: "%".into(),
+                at_least: false,
+            }
+        }
     }
 }
 
-/// A test between two samples: its two-sided p and its name.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Tested {
-    pub p: f64,
-    pub how: String,
-}
-
-/// Why a metric was not tested.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Untested {
-    /// Fewer than `MIN_TRIALS` trials on a side: (baseline's, candidate's).
-    TooFewTrials(usize, usize),
-    /// The trials hold no per-trial values (e.g. the cycle files are gone).
-    NoPerTrialValues,
-}
-
-/// The candidate against the baseline, trial against trial.
-pub fn test(base: &Sample, cand: &Sample) -> Result<Tested, Untested> {
-    let (nb, nc) = (base.trials(), cand.trials());
-    if nb == 0 || nc == 0 {
-        return Err(Untested::NoPerTrialValues);
-    }
-    if nb < MIN_TRIALS || nc < MIN_TRIALS {
-        return Err(Untested::TooFewTrials(nb, nc));
-    }
-    match (base, cand) {
-        (
-            Sample::Trials {
-                vals: a,
-                missing: ma,
-                censored: ca,
-                unit,
-                ..
-            },
-            Sample::Trials {
-                vals: b,
-                missing: mb,
-                censored: cb,
-                ..
-            },
-        ) => {
-            // A trial that timed out took longer than any that finished: ranked last.
-            // A censored one (ended early at its bound) is never used as the value it
-            // was cut at, nor dropped (that would hide the failures): the rank test
-            // orders it only where its order is known, every value from the lowest
-            // censoring point up being one tie (`censored_ranks`: exact, it loses only
-            // what was never measured). A Welch test on values could not take it.
-            let side = |values, missing: &usize, censored| TrialValues {
-                values,
-                missing: *missing,
-                censored,
-            };
-            let (xb, xa, cap) = censored_ranks(side(b, mb, cb), side(a, ma, ca));
-            let m = mann_whitney(&xb, &xa).ok_or(Untested::NoPerTrialValues)?;
-            Ok(Tested {
-                p: m.p,
-                how: format!(
-                    "Mann-Whitney U{} over {nb} and {nc} trials{}",
-                    if m.exact { " exact" } else { ", ties" },
-                    cap.map_or(String::new(), |c| format!(
-                        ", {} censored: from {} {unit} up one tie",
-                        ca.len() + cb.len(),
-                        crate::report::common::fmt_val(c)
-                    ))
-                ),
-            })
+/// A criterion's figure for a side: passes of trials over its runs, "7/8".
+pub fn passed_of(runs: &[&Sample]) -> Option<(usize, usize)> {
+    let mut any = false;
+    let (mut p, mut n) = (0, 0);
+    for s in runs {
+        if let Sample::Trials { passed, n: m, .. } = s {
+            any = true;
+            p += passed;
+            n += m;
         }
-        (Sample::Tails { p99_us: a, .. }, Sample::Tails { p99_us: b, .. }) => {
-            let w = log_welch(a, b).ok_or(Untested::NoPerTrialValues)?;
-            Ok(Tested {
-                p: w.p,
-                how: format!("Welch t on log p99, {nb} and {nc} trials, df {:.1}", w.df),
-            })
-        }
-        (Sample::Events(a), Sample::Events(b)) => {
-            let r = overdispersed_rate(a, b).ok_or(Untested::NoPerTrialValues)?;
-            Ok(Tested {
-                p: r.p,
-                how: if r.dispersion > 1.0 {
-                    format!(
-                        "quasi-Poisson rate test over {nb} and {nc} trials, dispersion {:.1}",
-                        r.dispersion
-                    )
-                } else {
-                    format!("exact rate test over {nb} and {nc} trials (no over-dispersion seen)")
-                },
-            })
-        }
-        _ => Err(Untested::NoPerTrialValues),
     }
+    any.then_some((p, n))
 }

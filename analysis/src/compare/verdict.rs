@@ -1,161 +1,206 @@
-//! The verdict: each directory's metric against the baseline's, trial against trial,
-//! as a table row and a sentence. A metric is a regression (or an improvement) when
-//! its change is beyond the threshold and its p-value, adjusted by Holm's method for
-//! every metric tested, is below `ALPHA`. A metric with too few trials a side is not
-//! tested and says so; with none tested there is no verdict.
+//! The verdict: each candidate side's metrics against the baseline's, run against run
+//! (`judge`), as a table row and a sentence, and the comparison's one answer.
 
-use super::ALPHA;
-use super::load::Metric;
-use super::sample::{Key, MIN_TRIALS, SUGGESTED_TRIALS, Sample, Tested, Untested, test, value_of};
-use crate::report::common::{bound_words, fmt_us, fmt_val};
-use crate::stats::{fmt_p, holm};
+use super::load::{Metric, Sides};
+use super::sample::{Item, Sample, passed_of, value_of};
+use crate::judge::{self, Across, Answer, Between, MetricRuns, RunData, Scale, Tested, Untested};
+use crate::report::common::{fmt_us, fmt_val};
+use crate::stats::fmt_p;
+use results::calibration::Calibration;
 use results::trials::at_least;
 
 pub struct Verdicts {
-    /// The table's rows: metric, baseline, candidate, %change, adjusted p, flag.
+    /// The table's rows: metric, baseline, candidate, change (95 % interval), p, answer.
     pub rows: Vec<Vec<String>>,
-    /// One sentence per metric and directory.
+    /// One sentence per metric and candidate side.
     pub verdicts: Vec<String>,
+    /// Each metric's answer.
+    pub answers: Vec<Answer>,
+    /// The comparison's answer; None when nothing could be judged.
+    pub answer: Option<Answer>,
     pub regressions: usize,
     pub improvements: usize,
+    pub same: usize,
+    pub inconclusive: usize,
     /// Metrics tested (Holm's family size).
     pub tested: usize,
-    /// Metrics not tested for too few trials: the fewest trials seen on a side.
-    pub too_few: Option<usize>,
-    /// Metrics not tested, for any reason.
-    pub untested: usize,
+    /// How the between-run spread was found for each scale, each way used once.
+    pub between: Vec<(Scale, Between)>,
+    /// The threshold, in percent.
+    pub threshold: f64,
 }
 
-#[derive(Clone, Copy, PartialEq, Debug)]
-enum Flag {
-    Regression,
-    Improvement,
-    Same,
-    Untested,
-}
-
-/// One metric of one candidate directory against the baseline, before Holm.
 struct Pair<'a> {
-    key: &'a Key,
-    i: usize,
-    base: &'a Sample,
-    cand: &'a Sample,
+    name: String,
+    side: usize,
+    base: Vec<&'a Sample>,
+    cand: Vec<&'a Sample>,
+    suffix: &'static str,
+    scale: Scale,
     test: Result<Tested, Untested>,
 }
 
-pub fn judge(metrics: &[Metric], labels: &[String], threshold: f64) -> Verdicts {
+/// Every metric of every candidate side judged against the baseline.
+pub fn judge(
+    metrics: &[Metric],
+    sides: &Sides,
+    calibration: Option<(&Calibration, &str)>,
+    threshold: f64,
+) -> Verdicts {
+    let labels = sides.labels();
+    let mut pairs: Vec<Pair> = Vec::new();
+    let mut not_in = Vec::new();
+    for m in metrics {
+        let base: Vec<&Sample> = m.per_side[0].iter().collect();
+        if base.is_empty() {
+            continue;
+        }
+        let name = format!("{} / {} {}", m.key.0, m.key.1, m.key.2);
+        for (i, cand) in m.per_side.iter().enumerate().skip(1) {
+            let cand: Vec<&Sample> = cand.iter().collect();
+            if cand.is_empty() {
+                not_in.push(format!("{name}: not in {}.", labels[i]));
+                continue;
+            }
+            let items_a: Vec<Vec<Item>> = base.iter().map(|s| s.items()).collect();
+            let items_b: Vec<Vec<Item>> = cand.iter().map(|s| s.items()).collect();
+            // Every item any run has, by name: a run whose trials were cut at the bound
+            // has no values item, and its criterion is still judged.
+            let mut names: Vec<(&'static str, Scale)> = Vec::new();
+            for it in items_a.iter().chain(&items_b).flatten() {
+                if !names.contains(&(it.suffix, it.scale)) {
+                    names.push((it.suffix, it.scale));
+                }
+            }
+            for (suffix, scale) in names {
+                let col = |v: &[Vec<Item>]| -> Vec<Item> {
+                    v.iter()
+                        .filter_map(|x| {
+                            x.iter()
+                                .find(|i| i.suffix == suffix && i.scale == scale)
+                                .cloned()
+                        })
+                        .collect()
+                };
+                let (ia, ib) = (col(&items_a), col(&items_b));
+                // A side with no run that has the item (values cut at the bound on every
+                // run of one side): the criterion judges it.
+                if ia.is_empty() || ib.is_empty() || ia.len() < base.len() || ib.len() < cand.len()
+                {
+                    continue;
+                }
+                // A criterion no trial of either side failed is no evidence either way.
+                if !ia.iter().chain(&ib).any(|x| x.failures) {
+                    continue;
+                }
+                let data =
+                    |v: &[Item]| -> Vec<RunData> { v.iter().map(|x| x.data.clone()).collect() };
+                let (da, db) = (data(&ia), data(&ib));
+                let log1p = da.iter().chain(&db).any(|d| match d {
+                    RunData::Values(v) => v.iter().any(|x| *x <= 0.0),
+                    _ => false,
+                });
+                let mr = MetricRuns {
+                    scale: ia[0].scale,
+                    a: da,
+                    b: db,
+                    log1p,
+                    lower_is_worse: ia[0].lower_is_worse,
+                };
+                let full = format!("{}{}", m.key.2, ia[0].suffix);
+                let test = judge::test(
+                    &mr,
+                    (&m.key.0, &m.key.1, &full),
+                    Across::Runs { calibration },
+                    threshold,
+                );
+                pairs.push(Pair {
+                    name: name.clone(),
+                    side: i,
+                    base: base.clone(),
+                    cand: cand.clone(),
+                    suffix: ia[0].suffix,
+                    scale: ia[0].scale,
+                    test,
+                });
+            }
+        }
+    }
+    let judged: Vec<judge::Judged> = pairs
+        .iter()
+        .filter_map(|p| p.test.as_ref().ok().map(|t| t.judged))
+        .collect();
+    let calls = judge::answer::answers(&judged);
+    let mut next = calls.iter();
     let mut v = Verdicts {
         rows: Vec::new(),
         verdicts: Vec::new(),
+        answers: Vec::new(),
+        answer: None,
         regressions: 0,
         improvements: 0,
-        tested: 0,
-        too_few: None,
-        untested: 0,
+        same: 0,
+        inconclusive: 0,
+        tested: judged.len(),
+        between: Vec::new(),
+        threshold,
     };
-    let mut pairs: Vec<Pair> = Vec::new();
-    for m in metrics {
-        let Some(base) = &m.per_dir[0] else { continue };
-        let name = format!("{} / {} {}", m.key.0, m.key.1, m.key.2);
-        for (i, cand) in m.per_dir.iter().enumerate().skip(1) {
-            let Some(cand) = cand else {
-                v.verdicts.push(format!("{name}: not in {}.", labels[i]));
-                continue;
-            };
-            pairs.push(Pair {
-                key: &m.key,
-                i,
-                base,
-                cand,
-                test: test(base, cand),
-            });
-        }
-    }
-    // Holm over every metric tested, in every candidate directory.
-    let raw: Vec<f64> = pairs
-        .iter()
-        .filter_map(|p| p.test.as_ref().ok().map(|t| t.p))
-        .collect();
-    let adjusted = holm(&raw);
-    v.tested = raw.len();
-    let mut next = adjusted.iter();
     for p in &pairs {
-        let adj = p.test.as_ref().ok().and_then(|_| next.next().copied());
-        if let Err(u) = &p.test {
-            v.untested += 1;
-            if let Untested::TooFewTrials(a, b) = u {
-                let n = (*a).min(*b);
-                v.too_few = Some(v.too_few.map_or(n, |m| m.min(n)));
+        let call = p.test.as_ref().ok().and_then(|_| next.next().copied());
+        let answer = call.map_or(Answer::Inconclusive, |c| c.0);
+        match answer {
+            Answer::Worse => v.regressions += 1,
+            Answer::Better => v.improvements += 1,
+            Answer::Same => v.same += 1,
+            Answer::Inconclusive => v.inconclusive += 1,
+        }
+        if let Ok(t) = &p.test {
+            let b = (p.scale, t.between.clone());
+            if !v.between.contains(&b) {
+                v.between.push(b);
             }
         }
-        let (row, sentence, flag) = one(p, adj, labels, threshold);
-        match flag {
-            Flag::Regression => v.regressions += 1,
-            Flag::Improvement => v.improvements += 1,
-            Flag::Same | Flag::Untested => {}
-        }
+        let (row, sentence) = one(p, call, answer, &labels, threshold);
         v.rows.push(row);
         v.verdicts.push(sentence);
+        v.answers.push(answer);
     }
+    v.verdicts.extend(not_in);
+    v.answer = Answer::overall(&v.answers);
     v
 }
 
 impl Verdicts {
-    /// The verdict in one sentence.
-    pub fn summary(&self, threshold: f64) -> String {
-        let (regressions, improvements) = (self.regressions, self.improvements);
-        let untested = if self.untested > 0 && self.tested > 0 {
-            format!(
-                " {} metric(s) not tested ({}).",
-                self.untested,
-                self.too_few
-                    .map_or("no per-trial values".into(), |n| format!(
-                        "{n} trial(s) on a side; {MIN_TRIALS} needed"
-                    ))
-            )
-        } else {
-            String::new()
-        };
-        if self.tested == 0 {
-            return match self.too_few {
-                Some(n) => format!(
-                    "no verdict: {} trial(s) per side, and a comparison needs at least {MIN_TRIALS} \
-                     per side to measure how much trials vary; run each side with \
-                     `xrunrig run ... --trials {SUGGESTED_TRIALS}` (exit code 0: nothing was \
-                     called a regression).",
-                    if n == 1 {
-                        "one".to_string()
-                    } else {
-                        n.to_string()
-                    }
-                ),
-                None => "no verdict: the directories hold no per-trial values to compare \
-                         (the cycle files or samples.jsonl are gone)."
-                    .into(),
-            };
+    /// The verdict in one sentence, ending with the exit code.
+    pub fn summary(&self) -> String {
+        let t = self.threshold;
+        let family = format!("95 % intervals, Holm-adjusted over {} test(s)", self.tested);
+        match self.answer {
+            None => "inconclusive: the sides hold no metric both can be judged on (the cycle \
+                     files or samples.jsonl are gone): exit code 4."
+                .into(),
+            Some(Answer::Worse) => format!(
+                "worse: {} metric(s) regressed beyond {t}% (the change's interval wholly above \
+                 +{t}%; {family}): exit code 1.",
+                self.regressions
+            ),
+            Some(Answer::Inconclusive) => format!(
+                "inconclusive: {} metric(s) cannot be told from the run-to-run variation with \
+                 these runs ({} the same within ±{t}%, {} better, none worse; {family}). Run \
+                 each side more than once (`xrunrig compare A1 A2 A3 -- B1 B2 B3`), or \
+                 calibrate this rig on this machine (`xrunrig calibrate`): exit code 4.",
+                self.inconclusive, self.same, self.improvements
+            ),
+            Some(Answer::Better) => format!(
+                "better: {} metric(s) improved beyond {t}%, the others the same within ±{t}% \
+                 ({family}): exit code 0.",
+                self.improvements
+            ),
+            Some(Answer::Same) => format!(
+                "the same: every metric within ±{t}% (its interval wholly inside; {family}): \
+                 exit code 0."
+            ),
         }
-        let family = format!("Holm-adjusted p < {ALPHA} over {} test(s)", self.tested);
-        if regressions > 0 {
-            format!(
-                "{regressions} metric(s) regressed beyond {threshold}% ({family}): exit code 1.{untested}"
-            )
-        } else if improvements > 0 {
-            format!(
-                "no regression beyond {threshold}%; {improvements} metric(s) improved ({family}).{untested}"
-            )
-        } else {
-            format!("no significant change (threshold {threshold}%, {family}).{untested}")
-        }
-    }
-}
-
-/// The change in percent of the baseline; "new" (infinite) from a zero baseline.
-fn change(bv: Option<f64>, cv: Option<f64>) -> Option<f64> {
-    match (bv, cv) {
-        (Some(b), Some(c)) if b.abs() > 0.0 => Some(100.0 * (c - b) / b.abs()),
-        (Some(b), Some(c)) if b == 0.0 && c > 0.0 => Some(f64::INFINITY),
-        (Some(_), Some(_)) => Some(0.0),
-        _ => None,
     }
 }
 
@@ -167,119 +212,132 @@ fn p_cell(p: f64) -> String {
     }
 }
 
-/// One pair's table row, sentence and flag; `adj` is its Holm-adjusted p when tested.
+/// One pair's table row and sentence.
 fn one(
-    pair: &Pair,
-    adj: Option<f64>,
+    p: &Pair,
+    call: Option<(Answer, f64, f64)>,
+    answer: Answer,
     labels: &[String],
     threshold: f64,
-) -> (Vec<String>, String, Flag) {
-    let Pair {
-        key,
-        i,
-        base,
-        cand,
-        test,
-    } = pair;
-    let i = *i;
-    let (b, c) = (value_of(base), value_of(cand));
-    let (bv, bs, unit, cv, cs) = (b.value, b.spread, b.unit, c.value, c.spread);
-    // A median on a censored trial is only a lower bound: the change is then known
-    // from one side (the candidate's a lower bound: at least this; the baseline's:
-    // at most this), and from neither when both are.
-    let change = change(bv, cv).filter(|_| !(b.at_least && c.at_least));
-    let sig = adj.is_some_and(|p| p < ALPHA);
-    let flag = match (change, test) {
-        (_, Err(_)) => Flag::Untested,
-        (Some(ch), _) if sig && ch > threshold && !b.at_least => Flag::Regression,
-        (Some(ch), _) if sig && ch < -threshold && !c.at_least => Flag::Improvement,
-        _ => Flag::Same,
+) -> (Vec<String>, String) {
+    let i = p.side;
+    let criterion = !p.suffix.is_empty();
+    let (b, c) = (value_of(&p.base), value_of(&p.cand));
+    let unit = b.unit.clone();
+    let show = |v: &super::sample::Value| -> String {
+        match (v.value, p.base[0]) {
+            (Some(x), Sample::Tails { .. }) => fmt_us(x),
+            (Some(x), _) => format!("{} {unit}", at_least(v.at_least, fmt_val(x))),
+            (None, _) if v.at_least => "hung".into(),
+            (None, _) => "-".into(),
+        }
     };
-    let fmt = |v: Option<f64>, least: bool| match (v, base) {
-        (Some(v), Sample::Tails { .. }) => fmt_us(v),
-        (Some(v), _) => format!("{} {unit}", at_least(least, fmt_val(v))),
-        (None, _) => "-".into(),
+    let bare = |v: &super::sample::Value| {
+        v.value.map_or(
+            if v.at_least {
+                "hung".into()
+            } else {
+                "-".to_string()
+            },
+            |x| at_least(v.at_least, fmt_val(x)),
+        )
     };
-    // Table cells: the unit is in the metric column.
-    let bare =
-        |v: Option<f64>, least: bool| v.map_or("-".to_string(), |v| at_least(least, fmt_val(v)));
-    let bound_side = if c.at_least {
-        "≥ "
-    } else if b.at_least {
-        "≤ "
+    // A criterion's figure: passes of trials.
+    let shares = |s: &[&Sample]| -> Option<String> {
+        if !criterion {
+            return None;
+        }
+        match s[0] {
+            Sample::Trials { .. } => passed_of(s).map(|(k, n)| format!("{k}/{n}")),
+            _ => None,
+        }
+    };
+    let (bcell, ccell) = match (shares(&p.base), shares(&p.cand)) {
+        (Some(x), Some(y)) => (x, y),
+        _ => (
+            format!("{}{}", bare(&b), b.spread),
+            format!("{}{}", bare(&c), c.spread),
+        ),
+    };
+    let (ra, rb) = (p.base.len(), p.cand.len());
+    let change_cell = match &p.test {
+        Ok(t) => format!(
+            "{} [{}, {}]",
+            judge::answer::fmt_change(t.judged.effect.d),
+            judge::answer::fmt_change(t.judged.lo),
+            judge::answer::fmt_change(t.judged.hi)
+        ),
+        Err(_) => "-".into(),
+    };
+    let metric_name = format!("{}{}", p.name, p.suffix);
+    let unit_cell = if criterion {
+        String::new()
     } else {
-        ""
-    };
-    let ch_s = match change {
-        Some(c) if c.is_infinite() => "new".to_string(),
-        Some(c) => format!("{bound_side}{c:+.1}%"),
-        None => "-".into(),
+        format!(" {unit}")
     };
     let row = vec![
-        format!("{}/{} {} {unit}", key.0, key.1, key.2),
-        format!("{}{bs}", bare(bv, b.at_least)),
+        format!("{}{unit_cell}", metric_name.replacen(" / ", "/", 1)),
+        bcell,
         if labels.len() > 2 {
-            format!("{}: {}{cs}", labels[i], bare(cv, c.at_least))
+            format!("{}: {ccell}", labels[i])
         } else {
-            format!("{}{cs}", bare(cv, c.at_least))
+            ccell
         },
-        ch_s.clone(),
-        adj.map_or("-".into(), p_cell),
-        match flag {
-            Flag::Regression => "WORSE",
-            Flag::Improvement => "better",
-            Flag::Untested => "untested",
-            Flag::Same => "",
-        }
-        .to_string(),
+        change_cell,
+        call.map_or("-".into(), |c| p_cell(c.1)),
+        answer.word().to_string(),
     ];
-    let what = match base {
-        Sample::Trials { .. } => format!("{} median trial", key.2),
-        Sample::Tails { .. } => format!("{} (geometric mean over trials)", key.2),
-        Sample::Events(_) => format!("{} per hour", key.2),
+    let what = match p.base[0] {
+        Sample::Trials { .. } if criterion => "trials that kept it".to_string(),
+        Sample::Trials { .. } => "median trial".to_string(),
+        Sample::Tails { .. } => "(geometric mean over trials)".to_string(),
+        Sample::Events(_) => "per hour".to_string(),
+        Sample::Finished { .. } => "share".to_string(),
     };
-    let mut v = format!(
-        "{}: {what} {} against {} in {}",
+    let figure = |s: &[&Sample], v: &super::sample::Value| match shares(s) {
+        Some(x) => x,
+        None => show(v),
+    };
+    let mut s = format!(
+        "{}: {metric_name} {what} {} against {} in {} ({})",
         labels[i],
-        fmt(cv, c.at_least),
-        fmt(bv, b.at_least),
-        labels[0]
+        figure(&p.cand, &c),
+        figure(&p.base, &b),
+        labels[0],
+        if ra == rb {
+            format!("{ra} run(s) a side")
+        } else {
+            format!("{rb} and {ra} runs")
+        }
     );
-    if let (
-        Sample::Trials {
-            within: Some((wa, na)),
-            bound: Some(b),
-            ..
-        },
-        Sample::Trials {
-            within: Some((wb, nb)),
-            ..
-        },
-    ) = (cand, base)
-    {
-        v += &format!(", {wa}/{na} against {wb}/{nb} {}", bound_words(b));
-    }
-    v += &match test {
-        Ok(t) => format!(
-            " ({ch_s}; {}: {}, Holm-adjusted {}): {}",
-            t.how,
-            fmt_p(t.p),
-            fmt_p(adj.unwrap_or(1.0)),
-            match flag {
-                Flag::Regression => format!("REGRESSION beyond the {threshold}% threshold"),
-                Flag::Improvement => "improvement".into(),
-                _ if b.at_least && c.at_least => {
-                    "both medians censored (ended early), the change is not known".into()
-                }
-                _ => "no significant change".into(),
+    s += &match &p.test {
+        Ok(t) => {
+            let j = &t.judged;
+            let mut x = format!(
+                ": change {}, 95 % interval {} to {}",
+                judge::answer::fmt_change(j.effect.d),
+                judge::answer::fmt_change(j.lo),
+                judge::answer::fmt_change(j.hi),
+            );
+            if let Some(n) = &t.within_note {
+                x += &format!(" (within runs: {n})");
             }
-        ),
-        Err(Untested::TooFewTrials(a, b)) => {
-            format!(" ({ch_s}): not tested, {a} and {b} trial(s) (at least {MIN_TRIALS} a side)")
+            x += &match answer {
+                Answer::Worse => format!(": WORSE beyond the {threshold}% threshold"),
+                Answer::Better => format!(": better beyond the {threshold}% threshold"),
+                Answer::Same => format!(": the same within ±{threshold}%"),
+                Answer::Inconclusive => format!(
+                    ": inconclusive, only a change beyond {} could have been called worse",
+                    judge::answer::fmt_change(j.detectable)
+                ),
+            };
+            if let Some(c) = call {
+                x += &format!(" (Holm-adjusted {} of worse)", fmt_p(c.1));
+            }
+            x
         }
-        Err(Untested::NoPerTrialValues) => {
-            format!(" ({ch_s}): not tested, no per-trial values")
-        }
+        Err(Untested::CannotDecide(why)) => format!(": inconclusive, {why}"),
+        Err(Untested::NoData) => ": inconclusive, no per-trial values to judge".into(),
     };
-    (row, format!("{} / {}: {v}.", key.0, key.1), flag)
+    (row, format!("{s}."))
 }

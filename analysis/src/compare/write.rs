@@ -1,73 +1,76 @@
-//! The comparison as a document (verdict, directories, table, plots) and its files:
+//! The comparison as a document (verdict, sides, table, plots) and its files:
 //! compare.txt, compare.md, compare.html and compare.json.
 
-use super::ALPHA;
-use super::load::Dirs;
-use super::sample::MIN_TRIALS;
+use super::load::{Sides, kernel_of};
 use super::verdict::Verdicts;
 use crate::doc::{self, Block, Doc};
+use crate::judge::answer::CONFIDENCE;
 use crate::load::Results;
 use crate::out::Ctx;
 use crate::redact::Redactor;
 
-pub fn document(dirs: &Dirs, v: &Verdicts, threshold: f64, plots: Vec<Block>) -> Doc {
-    let Dirs {
-        results,
-        labels,
-        red,
-    } = dirs;
+pub fn document(
+    sides: &Sides,
+    v: &Verdicts,
+    plots: Vec<Block>,
+    calibration: Option<&str>,
+    problems: &[String],
+) -> Doc {
+    let labels = sides.labels();
     let mut d = Doc {
-        title: format!(
-            "xrunrig compare: {}",
-            results
-                .iter()
-                .map(|r| r.rig.clone())
-                .collect::<Vec<_>>()
-                .join(" vs ")
-        ),
+        title: format!("xrunrig compare: {}", sides.base().rig),
         subtitle: None,
         sections: vec![],
     };
+    let mut verdict = vec![
+        Block::Para(format!("Verdict: {}", v.summary())),
+        Block::Para(format!("Method: {}", method(v))),
+    ];
+    if let Some(c) = calibration {
+        verdict.push(Block::Para(sides.red.apply(c)));
+    }
+    for p in problems {
+        verdict.push(Block::Para(format!("Not read: {}", sides.red.apply(p))));
+    }
+    verdict.push(Block::Bullets(v.verdicts.clone()));
+    d.section("Verdict", verdict);
     d.section(
-        "Verdict",
-        vec![
-            Block::Para(format!("Verdict: {}", v.summary(threshold))),
-            Block::Para(format!("Method: {}", method(threshold))),
-            Block::Bullets(v.verdicts.clone()),
-        ],
-    );
-    d.section(
-        "Directories",
+        "Sides",
         vec![Block::Bullets(
-            results
+            sides
+                .sides
                 .iter()
-                .zip(labels)
-                .map(|(r, l)| describe_dir(l, r, red))
+                .flat_map(|s| {
+                    s.runs
+                        .iter()
+                        .enumerate()
+                        .map(move |(i, r)| describe_run(&s.label, i, s.runs.len(), r, &sides.red))
+                })
                 .collect(),
         )],
     );
     d.section(
         "Table",
         vec![
-            Block::Para(
-                "Value: the median trial (± the trials' standard deviation as % of their mean, \
-                 LKP style); for audio latencies the geometric mean of each trial's p99, and \
-                 dropouts per hour of audio. p: Holm-adjusted (see Method). WORSE: slower \
-                 beyond the threshold with p < 0.05; untested: too few trials a side."
-                    .into(),
-            ),
+            Block::Para(format!(
+                "Value: the median trial over a side's runs (a hung trial counts as slower than \
+                 any), for audio latencies the geometric mean of each trial's p99, dropouts per \
+                 hour of audio; a criterion as the trials that kept it. Change: B against A \
+                 with its {:.0} % interval. p: Holm-adjusted p of worse beyond the threshold.",
+                100.0 * CONFIDENCE
+            )),
             Block::Table {
                 head: [
                     "metric",
                     labels[0].as_str(),
-                    if results.len() > 2 {
+                    if labels.len() > 2 {
                         "other"
                     } else {
                         labels[1].as_str()
                     },
-                    "%change",
+                    "change [95 %]",
                     "p",
-                    "",
+                    "answer",
                 ]
                 .iter()
                 .map(|s| s.to_string())
@@ -82,34 +85,116 @@ pub fn document(dirs: &Dirs, v: &Verdicts, threshold: f64, plots: Vec<Block>) ->
 }
 
 /// How the verdict was reached, in words: printed with every comparison.
-pub fn method(threshold: f64) -> String {
+pub fn method(v: &Verdicts) -> String {
+    let t = v.threshold;
     format!(
-        "each trial is one observation (cycles within a trial are not independent; trials \
-         are). Audio latencies: each trial's p99, compared by Welch's t-test on their \
-         logarithms. Dropouts: each trial's count over its seconds of audio, compared as \
-         rates allowing over-dispersion (quasi-Poisson: the totals divided by the \
-         dispersion the trials show, then the conditional test of two Poisson counts). \
-         Trial metrics: \
-         Mann-Whitney U over per-trial values (a timed-out trial ranks slowest). A metric \
-         needs {MIN_TRIALS} or more trials a side to be tested. The p-values are adjusted \
-         by Holm's method for the number of metrics tested; a metric is a regression (or an \
-         improvement) when its adjusted p < {ALPHA} and it changed by more than \
-         {threshold}%."
+        "the unit is the run (one boot, one process): trials within a run share its \
+         conditions, runs do not, so a side's evidence grows with its runs. Each metric is \
+         judged on a log scale (latencies: each trial's p99; dropouts: each run's rate, \
+         (count + ½) per hour; a trial criterion: the odds that a trial fails it, a hung or \
+         failed trial failing; trial values: each finished trial's value), each run's \
+         estimate the mean over its trials, a side's the mean over its runs. The run-to-run \
+         spread: {}. A metric is worse (better) when the {:.0} % interval of its change lies \
+         wholly above +{t}% (below −{t}%), Holm-adjusted over the metrics tested; the same \
+         when it lies wholly inside ±{t}%; otherwise inconclusive.",
+        spreads(v),
+        100.0 * CONFIDENCE
     )
 }
 
-fn describe_dir(label: &str, r: &Results, red: &Redactor) -> String {
-    let k = r
-        .run
-        .kernel
-        .as_ref()
-        .and_then(|k| k.release.clone())
-        .unwrap_or_else(|| "kernel ?".into());
+/// Where the between-run spread came from, each way once.
+fn spreads(v: &Verdicts) -> String {
+    use crate::judge::{Between, Scale};
+    let word = |s: Scale| match s {
+        Scale::LogP99 => "latency p99s",
+        Scale::LogRate => "dropouts",
+        Scale::LogOdds => "criteria",
+        Scale::LogValue => "trial values",
+    };
+    let mut out: Vec<String> = Vec::new();
+    let runs: Vec<String> = v
+        .between
+        .iter()
+        .filter_map(|(s, b)| match b {
+            Between::Runs {
+                var,
+                df,
+                calibration,
+            } => Some(format!(
+                "{} σ = {:.2} ({df:.0} df{})",
+                word(*s),
+                var.sqrt(),
+                if calibration.is_some() {
+                    ", with the calibration"
+                } else {
+                    ""
+                }
+            )),
+            _ => None,
+        })
+        .collect();
+    if !runs.is_empty() {
+        out.push(format!(
+            "from the runs themselves, each side's runs about their own mean, pooled over \
+             the sides (and with the calibration named below when one matches; on the log \
+             scale: {})",
+            runs.join(", ")
+        ));
+    }
+    let cal: Vec<String> = v
+        .between
+        .iter()
+        .filter_map(|(s, b)| match b {
+            Between::Calibrated { var, df, .. } => {
+                Some(format!("{} σ = {:.2} ({df:.0} df)", word(*s), var.sqrt()))
+            }
+            _ => None,
+        })
+        .collect();
+    if !cal.is_empty() {
+        out.push(format!(
+            "with one run a side, the calibration named below (on the log scale: {})",
+            cal.join(", ")
+        ));
+    }
+    let assumed: Vec<String> = v
+        .between
+        .iter()
+        .filter_map(|(s, b)| match b {
+            Between::Assumed { var, source } => {
+                Some(format!("{} σ = {:.2} ({source})", word(*s), var.sqrt()))
+            }
+            _ => None,
+        })
+        .collect();
+    if !assumed.is_empty() {
+        out.push(format!(
+            "with one run a side and no calibration, the largest between-run spread this              project has measured, taken as known, so that only a change beyond any such              spread is called (on the log scale: {})",
+            assumed.join(", ")
+        ));
+    }
+    if v.between.iter().any(|b| b.1 == Between::Shared) {
+        out.push("none (one run)".into());
+    }
+    if out.is_empty() {
+        "none was needed".into()
+    } else {
+        out.join("; ")
+    }
+}
+
+fn describe_run(label: &str, i: usize, n: usize, r: &Results, red: &Redactor) -> String {
     let when = r.run.started.clone().unwrap_or_default();
     red.apply(&format!(
-        "{label} = {} (rig {}, kernel {k}{})",
+        "{label}{} = {} (rig {}, kernel {}{})",
+        if n > 1 {
+            (i + 1).to_string()
+        } else {
+            String::new()
+        },
         r.dir.display(),
         r.rig,
+        kernel_of(r),
         if when.is_empty() {
             String::new()
         } else {
@@ -123,8 +208,8 @@ pub fn write(
     ctx: &mut Ctx,
     d: &Doc,
     v: &Verdicts,
-    baseline: &str,
-    threshold: f64,
+    sides: &Sides,
+    calibration: Option<&str>,
 ) -> Result<(String, serde_json::Value), String> {
     let text = ctx.red.apply(&doc::text::render(d));
     ctx.write("compare.txt", &text)?;
@@ -135,11 +220,16 @@ pub fn write(
     });
     ctx.write("compare.html", &html)?;
     let json = serde_json::json!({
-        "baseline": baseline, "threshold_percent": threshold, "alpha": ALPHA,
-        "correction": "holm", "tests": v.tested, "untested": v.untested,
-        "min_trials": MIN_TRIALS, "method": method(threshold),
+        "baseline": sides.sides[0].label, "threshold_percent": v.threshold,
+        "confidence": CONFIDENCE, "correction": "holm",
+        "answer": v.answer.map(|a| a.word()), "tests": v.tested,
         "regressions": v.regressions, "improvements": v.improvements,
-        "summary": v.summary(threshold), "verdicts": v.verdicts, "table": v.rows,
+        "same": v.same, "inconclusive": v.inconclusive,
+        "runs_per_side": sides.sides.iter().map(|s| s.runs.len()).collect::<Vec<_>>(),
+        "between": v.between.iter().map(|(s, b)| format!("{s:?}: {}", b.describe())).collect::<Vec<_>>(), "calibration": calibration.map(|c| ctx.red.apply(c)),
+        "method": method(v), "summary": v.summary(), "verdicts": v.verdicts,
+        "answers": v.answers.iter().map(|a| a.word()).collect::<Vec<_>>(),
+        "table": v.rows,
     });
     ctx.write(
         "compare.json",

@@ -11,21 +11,9 @@ use crate::load::livefx::{LRow, LivefxData};
 use crate::out::Ctx;
 use crate::plot::cdf::{Figure, Panel, PanelKind, Series, hist_ccdf, hist_cdf, hist_steps};
 use crate::plot::timeline::TimelinePlot;
-use crate::stats::{
-    fmt_p, holm, log_welch, overdispersed_rate, sureness, zero_events_upper_per_hour,
-};
+use crate::stats::zero_events_upper_per_hour;
 use results::file_part as safe;
 use results::livefx::Cause;
-
-/// `sureness` in terms of audio time rather than trials.
-fn audio_sureness(p: f64) -> String {
-    sureness(p)
-        .replace(
-            "more trials would make it certain",
-            "a longer run would make it certain",
-        )
-        .replace("with this many trials", "in this much audio; run longer")
-}
 
 /// Facts per (setting, variant), from the raw cycles where present, else summary.json.
 pub struct Case<'a> {
@@ -513,23 +501,36 @@ fn rate_fmt(x: f64) -> String {
     }
 }
 
-/// Trials a side below which the report tests no difference (between-trial variation
-/// cannot be estimated from fewer).
-pub const MIN_TRIALS_FOR_TEST: usize = 3;
-
 /// Settings against the first one, per variant; with one setting, variants against the
-/// first variant: one line each, with per-trial tests (dropouts as rates allowing
-/// over-dispersion, callback p99s by Welch's t on their logarithms) whose p-values are
-/// Holm-adjusted over every test in the lines. Returns the lines and the smallest
-/// adjusted p of a dropout test.
-pub fn contrasts(cs: &[Case]) -> (Vec<String>, Option<f64>) {
+/// first variant: one line each, judged as `xrunrig compare` judges, trial against trial
+/// inside the one run (`judge`, `Across::OneRun`: its settings are interleaved, so the
+/// run's own effect is shared): dropouts as rates allowing over-dispersion, callback
+/// p99s on their logarithms, each worse, better, the same or inconclusive from its 95 %
+/// interval against a 10 % threshold, Holm-adjusted over every test in the lines.
+/// Returns the lines and, per line, (name, answer, the change's words).
+pub fn contrasts(cs: &[Case]) -> (Vec<String>, Vec<(String, Answer2)>) {
+    use crate::judge::{self, Across, MetricRuns, RunData, Scale};
     let multi_setting = cs.iter().any(|c| c.setting != cs[0].setting);
     struct Line<'c> {
         c: &'c Case<'c>,
         base: &'c Case<'c>,
-        rate: Option<f64>,
-        lat: Option<f64>,
+        rate: Option<Result<judge::Tested, judge::Untested>>,
+        lat: Option<Result<judge::Tested, judge::Untested>>,
     }
+    let one = |scale: Scale, a: RunData, b: RunData, c: &Case, m: &str| {
+        judge::test(
+            &MetricRuns {
+                scale,
+                a: vec![a],
+                b: vec![b],
+                log1p: false,
+                lower_is_worse: false,
+            },
+            (&c.setting, &c.variant, m),
+            Across::OneRun,
+            CONTRAST_THRESHOLD,
+        )
+    };
     let mut lines: Vec<Line> = Vec::new();
     for c in cs {
         let base = if multi_setting {
@@ -541,33 +542,43 @@ pub fn contrasts(cs: &[Case]) -> (Vec<String>, Option<f64>) {
         if std::ptr::eq(base, c) || c.audio_s.is_none() || base.audio_s.is_none() {
             continue;
         }
-        let enough = |a: usize, b: usize| a.min(b) >= MIN_TRIALS_FOR_TEST;
-        let rate = enough(c.trial_dropouts.len(), base.trial_dropouts.len())
-            .then(|| overdispersed_rate(&base.trial_dropouts, &c.trial_dropouts))
-            .flatten()
-            .map(|r| r.p);
-        let lat = enough(
-            c.trial_callback_p99_us.len(),
-            base.trial_callback_p99_us.len(),
-        )
-        .then(|| log_welch(&base.trial_callback_p99_us, &c.trial_callback_p99_us))
-        .flatten()
-        .map(|w| w.p);
+        let rate = (!c.trial_dropouts.is_empty() && !base.trial_dropouts.is_empty()).then(|| {
+            one(
+                Scale::LogRate,
+                RunData::Events(base.trial_dropouts.clone()),
+                RunData::Events(c.trial_dropouts.clone()),
+                c,
+                "dropouts",
+            )
+        });
+        let lat = (!c.trial_callback_p99_us.is_empty() && !base.trial_callback_p99_us.is_empty())
+            .then(|| {
+                one(
+                    Scale::LogP99,
+                    RunData::Values(base.trial_callback_p99_us.clone()),
+                    RunData::Values(c.trial_callback_p99_us.clone()),
+                    c,
+                    "callback p99",
+                )
+            });
         lines.push(Line { c, base, rate, lat });
     }
-    let raw: Vec<f64> = lines
+    let judged: Vec<judge::Judged> = lines
         .iter()
-        .flat_map(|l| l.rate.into_iter().chain(l.lat))
+        .flat_map(|l| [&l.rate, &l.lat])
+        .filter_map(|t| t.as_ref().and_then(|t| t.as_ref().ok()).map(|t| t.judged))
         .collect();
-    let adj = holm(&raw);
-    let tests = raw.len();
-    let mut next = adj.into_iter();
-    let mut best_p: Option<f64> = None;
+    let calls = judge::answer::answers(&judged);
+    let tests = calls.len();
+    let mut next = calls.into_iter();
     let mut out = Vec::new();
+    let mut answers = Vec::new();
     for l in &lines {
-        // The adjusted p-values, in the order `raw` took them.
-        let rate_adj = l.rate.map(|_| next.next().unwrap_or(1.0));
-        let lat_adj = l.lat.map(|_| next.next().unwrap_or(1.0));
+        let mut take = |t: &Option<Result<judge::Tested, judge::Untested>>| match t {
+            Some(Ok(t)) => Some((t.clone(), next.next().map(|c| c.0))),
+            _ => None,
+        };
+        let (rate, lat) = (take(&l.rate), take(&l.lat));
         let (c, base) = (l.c, l.base);
         let (cn, bn) = if multi_setting {
             (c.setting.clone(), format!("under {}", base.setting))
@@ -587,42 +598,77 @@ pub fn contrasts(cs: &[Case]) -> (Vec<String>, Option<f64>) {
         } else {
             String::new()
         };
-        match rate_adj {
-            Some(p) => {
-                best_p = Some(best_p.map_or(p, |b: f64| b.min(p)));
+        let words = |t: &judge::Tested, a: Option<judge::Answer>| -> String {
+            let j = &t.judged;
+            let ch = format!(
+                "{}, 95 % interval {} to {}",
+                judge::answer::fmt_change(j.effect.d),
+                judge::answer::fmt_change(j.lo),
+                judge::answer::fmt_change(j.hi)
+            );
+            match a {
+                Some(judge::Answer::Worse) => format!("worse ({ch})"),
+                Some(judge::Answer::Better) => format!("better ({ch})"),
+                Some(judge::Answer::Same) => {
+                    format!("the same within ±{CONTRAST_THRESHOLD:.0} % ({ch})")
+                }
+                _ => format!(
+                    "inconclusive ({ch}; only a change beyond {} could have been called worse)",
+                    judge::answer::fmt_change(j.detectable)
+                ),
+            }
+        };
+        let mut each = Vec::new();
+        let mut said = Vec::new();
+        match &rate {
+            Some((t, a)) => {
+                let w = words(t, *a);
                 s += &format!(
-                    ", {} (per-trial rate test allowing over-dispersion{family}): {}",
-                    fmt_p(p),
-                    audio_sureness(p)
+                    ": dropouts {w} (per-trial rate test allowing over-dispersion{family}{})",
+                    t.within_note
+                        .as_ref()
+                        .map_or(String::new(), |n| format!("; within the run: {n}"))
                 );
+                each.push(a.unwrap_or(judge::Answer::Inconclusive));
+                said.push(format!("dropouts {w}"));
             }
-            None if ka + kb > 0 => {
-                s += &format!(
-                    "; no test of the difference: {} trial(s) on a side, and telling a \
-                     difference from chance needs the variation between trials (run \
-                     --trials 5 or more)",
-                    na.min(nb)
-                )
-            }
+            None if ka + kb > 0 => s += "; dropouts not judged (no per-trial counts)",
             None => {}
         }
         if let (Some(a), Some(b)) = (c.callback, base.callback)
             && let (Some(pa), Some(pb)) = (a.quantile(0.99), b.quantile(0.99))
         {
             s += &format!(
-                "; callback p99 {} against {} ({:+.1} %",
+                "; callback p99 {} against {}",
                 fmt_us(pa as f64 / 1e3),
                 fmt_us(pb as f64 / 1e3),
-                100.0 * (pa as f64 - pb as f64) / (pb as f64).max(1.0),
             );
-            s += &match lat_adj {
-                Some(p) => format!(", {} by Welch's t on the trials' p99s{family})", fmt_p(p)),
-                None => ", not tested: too few trials)".into(),
-            };
+            match &lat {
+                Some((t, a)) => {
+                    let w = words(t, *a);
+                    s += &format!(": {w} by the trials' p99s");
+                    each.push(a.unwrap_or(judge::Answer::Inconclusive));
+                    said.push(format!("callback p99 {w}"));
+                }
+                None => s += " (not judged: no per-trial p99s)",
+            }
         }
+        let answer = judge::Answer::overall(&each).unwrap_or(judge::Answer::Inconclusive);
+        let said = said.join("; ");
+        answers.push((format!("{cn} {bn}"), Answer2 { answer, said }));
         out.push(s + ".");
     }
-    (out, best_p)
+    (out, answers)
+}
+
+/// The threshold of the report's own contrasts, in percent (compare's default).
+pub const CONTRAST_THRESHOLD: f64 = 10.0;
+
+/// One contrast's answer and its words.
+#[derive(Debug, Clone)]
+pub struct Answer2 {
+    pub answer: crate::judge::Answer,
+    pub said: String,
 }
 
 pub fn verdict(cs: &[Case]) -> (Vec<String>, String) {
@@ -645,7 +691,7 @@ pub fn verdict(cs: &[Case]) -> (Vec<String>, String) {
             Judgement::NotSuitable => not_ok.push(n),
         }
     }
-    let (lines, best_p) = contrasts(cs);
+    let (lines, answers) = contrasts(cs);
     bullets.extend(lines);
     let mut parts = Vec::new();
     if !ok.is_empty() {
@@ -672,11 +718,16 @@ pub fn verdict(cs: &[Case]) -> (Vec<String>, String) {
         ));
     }
     let mut c = format!("Conclusion: {}.", parts.join("; "));
-    if let (Some(p), false) = (
-        best_p,
-        not_ok.is_empty() || (ok.is_empty() && short.is_empty()),
-    ) {
-        c += &format!(" The difference is {} ({}).", audio_sureness(p), fmt_p(p));
+    // Where the cases differ, what the trials of this run say of it (one rule with
+    // compare: worse or better only when the interval clears 10 %).
+    if !(not_ok.is_empty() || (ok.is_empty() && short.is_empty())) {
+        let told: Vec<String> = answers
+            .iter()
+            .map(|(name, a)| format!("{name}: {} ({})", a.answer.word(), a.said))
+            .collect();
+        if !told.is_empty() {
+            c += &format!(" Trial against trial: {}.", told.join("; "));
+        }
     }
     (bullets, c)
 }

@@ -10,7 +10,7 @@ use crate::load::trials::{TRow, TrialsData};
 use crate::out::Ctx;
 use crate::plot::cdf::{Figure, Panel, PanelKind, Series, ecdf_with_missing, value_steps};
 use crate::plot::strip::{Column, Strip};
-use crate::stats::{TrialValues, censored_ranks, fmt_p, mann_whitney, min_p, sorted, sureness};
+use crate::stats::{fmt_p, sorted};
 use results::file_part as safe;
 use results::trials::{TrialStatus, at_least};
 use results::units::bound_limit;
@@ -105,33 +105,26 @@ fn min_max_text(r: &TRow) -> String {
     }
 }
 
-/// A row's values for a rank test: measured, missing and censored (`censored_ranks`).
-fn trial_values(r: &TRow) -> TrialValues<'_> {
-    TrialValues {
-        values: &r.values,
-        missing: r.missing,
-        censored: &r.censored,
-    }
-}
-
-/// Trials the row counts: measured, missing or censored.
-fn counted(r: &TRow) -> usize {
-    r.values.len() + r.missing + r.censored.len()
-}
-
 /// The row's share within the bound, counting trials without a value as outside.
 fn within(r: &TRow) -> Option<(usize, usize)> {
     r.within_bound.map(|w| (w, r.n.max(w)))
 }
 
-/// "NO_RT_PUSH_IPI: wait median 1500 ms against 0.80 ms under RT_PUSH_IPI, 0/8 against
-/// 8/8 under 100 ms, p < 0.001 (Mann-Whitney U, 8 and 8 trials): clear."
+/// "NO_RT_PUSH_IPI: wait median ≥ 100 ms against 0.80 ms under RT_PUSH_IPI, 0/8 against
+/// 8/8 under 100 ms: worse (trials within the bound: Fisher's exact test, one-sided p =
+/// 7.8e-5)." Judged as `xrunrig compare` judges, trial against trial inside the one run
+/// (`judge`, `Across::OneRun`): the trials' criterion (within the bound, or finished: a
+/// hung or failed trial fails it) by Fisher's exact test, the finished trials' values on
+/// their logarithms against a 10 % threshold (not when trials were cut at the bound:
+/// their values are unknown above it), Holm-adjusted over the two.
 pub fn contrast(
+    t: &TrialsData,
     other: &TRow,
     base: &TRow,
     other_name: &str,
     base_name: &str,
-) -> (String, Option<f64>) {
+) -> (String, Option<crate::judge::Answer>) {
+    use crate::judge::{self, Across, Answer, MetricRuns, Untested};
     let u = &other.unit;
     let mut s = format!("{other_name}: {} median ", other.metric);
     match (other.median, base.median) {
@@ -144,41 +137,125 @@ pub fn contrast(
         }
         _ => s += &format!("unknown against {base_name}"),
     }
-    if let (Some((wa, na)), Some((wb, nb)), Some(b)) = (within(other), within(base), &other.bound) {
-        s += &format!(", {wa}/{na} against {wb}/{nb} {}", bound_words(b));
+    let samples = crate::compare::sample::trial_samples(t);
+    let find = |r: &TRow| {
+        samples
+            .iter()
+            .find(|(k, _)| k.0 == r.setting && k.1 == r.variant && k.2 == r.metric)
+            .map(|x| &x.1)
+    };
+    let (Some(so), Some(sb)) = (find(other), find(base)) else {
+        return (s + "; no values to judge.", None);
+    };
+    if let (
+        crate::compare::sample::Sample::Trials {
+            passed: pa, n: na, ..
+        },
+        crate::compare::sample::Sample::Trials {
+            passed: pb, n: nb, ..
+        },
+        Some(b),
+    ) = (so, sb, &other.bound)
+    {
+        s += &format!(", {pa}/{na} against {pb}/{nb} {}", bound_words(b));
     }
-    // A trial that timed out waited longer than any that finished: rank it last. One
-    // that ended early is only known to be at least its censoring point: from the
-    // lowest such point up, every value is one tie (`censored_ranks`).
-    let (va, vb, cap) = censored_ranks(trial_values(other), trial_values(base));
-    let (na, nb) = (va.len(), vb.len());
-    let capped = cap.map_or(String::new(), |c| {
-        format!(
-            "; {} trial(s) ended early, censored: values from {} {u} up ranked as one tie",
-            other.censored.len() + base.censored.len(),
-            fmt_val(c)
-        )
-    });
-    let mw = mann_whitney(&va, &vb);
-    match mw {
-        Some(m) if min_p(na, nb) > 0.05 => {
-            s += &format!(
-                "; too few trials to tell ({na} and {nb}: even a complete separation gives p = {:.2})",
-                min_p(na, nb)
-            );
-            (s + ".", Some(m.p))
+    let (io, ib) = (so.items(), sb.items());
+    let mut tested = Vec::new();
+    for x in &io {
+        // The same item of the other row (a row cut at the bound has no values item).
+        let Some(y) = ib
+            .iter()
+            .find(|y| y.suffix == x.suffix && y.scale == x.scale)
+        else {
+            continue;
+        };
+        if !(x.failures || y.failures) {
+            continue;
         }
-        Some(m) => {
-            s += &format!(
-                ", {} (Mann-Whitney U{}, {na} and {nb} trials{capped}): {}.",
-                fmt_p(m.p),
-                if m.exact { " exact" } else { ", ties" },
-                sureness(m.p)
-            );
-            (s, Some(m.p))
-        }
-        None => (s + "; no values to test.", None),
+        let log1p = [&x.data, &y.data].iter().any(|d| match d {
+            judge::RunData::Values(v) => v.iter().any(|v| *v <= 0.0),
+            _ => false,
+        });
+        let m = MetricRuns {
+            scale: x.scale,
+            a: vec![y.data.clone()],
+            b: vec![x.data.clone()],
+            log1p,
+            lower_is_worse: x.lower_is_worse,
+        };
+        let what = if x.suffix.is_empty() {
+            "the values".to_string()
+        } else if other.bound.is_some() {
+            "trials within the bound".to_string()
+        } else {
+            "trials that finished".to_string()
+        };
+        let r = judge::test(
+            &m,
+            (&other.setting, &other.variant, &other.metric),
+            Across::OneRun,
+            super::livefx::CONTRAST_THRESHOLD,
+        );
+        tested.push((what, x.scale, r));
     }
+    let judged: Vec<judge::Judged> = tested
+        .iter()
+        .filter_map(|x| x.2.as_ref().ok().map(|t| t.judged))
+        .collect();
+    let calls = judge::answer::answers(&judged);
+    let mut next = calls.iter();
+    let mut parts = Vec::new();
+    let mut each = Vec::new();
+    for (what, scale, r) in &tested {
+        match r {
+            Ok(tst) => {
+                let (a, p_worse, p_better) =
+                    next.next()
+                        .copied()
+                        .unwrap_or((Answer::Inconclusive, 1.0, 1.0));
+                each.push(a);
+                let j = &tst.judged;
+                let how = if *scale == judge::Scale::LogOdds {
+                    format!(
+                        "Fisher's exact test, one-sided {}",
+                        fmt_p(if a == Answer::Better {
+                            p_better
+                        } else {
+                            p_worse
+                        })
+                    )
+                } else {
+                    format!(
+                        "{}, 95 % interval {} to {}",
+                        judge::answer::fmt_change(j.effect.d),
+                        judge::answer::fmt_change(j.lo),
+                        judge::answer::fmt_change(j.hi)
+                    )
+                };
+                let word = if a == Answer::Same {
+                    "the same"
+                } else {
+                    a.word()
+                };
+                parts.push(format!("{what} {word} ({how})"));
+            }
+            Err(Untested::CannotDecide(why)) => {
+                each.push(Answer::Inconclusive);
+                parts.push(format!("{what} inconclusive ({why})"));
+            }
+            Err(Untested::NoData) => {}
+        }
+    }
+    if parts.is_empty() {
+        return (s + "; no values to judge.", None);
+    }
+    let overall = Answer::overall(&each);
+    s += &format!(
+        ": {} — {}.",
+        overall.map_or("inconclusive", |a| a.word()),
+        parts.join("; ")
+    );
+    (s, overall)
 }
 
 fn describe(r: &TRow, name: &str) -> String {
@@ -219,8 +296,8 @@ pub fn verdict(t: &TrialsData) -> (Vec<String>, String) {
     let mut groups_out: Vec<(String, Vec<String>)> = Vec::new();
     for (metric, _unit, bound) in t.metrics() {
         let rows: Vec<&TRow> = t.rows.iter().filter(|r| r.metric == metric).collect();
-        bullets.extend(ax.contrasts(&rows));
-        for (g, c) in ax.group_sentences(&metric, &bound, &rows) {
+        bullets.extend(ax.contrasts(t, &rows));
+        for (g, c) in ax.group_sentences(t, &metric, &bound, &rows) {
             match groups_out
                 .iter_mut()
                 .find(|x: &&mut (String, Vec<String>)| x.0 == g)
@@ -268,7 +345,7 @@ impl Axes {
 
     /// One metric's bullets: each setting against the first (per variant), else each
     /// variant against the first, else the lone row described.
-    fn contrasts(&self, rows: &[&TRow]) -> Vec<String> {
+    fn contrasts(&self, t: &TrialsData, rows: &[&TRow]) -> Vec<String> {
         let (settings, variants) = (&self.settings, &self.variants);
         let mut bullets = Vec::new();
         if settings.len() > 1 {
@@ -286,7 +363,7 @@ impl Axes {
                         } else {
                             format!("under {}", settings[0])
                         };
-                        bullets.push(contrast(o, base, &self.name(s, v), &bn).0);
+                        bullets.push(contrast(t, o, base, &self.name(s, v), &bn).0);
                     }
                 }
             }
@@ -298,7 +375,7 @@ impl Axes {
             {
                 for v in variants.iter().skip(1) {
                     if let Some(o) = rows.iter().find(|r| &r.setting == s && &r.variant == v) {
-                        bullets.push(contrast(o, base, v, &format!("with {}", variants[0])).0);
+                        bullets.push(contrast(t, o, base, v, &format!("with {}", variants[0])).0);
                     }
                 }
             }
@@ -312,6 +389,7 @@ impl Axes {
     /// how sure: one sentence per group that was contrasted, with the group's name.
     fn group_sentences(
         &self,
+        t: &TrialsData,
         metric: &str,
         bound: &Option<String>,
         rows: &[&TRow],
@@ -331,13 +409,19 @@ impl Axes {
         };
         groups
             .into_iter()
-            .map(|(g, grows)| (g, self.group_sentence(metric, bound, &grows)))
+            .map(|(g, grows)| (g, self.group_sentence(t, metric, bound, &grows)))
             .collect()
     }
 
     /// One group's sentence: each row's share within the bound (or median), then how
     /// sure the strongest contrast inside the group is, if the sizes allow any.
-    fn group_sentence(&self, metric: &str, bound: &Option<String>, grows: &[&TRow]) -> String {
+    fn group_sentence(
+        &self,
+        t: &TrialsData,
+        metric: &str,
+        bound: &Option<String>,
+        grows: &[&TRow],
+    ) -> String {
         let label = |r: &TRow| {
             if self.settings.len() > 1 {
                 r.setting.clone()
@@ -358,26 +442,31 @@ impl Axes {
             None => metric.to_string(),
         };
         let mut c = format!("{what} {}", parts.join(", "));
-        let mut best: Option<f64> = None;
-        let mut testable = false;
+        // Each contrast's answer, named: the ones worse or better said, else the same,
+        // else that the trials cannot tell.
+        let mut answers = Vec::new();
         if let Some(base) = grows.first() {
             for o in grows.iter().skip(1) {
-                if min_p(counted(o), counted(base)) <= 0.05 {
-                    testable = true;
-                    if let (_, Some(p)) = contrast(o, base, "", "") {
-                        best = Some(best.map_or(p, |b: f64| b.min(p)));
-                    }
+                if let (_, Some(a)) = contrast(t, o, base, "", "") {
+                    answers.push((label(o), a));
                 }
             }
         }
         let same = grows.windows(2).all(|w| within(w[0]) == within(w[1])) && bound.is_some();
-        match best {
+        use crate::judge::Answer;
+        let told: Vec<String> = answers
+            .iter()
+            .filter(|(_, a)| matches!(a, Answer::Worse | Answer::Better))
+            .map(|(n, a)| format!("{n} {}", a.word()))
+            .collect();
+        match () {
             _ if grows.len() < 2 => {}
-            Some(p) if p < 0.05 => c += &format!(" ({}: {})", fmt_p(p), sureness(p)),
+            _ if !told.is_empty() => c += &format!(" ({}, trial against trial)", told.join(", ")),
             _ if same => c += " (the same everywhere)",
-            _ if !testable => c += " (too few trials to tell)",
-            Some(p) => c += &format!(" ({}: {})", fmt_p(p), sureness(p)),
-            None => {}
+            _ if answers.iter().any(|a| a.1 == Answer::Same) => {
+                c += " (the same within 10 %, trial against trial)"
+            }
+            _ => c += " (too few trials to tell)",
         }
         c
     }
@@ -791,10 +880,17 @@ mod tests {
         };
         let (b, c) = verdict(&t);
         assert_eq!(b.len(), 1);
-        assert!(b[0].starts_with("NO_RT_PUSH_IPI: wait median 1499.7 ms against 0.850 ms under RT_PUSH_IPI, 0/8 against 8/8 under 100 ms, p < 0.001"), "{}", b[0]);
+        assert_eq!(
+            b[0],
+            "NO_RT_PUSH_IPI: wait median 1499.7 ms against 0.850 ms under RT_PUSH_IPI, 0/8 \
+             against 8/8 under 100 ms: worse — the values worse (×1386, 95 % interval ×778 \
+             to ×2472); trials within the bound worse (Fisher's exact test, one-sided p < \
+             0.001)."
+        );
         assert_eq!(
             c,
-            "Conclusion: variant pi: wait under 100 ms in 8/8 with RT_PUSH_IPI, 0/8 with NO_RT_PUSH_IPI (p < 0.001: clear)."
+            "Conclusion: variant pi: wait under 100 ms in 8/8 with RT_PUSH_IPI, 0/8 with \
+             NO_RT_PUSH_IPI (NO_RT_PUSH_IPI worse, trial against trial)."
         );
     }
 
@@ -829,7 +925,9 @@ mod tests {
         let (b, c) = verdict(&t);
         assert!(
             b[0].starts_with(
-                "NO_RT_PUSH_IPI: wait median ≥ 100.0 ms against 0.800 ms under RT_PUSH_IPI, 0/6 against 6/6 under 100 ms, p = 0.002 (Mann-Whitney U exact, 6 and 6 trials; 6 trial(s) ended early, censored: values from 100.0 ms up ranked as one tie)"
+                "NO_RT_PUSH_IPI: wait median ≥ 100.0 ms against 0.800 ms under RT_PUSH_IPI, \
+                 0/6 against 6/6 under 100 ms: worse — trials within the bound worse \
+                 (Fisher's exact test, one-sided p = 0.001)."
             ),
             "{}",
             b[0]
@@ -864,7 +962,14 @@ mod tests {
     fn too_few_trials_say_so() {
         let a = row("A", "v", &[1.0, 2.0], 2);
         let b = row("B", "v", &[300.0, 400.0], 0);
-        let (text, _) = contrast(&b, &a, "B", "under A");
-        assert!(text.contains("too few trials to tell"), "{text}");
+        let t = TrialsData {
+            rows: vec![a.clone(), b.clone()],
+            ..Default::default()
+        };
+        let (text, _) = contrast(&t, &b, &a, "B", "under A");
+        assert!(
+            text.contains("cannot be decided with 2 and 2 trials"),
+            "{text}"
+        );
     }
 }

@@ -1,16 +1,23 @@
 //! `livefx-bench calibrate`: how often `xrunrig compare` cries wolf, and whether it
-//! still hears the wolf. It makes `--pairs` A/A pairs (two separate `xrunrig run`s of
-//! one rig with the same settings on the clock backend, nothing changed between them)
-//! and counts how many `compare` calls a regression (or any change) at its stated error
-//! rate; then, on the same budget (the same trials and durations per run), `--ab-pairs`
-//! A/B pairs where B runs beside a real disturbance: a FIFO 80 thread on one of the
-//! rig's CPUs that takes it for `--hog-burst` every `--hog-every` (a lock holder kept
-//! off its CPU, the seed's mechanism, made on purpose), and counts how many are caught.
-//! With `--contrast BIN`, another xrunrig's `compare` (e.g. one built before issue 23)
-//! judges the same pairs. With `--b-arg`, B differs from A by those `xrunrig run`
-//! arguments instead of the hog: e.g. the seed's A/B, unpatched against patched guest
-//! kernels (`--arg --kernel --arg debian-src:6.12 --b-arg --patch --b-arg FILE`).
-//! Printed, not asserted; needs root (SCHED_FIFO).
+//! still hears the wolf, with the run (not the trial) as the unit.
+//!
+//! 1. Calibration: `xrunrig calibrate` of the rig (`--calibrate-pairs` A/A pairs) into a
+//!    private cache, as a user would make one before comparing one run a side.
+//! 2. A/A: `--pairs` pairs of sides, each side `--runs-a-side` separate `xrunrig run`s
+//!    of one rig with nothing changed between them, the sides run one after the other
+//!    (A A A, then B B B: as runs on two kernels are, natively, with a reboot between).
+//!    Each pair is judged three ways: one run a side (the first of each) with the
+//!    calibration, one run a side without any (the largest spread measured assumed), and
+//!    every run a side (`compare A1 A2 A3 -- B1 B2 B3`). Each answer is counted: worse
+//!    (a false regression), better, same, inconclusive.
+//! 3. A/B: `--ab-pairs` pairs the same way where every run of B runs beside a real
+//!    disturbance: a FIFO 80 thread on one of the rig's CPUs that takes it for
+//!    `--hog-burst` every `--hog-every` (a lock holder kept off its CPU, the seed's
+//!    mechanism, made on purpose); caught = called worse. With `--b-arg`, B differs by
+//!    those `xrunrig run` arguments instead of the hog.
+//!
+//! Printed, not asserted; needs root (SCHED_FIFO). `--rejudge` judges the runs an
+//! earlier calibrate left in `--out` again (a changed compare, the same runs).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,36 +27,38 @@ use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A/A pairs (two runs each).
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    /// A/A pairs of sides.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pairs: u32,
-    /// A/B pairs, B beside the hog (0: none).
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    /// A/B pairs of sides, B beside the hog (0: none).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=1000))]
     ab_pairs: u32,
+    /// Runs on each side of a pair.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    runs_a_side: u32,
+    /// A/A pairs `xrunrig calibrate` runs first (0: no calibration).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(0..=100))]
+    calibrate_pairs: u32,
     /// Trials per setting and variant of each run.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     trials: u32,
     /// Each trial's length, as `xrunrig run --duration` takes it.
-    #[arg(long, default_value = "3")]
+    #[arg(long, default_value = "2")]
     duration: String,
-    /// The rig (a livefx rig; it runs on the clock backend).
+    /// The rig (a livefx rig; it runs on the clock backend unless --arg says otherwise).
     #[arg(long, default_value = "rigs/livefx.toml")]
     rig: PathBuf,
     /// The xrunrig binary (default: the one beside this bench).
     #[arg(long)]
     xrunrig: Option<PathBuf>,
-    /// Another xrunrig binary whose `compare` also judges every pair, for contrast.
-    #[arg(long)]
-    contrast: Option<PathBuf>,
     /// Where the runs and comparisons go (emptied first, unless --rejudge).
     #[arg(long, default_value = "/tmp/xrunrig-calibrate")]
     out: PathBuf,
-    /// Run nothing: judge the pairs an earlier calibrate left in --out again (a changed
-    /// compare on the same recorded runs).
+    /// Run nothing: judge the sides an earlier calibrate left in --out again.
     #[arg(long)]
     rejudge: bool,
-    /// An argument given to every `xrunrig run` (repeatable, in order), e.g. `--arg
-    /// --kernel --arg debian-src:6.12`.
+    /// An argument given to every `xrunrig run` and to `xrunrig calibrate` (repeatable,
+    /// in order), e.g. `--arg --kernel --arg debian-src:6.12`.
     #[arg(long = "arg", allow_hyphen_values = true)]
     run_args: Vec<String>,
     /// An argument given only to B of the A/B pairs, after the `--arg`s (repeatable);
@@ -67,25 +76,24 @@ pub struct Args {
     hog_every: u64,
 }
 
-/// What one `compare` said: its exit code and compare.json's counts.
+/// What one `compare` answered.
 #[derive(Debug, Default, Clone)]
 struct Said {
     code: i32,
-    regressions: u64,
-    improvements: u64,
-    tests: Option<u64>,
+    answer: String,
     summary: String,
 }
 
-fn compare(bin: &Path, a: &Path, b: &Path, out: &Path) -> Said {
-    let o = Command::new(bin)
-        .args(["compare"])
-        .arg(a)
-        .arg(b)
-        .arg("--out")
-        .arg(out)
-        .arg("--json")
-        .output();
+/// `xrunrig compare` of `a` against `b` (several runs a side after `--`), with the cache
+/// `cache` (where a calibration is found, or none).
+fn compare(bin: &Path, a: &[PathBuf], b: &[PathBuf], out: &Path, cache: &Path) -> Said {
+    // Options first: after `--` every argument is a candidate's run.
+    let mut c = Command::new(bin);
+    c.arg("compare").arg("--out").arg(out).arg("--json").args(a);
+    if a.len() > 1 || b.len() > 1 {
+        c.arg("--");
+    }
+    let o = c.args(b).env("XRUNRIG_CACHE_DIR", cache).output();
     let Ok(o) = o else {
         return Said {
             code: -1,
@@ -95,10 +103,11 @@ fn compare(bin: &Path, a: &Path, b: &Path, out: &Path) -> Said {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
     Said {
         code: o.status.code().unwrap_or(-1),
-        regressions: v["regressions"].as_u64().unwrap_or(0),
-        improvements: v["improvements"].as_u64().unwrap_or(0),
-        tests: v["tests"].as_u64(),
-        summary: v["summary"].as_str().unwrap_or_default().to_string(),
+        answer: v["answer"].as_str().unwrap_or("?").to_string(),
+        summary: v["summary"]
+            .as_str()
+            .map(String::from)
+            .unwrap_or_else(|| String::from_utf8_lossy(&o.stderr).trim().to_string()),
     }
 }
 
@@ -127,6 +136,7 @@ fn hog(
                 std::thread::sleep((next - now).min(Duration::from_millis(50)));
                 continue;
             }
+            // Ends itself: the burst is bounded by the clock, never by another thread.
             let end = Instant::now() + burst;
             while Instant::now() < end {
                 std::hint::spin_loop();
@@ -136,14 +146,24 @@ fn hog(
     })
 }
 
+fn base_args(a: &Args) -> Vec<String> {
+    let mut v: Vec<String> = vec![
+        a.rig.display().to_string(),
+        "--backend".into(),
+        "clock".into(),
+        "--trials".into(),
+        a.trials.to_string(),
+        "--duration".into(),
+        a.duration.clone(),
+    ];
+    v.extend(a.run_args.iter().cloned());
+    v
+}
+
 fn run(a: &Args, bin: &Path, dir: &Path, state: &Path, b: bool) -> Result<(), String> {
     let o = Command::new(bin)
         .arg("run")
-        .arg(&a.rig)
-        .args(["--backend", "clock", "--trials"])
-        .arg(a.trials.to_string())
-        .args(["--duration", &a.duration])
-        .args(&a.run_args)
+        .args(base_args(a))
         .args(if b { &a.b_args[..] } else { &[] })
         .arg("--out")
         .arg(dir)
@@ -188,16 +208,53 @@ fn dropouts(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// One way of judging a pair, and its answers' counts.
+#[derive(Default, Clone)]
 struct Tally {
     pairs: u32,
-    regressions: u32,
-    improvements: u32,
-    no_verdict: u32,
-    metric_calls: u64,
-    tests: u64,
-    contrast_regressions: u32,
-    contrast_changes: u32,
+    worse: u32,
+    better: u32,
+    same: u32,
+    inconclusive: u32,
+    other: u32,
 }
+
+impl Tally {
+    fn add(&mut self, s: &Said) {
+        self.pairs += 1;
+        match s.answer.as_str() {
+            "worse" => self.worse += 1,
+            "better" => self.better += 1,
+            "same" => self.same += 1,
+            "inconclusive" => self.inconclusive += 1,
+            _ => self.other += 1,
+        }
+    }
+    fn line(&self) -> String {
+        let pct = |k: u32| 100.0 * k as f64 / self.pairs.max(1) as f64;
+        format!(
+            "{:>3} pairs: worse {:>3} ({:>4.1} %), better {:>3}, same {:>3}, inconclusive {:>3} ({:>4.1} %){}",
+            self.pairs,
+            self.worse,
+            pct(self.worse),
+            self.better,
+            self.same,
+            self.inconclusive,
+            pct(self.inconclusive),
+            if self.other > 0 {
+                format!(", {} refused or failed", self.other)
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
+const WAYS: [&str; 3] = [
+    "1 run a side, calibrated",
+    "1 run a side, no calibration",
+    "all runs a side",
+];
 
 pub fn main(a: &Args) -> i32 {
     let bin = a.xrunrig.clone().unwrap_or_else(|| {
@@ -209,64 +266,99 @@ pub fn main(a: &Args) -> i32 {
     if !a.rejudge {
         let _ = std::fs::remove_dir_all(&a.out);
     }
-    let state = a.out.join("state");
-    if let Err(e) = std::fs::create_dir_all(&state) {
-        eprintln!("livefx-bench: cannot create {}: {e}", state.display());
-        return 2;
+    let (state, cache, no_cache) = (
+        a.out.join("state"),
+        a.out.join("cache"),
+        a.out.join("no-cache"),
+    );
+    for d in [&state, &cache, &no_cache] {
+        if let Err(e) = std::fs::create_dir_all(d) {
+            eprintln!("livefx-bench: cannot create {}: {e}", d.display());
+            return 2;
+        }
     }
     use std::os::unix::fs::PermissionsExt;
     let _ = std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700));
+    let r = a.runs_a_side as usize;
     println!(
-        "calibrate{}: {} A/A pairs and {} A/B pairs of `xrunrig run {} --backend clock --trials {} --duration {}{}` (load {} at start)",
-        if a.rejudge {
-            " (rejudging recorded runs)"
-        } else {
-            ""
-        },
+        "calibrate{}: {} A/A and {} A/B pairs of {r} run(s) a side of `xrunrig run {}` (load {} at start)",
+        if a.rejudge { " (rejudging)" } else { "" },
         a.pairs,
         a.ab_pairs,
-        a.rig.display(),
-        a.trials,
-        a.duration,
-        a.run_args
-            .iter()
-            .map(|x| format!(" {x}"))
-            .collect::<String>(),
+        base_args(a).join(" "),
         load()
     );
     if a.b_args.is_empty() {
         println!(
-            "A/B: B runs beside a FIFO 80 thread on CPU {} spinning {} ms every {} ms",
+            "A/B: every run of B beside a FIFO 80 thread on CPU {} spinning {} ms every {} ms",
             a.hog_cpu, a.hog_burst, a.hog_every
         );
     } else {
         println!("A/B: B runs with {}", a.b_args.join(" "));
     }
     let t0 = Instant::now();
-    let mut results = Vec::new();
+    if !a.rejudge && a.calibrate_pairs > 0 {
+        let o = Command::new(&bin)
+            .arg("calibrate")
+            .args(base_args(a))
+            .args(["--pairs", &a.calibrate_pairs.to_string()])
+            .arg("--out")
+            .arg(a.out.join("calibration"))
+            .env("XRUNRIG_STATE_DIR", &state)
+            .env("XRUNRIG_CACHE_DIR", &cache)
+            .output();
+        match o {
+            Ok(o) if o.status.success() => {
+                // The runs' own tables come first; the calibration's from its header on.
+                let text = String::from_utf8_lossy(&o.stdout);
+                let table = text
+                    .find("metric (log scale)")
+                    .map_or(&text[..], |i| &text[i..]);
+                println!(
+                    "calibration ({} runs, {:.1} min):\n{}",
+                    2 * a.calibrate_pairs,
+                    t0.elapsed().as_secs_f64() / 60.0,
+                    table.trim_end()
+                );
+            }
+            Ok(o) => {
+                eprintln!(
+                    "livefx-bench: xrunrig calibrate exited {:?}: {}",
+                    o.status.code(),
+                    String::from_utf8_lossy(&o.stderr)
+                );
+                return 3;
+            }
+            Err(e) => {
+                eprintln!("livefx-bench: cannot run {}: {e}", bin.display());
+                return 3;
+            }
+        }
+    }
+    let mut results: Vec<(&str, [Tally; 3], f64)> = Vec::new();
     for (kind, n) in [("A/A", a.pairs), ("A/B", a.ab_pairs)] {
-        let mut t = Tally {
-            pairs: 0,
-            regressions: 0,
-            improvements: 0,
-            no_verdict: 0,
-            metric_calls: 0,
-            tests: 0,
-            contrast_regressions: 0,
-            contrast_changes: 0,
-        };
+        let t_kind = Instant::now();
+        let mut t: [Tally; 3] = Default::default();
         for i in 0..n {
             let tag = format!("{}{i:02}", if kind == "A/A" { "aa" } else { "ab" });
-            let (da, db) = (
-                a.out.join(format!("{tag}-a")),
-                a.out.join(format!("{tag}-b")),
-            );
-            // Alternate which side runs first, so drift in the machine's load over the
-            // benchmark falls on both sides alike.
-            let order: [(&Path, bool); 2] = if i % 2 == 0 {
-                [(&da, false), (&db, kind == "A/B")]
+            let side = |s: &str| -> Vec<PathBuf> {
+                (1..=r)
+                    .map(|j| a.out.join(format!("{tag}-{s}{j}")))
+                    .collect()
+            };
+            let (da, db) = (side("a"), side("b"));
+            // Which side runs first alternates, so drift over the benchmark falls on
+            // both alike; within a side its runs follow each other.
+            let order: Vec<(&PathBuf, bool)> = if i % 2 == 0 {
+                da.iter()
+                    .map(|d| (d, false))
+                    .chain(db.iter().map(|d| (d, kind == "A/B")))
+                    .collect()
             } else {
-                [(&db, kind == "A/B"), (&da, false)]
+                db.iter()
+                    .map(|d| (d, kind == "A/B"))
+                    .chain(da.iter().map(|d| (d, false)))
+                    .collect()
             };
             for (d, is_b) in order {
                 if a.rejudge {
@@ -285,88 +377,67 @@ pub fn main(a: &Args) -> i32 {
                         stop.clone(),
                     )
                 });
-                let r = run(a, &bin, d, &state, is_b);
+                let res = run(a, &bin, d, &state, is_b);
                 stop.store(true, Ordering::Relaxed);
                 if let Some(h) = h {
                     let _ = h.join();
                 }
-                if let Err(e) = r {
+                if let Err(e) = res {
                     eprintln!("livefx-bench: {tag}: {e}");
                     return 3;
                 }
             }
-            let cmp = a.out.join(format!("{tag}-compare"));
-            let _ = std::fs::remove_dir_all(&cmp);
-            let s = compare(&bin, &da, &db, &cmp);
-            t.pairs += 1;
-            match s.code {
-                1 => t.regressions += 1,
-                0 if s.improvements > 0 => t.improvements += 1,
-                _ => {}
+            let cmp = |w: usize| a.out.join(format!("{tag}-compare-{w}"));
+            for w in 0..3 {
+                let _ = std::fs::remove_dir_all(cmp(w));
             }
-            if s.tests == Some(0) {
-                t.no_verdict += 1;
+            let said = [
+                compare(&bin, &da[..1], &db[..1], &cmp(0), &cache),
+                compare(&bin, &da[..1], &db[..1], &cmp(1), &no_cache),
+                compare(&bin, &da, &db, &cmp(2), &cache),
+            ];
+            for (w, s) in said.iter().enumerate() {
+                t[w].add(s);
             }
-            t.metric_calls += s.regressions + s.improvements;
-            t.tests += s.tests.unwrap_or(0);
-            let mut line = format!(
-                "{kind} pair {i:2}: dropouts A {} B {}; compare exit {} ({} regressed, {} improved of {} tests): {}",
-                dropouts(&da),
-                dropouts(&db),
-                s.code,
-                s.regressions,
-                s.improvements,
-                s.tests.map_or("?".into(), |x| x.to_string()),
-                s.summary
+            let drops = |v: &[PathBuf]| {
+                v.iter()
+                    .map(|d| dropouts(d).to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            println!(
+                "{kind} pair {i:2}: dropouts A [{}] B [{}]; 1 calibrated: {}, 1 uncalibrated: {}, {r} a side: {}",
+                drops(&da),
+                drops(&db),
+                said[0].answer,
+                said[1].answer,
+                said[2].answer,
             );
-            if let Some(c) = &a.contrast {
-                let cmp = a.out.join(format!("{tag}-contrast"));
-                let _ = std::fs::remove_dir_all(&cmp);
-                let o = compare(c, &da, &db, &cmp);
-                if o.code == 1 {
-                    t.contrast_regressions += 1;
+            if said.iter().any(|s| s.answer == "?") {
+                for s in &said {
+                    println!("    exit {}: {}", s.code, s.summary);
                 }
-                if o.regressions + o.improvements > 0 {
-                    t.contrast_changes += 1;
-                }
-                line += &format!(
-                    " | contrast: exit {} ({} regressed, {} improved)",
-                    o.code, o.regressions, o.improvements
-                );
             }
-            println!("{line}");
         }
-        results.push((kind, t));
+        results.push((kind, t, t_kind.elapsed().as_secs_f64() / 60.0));
     }
     println!(
         "\n{:.0} min in all; load {} at the end",
         t0.elapsed().as_secs_f64() / 60.0,
         load()
     );
-    for (kind, t) in &results {
-        if t.pairs == 0 {
+    for (kind, t, min) in &results {
+        if t[0].pairs == 0 {
             continue;
         }
-        let pct = |k: u32| 100.0 * k as f64 / t.pairs as f64;
-        println!(
-            "{kind}: {}/{} pairs called a regression ({:.0} %), {} an improvement ({:.0} %), {} no verdict; {} of {} metric tests called a change",
-            t.regressions,
-            t.pairs,
-            pct(t.regressions),
-            t.improvements,
-            pct(t.improvements),
-            t.no_verdict,
-            t.metric_calls,
-            t.tests
-        );
-        if a.contrast.is_some() {
-            println!(
-                "{kind}, contrast compare: {}/{} pairs called a regression ({:.0} %), {} with any change",
-                t.contrast_regressions,
-                t.pairs,
-                pct(t.contrast_regressions),
-                t.contrast_changes
-            );
+        println!("{kind} ({min:.0} min):");
+        for (w, x) in t.iter().enumerate() {
+            let name = if w == 2 {
+                format!("{r} runs a side")
+            } else {
+                WAYS[w].to_string()
+            };
+            println!("  {name:<30} {}", x.line());
         }
     }
     0

@@ -1,0 +1,260 @@
+//! Calibrations kept in the cache (`calibrations/*.json`, `results::calibration`): what
+//! run a calibration holds for (its key, from a run's run.json), measuring one from
+//! runs of one configuration, saving it, and finding the one a comparison's baseline
+//! matches.
+
+use super::load::kernel_of;
+use super::sample::Key;
+use crate::judge::{RunData, Scale, model, scale};
+use crate::kind;
+use crate::load::Results;
+use results::calibration::{
+    CALIBRATION_VERSION, CALIBRATIONS_DIR, Calibration, CalibrationKey, MetricSpread,
+};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The folder calibrations are kept in.
+pub fn dir() -> PathBuf {
+    crate::cache::root().join(CALIBRATIONS_DIR)
+}
+
+/// What a run's calibration must match: its rig (name and sha256), profile, backend,
+/// kernel and machine.
+pub fn key_of(r: &Results) -> CalibrationKey {
+    let backend = match r.data::<crate::load::LivefxData>() {
+        Some(d) => {
+            let mut b: Vec<String> = d.rows.iter().map(|x| x.backend.clone()).collect();
+            b.sort();
+            b.dedup();
+            b.join("+")
+        }
+        None => "threads".into(),
+    };
+    let host = match &r.run.guest {
+        Some(g) => format!(
+            "{} guest on {}",
+            g.accel.as_deref().unwrap_or("?"),
+            g.host
+                .as_ref()
+                .and_then(|h| h.hostname.clone())
+                .unwrap_or_else(|| "?".into())
+        ),
+        None => r.run.host.clone().unwrap_or_else(|| "?".into()),
+    };
+    CalibrationKey {
+        rig: r.rig.clone(),
+        rig_sha256: r
+            .run
+            .rig
+            .as_ref()
+            .and_then(|x| x.sha256.clone())
+            .unwrap_or_default(),
+        profile_sha256: r.run.profile.as_ref().and_then(|p| p.sha256.clone()),
+        backend,
+        kernel: kernel_of(r),
+        host,
+    }
+}
+
+/// Each judged metric of a run: its full name, scale and data (what `measure` and a
+/// comparison read the same way).
+pub fn items(r: &Results) -> Vec<(Key, Scale, RunData, bool)> {
+    kind::of(r)
+        .samples()
+        .into_iter()
+        .flat_map(|(k, s)| {
+            s.items().into_iter().map(move |it| {
+                (
+                    (k.0.clone(), k.1.clone(), format!("{}{}", k.2, it.suffix)),
+                    it.scale,
+                    it.data,
+                    it.lower_is_worse,
+                )
+            })
+        })
+        .collect()
+}
+
+/// A calibration from `runs`, all of one configuration (checked: one key), measured by
+/// `command`. Each metric's between-run variance by moments over the runs
+/// (`judge::model::between_by_moments`), its trial-to-trial spread pooled over them.
+pub fn measure(runs: &[Results], command: &[String], created: &str) -> Result<Calibration, String> {
+    let Some(first) = runs.first() else {
+        return Err("a calibration needs runs".into());
+    };
+    if runs.len() < 2 {
+        return Err("a calibration needs two runs or more (it measures how runs differ)".into());
+    }
+    let key = key_of(first);
+    for r in runs.iter().skip(1) {
+        let k = key_of(r);
+        if k != key {
+            return Err(format!(
+                "{} is not a run of the same configuration as {}: {} against {}",
+                r.dir.display(),
+                first.dir.display(),
+                k.describe(),
+                key.describe()
+            ));
+        }
+    }
+    let mut by: BTreeMap<(Key, u8), (Scale, Vec<RunData>)> = BTreeMap::new();
+    let order = |s: Scale| s as u8;
+    for r in runs {
+        for (k, s, d, _) in items(r) {
+            by.entry((k, order(s)))
+                .or_insert_with(|| (s, Vec::new()))
+                .1
+                .push(d);
+        }
+    }
+    let mut metrics = Vec::new();
+    for ((k, _), (s, data)) in by {
+        let log1p = data.iter().any(|d| match d {
+            RunData::Values(v) => v.iter().any(|x| *x <= 0.0),
+            _ => false,
+        });
+        let w = scale::within_of(s, &data, log1p);
+        let side = scale::side_runs(
+            s,
+            &data,
+            w.unwrap_or(scale::Within {
+                var: if s == Scale::LogRate { 1.0 } else { 0.0 },
+                df: f64::INFINITY,
+            }),
+            log1p,
+        );
+        let Some((between, total, within, df)) = model::between_by_moments(&side.runs) else {
+            continue;
+        };
+        metrics.push(MetricSpread {
+            setting: k.0,
+            variant: k.1,
+            metric: k.2,
+            scale: s,
+            between,
+            df,
+            total,
+            within,
+            trial_var: w.map(|w| w.var),
+            trial_df: w.map(|w| w.df),
+            runs: side.runs.iter().map(|r| r.y).collect(),
+        });
+    }
+    let trials = runs
+        .iter()
+        .map(|r| r.run.trials.unwrap_or(0) as u32)
+        .max()
+        .unwrap_or(0);
+    Ok(Calibration {
+        format: CALIBRATION_VERSION,
+        key,
+        created: created.to_string(),
+        xrunrig_version: first.run.xrunrig_version.clone(),
+        runs: runs.iter().map(|r| r.dir.display().to_string()).collect(),
+        trials_per_run: trials,
+        duration_ms_per_trial: None,
+        command: command.to_vec(),
+        metrics,
+        pairs: None,
+    })
+}
+
+/// The file a calibration of `key` is saved as: one per key, a newer one replacing it.
+pub fn file_for(key: &CalibrationKey) -> PathBuf {
+    // A stable name: the key's fields hashed (FNV-1a; std's hasher is not stable).
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let text = serde_json::to_string(key).unwrap_or_default();
+    for b in text.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    dir().join(format!("{}-{h:016x}.json", results::file_part(&key.rig)))
+}
+
+/// Writes `c` into the cache (whole or not at all); returns its path.
+pub fn save(c: &Calibration) -> Result<PathBuf, String> {
+    let p = file_for(&c.key);
+    let d = dir();
+    std::fs::create_dir_all(&d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+    let text = serde_json::to_string_pretty(c).map_err(|e| e.to_string())? + "\n";
+    let tmp = d.join(format!(".{}.tmp-{}", file_name(&p), std::process::id()));
+    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, &p).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    Ok(p)
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Every calibration in the cache that reads, with its file; those that do not read
+/// are named in `problems`.
+pub fn list(problems: &mut Vec<String>) -> Vec<(Calibration, PathBuf)> {
+    let Ok(rd) = std::fs::read_dir(dir()) else {
+        return vec![];
+    };
+    let mut out = Vec::new();
+    let mut paths: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    paths.sort();
+    for p in paths {
+        // Calibrations are small; a large file is not one.
+        match std::fs::metadata(&p) {
+            Ok(m) if m.len() > 4 << 20 => {
+                problems.push(format!("{}: larger than 4 MiB, not read", p.display()));
+                continue;
+            }
+            Err(e) => {
+                problems.push(format!("{}: {e}", p.display()));
+                continue;
+            }
+            _ => {}
+        }
+        match std::fs::read_to_string(&p)
+            .map_err(|e| e.to_string())
+            .and_then(|t| Calibration::from_json(&t, &p.display().to_string()))
+        {
+            Ok(c) => out.push((c, p)),
+            Err(e) => problems.push(e),
+        }
+    }
+    out
+}
+
+/// The calibration for `base`: the file given (refused when its key is another run's),
+/// else the newest in the cache whose key is `base`'s.
+pub fn find(
+    base: &Results,
+    given: Option<&Path>,
+    problems: &mut Vec<String>,
+) -> Result<Option<(Calibration, PathBuf)>, String> {
+    let key = key_of(base);
+    if let Some(p) = given {
+        let text = std::fs::read_to_string(p)
+            .map_err(|e| format!("--calibration {}: {e}", p.display()))?;
+        let c = Calibration::from_json(&text, &p.display().to_string())?;
+        if c.key != key {
+            return Err(format!(
+                "--calibration {} was measured for {}, not for the baseline's {}: calibrate this \
+                 rig on this machine (`xrunrig calibrate`), or compare without it",
+                p.display(),
+                c.key.describe(),
+                key.describe()
+            ));
+        }
+        return Ok(Some((c, p.to_path_buf())));
+    }
+    let mut found: Vec<(Calibration, PathBuf)> = list(problems)
+        .into_iter()
+        .filter(|(c, _)| c.key == key)
+        .collect();
+    found.sort_by(|a, b| a.0.created.cmp(&b.0.created));
+    Ok(found.pop())
+}

@@ -1,0 +1,287 @@
+//! The four answers: worse, better, same or inconclusive, from a change's confidence
+//! interval against the threshold (criterion.rs's noise-threshold rule: the interval,
+//! not the point estimate, must clear it), with Holm's correction over the metrics of
+//! one comparison.
+
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+
+/// Two-sided confidence level of the intervals: a change is called when its 95 %
+/// interval lies wholly beyond the threshold, i.e. a one-sided test at 2.5 %.
+pub const CONFIDENCE: f64 = 0.95;
+
+/// The one-sided level of each call, before Holm: (1 − CONFIDENCE) / 2.
+pub const ONE_SIDED: f64 = (1.0 - CONFIDENCE) / 2.0;
+
+/// A comparison's answer, for one metric or for a whole comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Answer {
+    /// The change's interval (Holm-adjusted) lies wholly above +threshold: worse.
+    Worse,
+    /// Wholly below −threshold: better.
+    Better,
+    /// Wholly inside ±threshold: the same, within the threshold.
+    Same,
+    /// None of these: the evidence cannot tell a change from the run-to-run variation.
+    Inconclusive,
+}
+
+impl Answer {
+    pub fn word(self) -> &'static str {
+        match self {
+            Answer::Worse => "worse",
+            Answer::Better => "better",
+            Answer::Same => "same",
+            Answer::Inconclusive => "inconclusive",
+        }
+    }
+
+    /// A comparison's answer from its metrics': worse when any is; else inconclusive when
+    /// any is (an untold metric could hide a regression); else better when any is; else
+    /// the same. None for no metric.
+    pub fn overall(each: &[Answer]) -> Option<Answer> {
+        if each.is_empty() {
+            return None;
+        }
+        Some(if each.contains(&Answer::Worse) {
+            Answer::Worse
+        } else if each.contains(&Answer::Inconclusive) {
+            Answer::Inconclusive
+        } else if each.contains(&Answer::Better) {
+            Answer::Better
+        } else {
+            Answer::Same
+        })
+    }
+}
+
+/// A change on a metric's log scale, worse upward: B's estimate minus A's, with its
+/// standard error and degrees of freedom (infinite: the normal distribution).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Effect {
+    pub d: f64,
+    pub se: f64,
+    pub df: f64,
+}
+
+/// One metric judged against the threshold, before Holm.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Judged {
+    pub effect: Effect,
+    /// One-sided p of "worse beyond the threshold" (H0: change ≤ +θ).
+    pub p_worse: f64,
+    /// One-sided p of "better beyond the threshold" (H0: change ≥ −θ).
+    pub p_better: f64,
+    /// Two one-sided tests of "within ±θ": the larger of the two p's.
+    pub p_same: f64,
+    /// The change's 95 % interval on the log scale.
+    pub lo: f64,
+    pub hi: f64,
+    /// The smallest observed change (log scale) that would have been called worse: θ plus
+    /// the interval's half-width. What a "cannot tell" could have missed.
+    pub detectable: f64,
+}
+
+/// The reference distribution's upper tail P(T > t).
+fn sf(t: f64, df: f64) -> f64 {
+    if t.is_nan() {
+        return 1.0;
+    }
+    if t == f64::INFINITY {
+        return 0.0;
+    }
+    if t == f64::NEG_INFINITY {
+        return 1.0;
+    }
+    if !df.is_finite() || df > 1e6 {
+        let n = Normal::standard();
+        return n.sf(t);
+    }
+    match StudentsT::new(0.0, 1.0, df.max(0.5)) {
+        Ok(s) => s.sf(t),
+        Err(_) => 1.0,
+    }
+}
+
+/// The reference distribution's quantile.
+pub fn quantile(p: f64, df: f64) -> f64 {
+    if !df.is_finite() || df > 1e6 {
+        return Normal::standard().inverse_cdf(p);
+    }
+    StudentsT::new(0.0, 1.0, df.max(0.5)).map_or(f64::INFINITY, |s| s.inverse_cdf(p))
+}
+
+/// The threshold in percent as a change on the log scale: ln(1 + θ/100).
+pub fn log_threshold(threshold_percent: f64) -> f64 {
+    (1.0 + threshold_percent / 100.0).ln()
+}
+
+/// `e` against the threshold `theta` (log scale).
+pub fn judge(e: Effect, theta: f64) -> Judged {
+    let half = quantile(1.0 - ONE_SIDED, e.df) * e.se;
+    let z = |x: f64| {
+        if e.se > 0.0 {
+            (e.d - x) / e.se
+        } else if e.d > x {
+            f64::INFINITY
+        } else if e.d < x {
+            f64::NEG_INFINITY
+        } else {
+            0.0
+        }
+    };
+    let p_worse = sf(z(theta), e.df);
+    let p_better = sf(-z(-theta), e.df);
+    // Same: the change is below +θ (H0: ≥ θ) and above −θ (H0: ≤ −θ).
+    let below = sf(-z(theta), e.df);
+    let above = sf(z(-theta), e.df);
+    Judged {
+        effect: e,
+        p_worse,
+        p_better,
+        p_same: below.max(above),
+        lo: e.d - half,
+        hi: e.d + half,
+        detectable: theta + half,
+    }
+}
+
+/// The answers of several metrics judged in one comparison: worse (better) where the
+/// Holm-adjusted p of worse (better) is below the one-sided level, so the chance of any
+/// false call among them stays within it; the same where the metric's two one-sided
+/// tests both are (an intersection-union test: every metric "same" at that level makes
+/// the comparison "same" at that level, no adjustment needed). Holm-adjusted p's out.
+pub fn answers(judged: &[Judged]) -> Vec<(Answer, f64, f64)> {
+    let worse = crate::stats::holm(&judged.iter().map(|j| j.p_worse).collect::<Vec<_>>());
+    let better = crate::stats::holm(&judged.iter().map(|j| j.p_better).collect::<Vec<_>>());
+    judged
+        .iter()
+        .enumerate()
+        .map(|(i, j)| {
+            let a = if worse[i] < ONE_SIDED {
+                Answer::Worse
+            } else if better[i] < ONE_SIDED {
+                Answer::Better
+            } else if j.p_same < ONE_SIDED {
+                Answer::Same
+            } else {
+                Answer::Inconclusive
+            };
+            (a, worse[i], better[i])
+        })
+        .collect()
+}
+
+/// A change on the log scale in percent: e^d − 1.
+pub fn percent(d: f64) -> f64 {
+    100.0 * (d.exp() - 1.0)
+}
+
+/// "+35 %", "−12 %", "×40" for large ratios, "+∞".
+pub fn fmt_change(d: f64) -> String {
+    if d.is_infinite() {
+        return if d > 0.0 {
+            "+∞".into()
+        } else {
+            "−100 %".into()
+        };
+    }
+    let r = d.exp();
+    if r >= 10.0 {
+        format!("×{r:.0}")
+    } else {
+        let p = percent(d);
+        if p.abs() < 10.0 {
+            format!("{p:+.1} %")
+        } else {
+            format!("{p:+.0} %")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(d: f64, se: f64) -> Effect {
+        Effect {
+            d,
+            se,
+            df: f64::INFINITY,
+        }
+    }
+
+    #[test]
+    fn the_interval_not_the_estimate_must_clear_the_threshold() {
+        let th = log_threshold(10.0);
+        // A +50 % change known to ±10 %: worse.
+        let j = judge(e(1.5f64.ln(), 0.05), th);
+        assert_eq!(answers(&[j])[0].0, Answer::Worse);
+        // A +50 % change known only to ±100 %: the point is past the threshold, the
+        // interval is not: inconclusive (the old rule would have called it).
+        let j = judge(e(1.5f64.ln(), 0.5), th);
+        assert_eq!(answers(&[j])[0].0, Answer::Inconclusive);
+        assert!(j.lo < th && j.hi > th);
+        // No change, known to ±2 %: the same.
+        let j = judge(e(0.0, 0.01), th);
+        assert_eq!(answers(&[j])[0].0, Answer::Same);
+        // An improvement.
+        let j = judge(e(-1.0, 0.1), th);
+        assert_eq!(answers(&[j])[0].0, Answer::Better);
+    }
+
+    #[test]
+    fn at_the_boundary_the_level_is_the_stated_one() {
+        // d − θ = 1.959964 se: p of worse is 2.5 %.
+        let th = 0.1;
+        let j = judge(e(th + 1.959_964 * 0.2, 0.2), th);
+        assert!((j.p_worse - 0.025).abs() < 1e-6, "{}", j.p_worse);
+        assert!((j.lo - th).abs() < 1e-6);
+        // Student's t widens it: with 4 df the quantile is 2.776.
+        let j = judge(
+            Effect {
+                d: 1.0,
+                se: 0.1,
+                df: 4.0,
+            },
+            0.0,
+        );
+        assert!((j.hi - 1.0 - 0.2776).abs() < 1e-3, "{}", j.hi);
+    }
+
+    #[test]
+    fn holm_keeps_the_family_within_the_level() {
+        // Two metrics each at p 0.02 of worse: alone each would be called, together
+        // only when Holm allows (0.04 > 0.025): neither.
+        let th = 0.0;
+        let z = Normal::standard().inverse_cdf(0.98);
+        let j = judge(e(z * 0.1, 0.1), th);
+        assert_eq!(answers(&[j])[0].0, Answer::Worse);
+        let both = answers(&[j, j]);
+        assert!(both.iter().all(|a| a.0 != Answer::Worse), "{both:?}");
+    }
+
+    #[test]
+    fn a_comparison_is_worse_if_any_metric_is_and_inconclusive_before_better() {
+        use Answer::*;
+        assert_eq!(Answer::overall(&[Same, Worse, Better]), Some(Worse));
+        assert_eq!(Answer::overall(&[Better, Inconclusive]), Some(Inconclusive));
+        assert_eq!(Answer::overall(&[Better, Same]), Some(Better));
+        assert_eq!(Answer::overall(&[Same, Same]), Some(Same));
+        assert_eq!(Answer::overall(&[]), None);
+    }
+
+    #[test]
+    fn a_zero_standard_error_is_decided_by_the_estimate() {
+        let th = log_threshold(10.0);
+        assert_eq!(answers(&[judge(e(1.0, 0.0), th)])[0].0, Answer::Worse);
+        assert_eq!(answers(&[judge(e(0.0, 0.0), th)])[0].0, Answer::Same);
+    }
+
+    #[test]
+    fn changes_read_as_percentages_or_ratios() {
+        assert_eq!(fmt_change(1.35f64.ln()), "+35 %");
+        assert_eq!(fmt_change(0.95f64.ln()), "-5.0 %");
+        assert_eq!(fmt_change(40f64.ln()), "×40");
+        assert_eq!(fmt_change(f64::INFINITY), "+∞");
+    }
+}
