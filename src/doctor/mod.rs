@@ -65,9 +65,65 @@ struct Report<'a> {
     checks: &'a [Check],
     counts: &'a std::collections::BTreeMap<String, u64>,
     exit: i32,
+    /// The calibrations kept in the cache (`xrunrig calibrate`).
+    calibrations: Vec<CalibrationEntry>,
     #[serde(skip_serializing_if = "Option::is_none")]
     rig: Option<needs::RigNeeds<'a>>,
     version: Option<u64>,
+}
+
+/// One kept calibration as the doctor lists it.
+#[derive(Serialize)]
+struct CalibrationEntry {
+    file: String,
+    key: results::calibration::CalibrationKey,
+    created: String,
+    runs: usize,
+    trials_per_run: u32,
+}
+
+/// The calibrations kept in the cache, and the files that did not read.
+fn calibrations() -> (Vec<CalibrationEntry>, Vec<String>) {
+    let mut problems = Vec::new();
+    let list = analysis::compare::calibration::list(&mut problems)
+        .into_iter()
+        .map(|(c, p)| CalibrationEntry {
+            file: p.display().to_string(),
+            created: c.created,
+            runs: c.runs.len(),
+            trials_per_run: c.trials_per_run,
+            key: c.key,
+        })
+        .collect();
+    (list, problems)
+}
+
+/// The calibrations in words, for the human report.
+fn calibrations_text(list: &[CalibrationEntry], problems: &[String]) -> String {
+    let dir = analysis::compare::calibration::dir();
+    let mut s = format!(
+        "\nCalibrations (xrunrig calibrate; what `xrunrig compare` with one run a side uses), in {}:\n",
+        dir.display()
+    );
+    if list.is_empty() {
+        s += "  none: compare with one run a side assumes the largest run-to-run spread \
+              measured, and is mostly inconclusive; `xrunrig calibrate RIG` measures this \
+              machine's\n";
+    }
+    for c in list {
+        s += &format!(
+            "  {}: {}; {} runs of {} trial(s), measured {}\n",
+            c.file,
+            c.key.describe(),
+            c.runs,
+            c.trials_per_run,
+            c.created
+        );
+    }
+    for p in problems {
+        s += &format!("  not read: {p}\n");
+    }
+    s
 }
 
 pub fn main(a: &DoctorOptions) -> i32 {
@@ -98,10 +154,12 @@ pub fn main(a: &DoctorOptions) -> i32 {
         .as_ref()
         .map(|r| needs::evaluate(r, prof.as_ref(), checks, &src));
     let code = exit_code(checks, needs.as_deref());
+    let (cals, cal_problems) = calibrations();
     if a.json {
         crate::output::console::document(&Report {
             checks,
             counts: &found.counts,
+            calibrations: cals,
             exit: code,
             rig: rig
                 .as_ref()
@@ -115,6 +173,7 @@ pub fn main(a: &DoctorOptions) -> i32 {
             rig.as_ref().zip(needs.as_deref()),
             code,
         ));
+        crate::output::console::report(&calibrations_text(&cals, &cal_problems));
     }
     code
 }

@@ -1,0 +1,123 @@
+//! `xrunrig calibrate` on this machine, then `xrunrig compare` with one run a side: the
+//! calibration is kept in the cache under the rig's key, the doctor lists it, and
+//! compare finds it by the baseline's rig, kernel and machine and says which it used;
+//! in another cache (none kept) the same pair is judged against the largest spread
+//! measured, and compare says so. Real runs of the livefx rig on the clock backend
+//! (SCHED_FIFO: root).
+
+mod support;
+
+use support::run::{command, json, serial, text};
+use xrunrig::testkit;
+
+#[test]
+fn a_calibration_is_kept_listed_and_used_by_compare_with_one_run_a_side() {
+    if !testkit::root() {
+        return;
+    }
+    let _g = serial();
+    let d = testkit::private_dir("calibrate");
+    let (cache, empty) = (d.join("cache"), d.join("empty-cache"));
+    let runs = d.join("runs");
+    let o = command(&d)
+        .env("XRUNRIG_CACHE_DIR", &cache)
+        .args([
+            "calibrate",
+            "rigs/livefx.toml",
+            "--backend",
+            "clock",
+            "--trials",
+            "2",
+            "--duration",
+            "1",
+            "--pairs",
+            "2",
+            "--out",
+            runs.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("calibration kept in"), "{t}");
+    let files: Vec<_> = std::fs::read_dir(cache.join("calibrations"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let cal = json(&files[0]);
+    assert_eq!(cal["key"]["rig"], "livefx", "{cal}");
+    assert_eq!(cal["key"]["backend"], "clock", "{cal}");
+    assert_eq!(cal["runs"].as_array().unwrap().len(), 4, "{cal}");
+    let dropouts = cal["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "dropouts" && m["variant"] == "pi")
+        .unwrap_or_else(|| panic!("{cal}"));
+    assert_eq!(dropouts["scale"], "log_rate", "{cal}");
+    assert_eq!(dropouts["df"], 3, "{cal}");
+    // The doctor lists it.
+    let o = command(&d)
+        .env("XRUNRIG_CACHE_DIR", &cache)
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["calibrations"][0]["key"]["rig"], "livefx", "{doc}");
+    // compare with one run a side finds and names it.
+    let (a, b) = (runs.join("run-01"), runs.join("run-04"));
+    let cmp = |cache: &std::path::Path, out: &str| {
+        let o = command(&d)
+            .env("XRUNRIG_CACHE_DIR", cache)
+            .args(["compare", "--out"])
+            .arg(d.join(out))
+            .arg(&a)
+            .arg(&b)
+            .output()
+            .unwrap();
+        let j = json(&d.join(out).join("compare.json"));
+        (o.status.code(), text(&o), j)
+    };
+    let (code, t, j) = cmp(&cache, "cmp-cal");
+    assert!(matches!(code, Some(0 | 1 | 4)), "{t}");
+    assert!(
+        j["calibration"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with(&format!("calibration used: {}", files[0].display())),
+        "{j}"
+    );
+    // Without one: the assumption, said.
+    let (code, t, j) = cmp(&empty, "cmp-none");
+    assert!(matches!(code, Some(0 | 4)), "{t}");
+    assert!(
+        j["calibration"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("no calibration of this rig on this machine"),
+        "{j}"
+    );
+    // Several runs a side: the runs' own spread, pooled with the calibration's.
+    let o = command(&d)
+        .env("XRUNRIG_CACHE_DIR", &cache)
+        .args(["compare", "--out"])
+        .arg(d.join("cmp-runs"))
+        .arg(runs.join("run-01"))
+        .arg(runs.join("run-02"))
+        .arg("--")
+        .arg(runs.join("run-03"))
+        .arg(runs.join("run-04"))
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(matches!(o.status.code(), Some(0 | 1 | 4)), "{t}");
+    let j = json(&d.join("cmp-runs/compare.json"));
+    assert_eq!(j["runs_per_side"], serde_json::json!([2, 2]), "{j}");
+    let method = j["method"].as_str().unwrap_or_default();
+    assert!(
+        method.contains("from the runs themselves") && method.contains("with the calibration"),
+        "{j}"
+    );
+}
