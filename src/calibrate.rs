@@ -19,6 +19,8 @@ pub struct CalibrateOptions {
     pub run: RunOptions,
     /// A/A pairs: 2 × pairs runs.
     pub pairs: u32,
+    /// Replace a kept calibration of this rig on this machine instead of adding to it.
+    pub fresh: bool,
 }
 
 pub fn main(o: &CalibrateOptions) -> i32 {
@@ -99,6 +101,27 @@ pub fn main(o: &CalibrateOptions) -> i32 {
             eprintln!("xrunrig calibrate: {e}");
             return EXIT_FAILED;
         }
+    };
+    // A calibration kept of this rig on this machine: these runs are added to its own
+    // (another day, another boot: what the machine does between sessions).
+    let mut problems = Vec::new();
+    let kept = if o.fresh {
+        None
+    } else {
+        calibration::list(&mut problems)
+            .into_iter()
+            .find(|(c, _)| c.key == cal.key)
+    };
+    let cal = match kept {
+        Some((old, p)) => {
+            eprintln!(
+                "calibrate: adding these {n} runs to the {} kept in {} (--fresh starts anew)",
+                old.runs.len(),
+                p.display()
+            );
+            calibration::merge(&old, cal)
+        }
+        None => cal,
     };
     let path = match calibration::save(&cal) {
         Ok(p) => p,

@@ -246,12 +246,18 @@ pub struct CalibrateArgs {
     /// A/A pairs to run: 2 x N runs, nothing changed between them (2 to 200).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub pairs: u32,
+    /// Start the calibration anew: by default the runs are added to a calibration kept of
+    /// this rig on this machine (calibrating again on another day widens it to what the
+    /// machine does between sessions).
+    #[arg(long)]
+    pub fresh: bool,
 }
 
 impl CalibrateArgs {
     pub fn into_options(self) -> crate::calibrate::CalibrateOptions {
         crate::calibrate::CalibrateOptions {
             pairs: self.pairs,
+            fresh: self.fresh,
             run: self.run.into_options(),
         }
     }

@@ -99,25 +99,56 @@ fn a_calibration_is_kept_listed_and_used_by_compare_with_one_run_a_side() {
             .starts_with("no calibration of this rig on this machine"),
         "{j}"
     );
-    // Several runs a side: the runs' own spread, pooled with the calibration's.
-    let o = command(&d)
-        .env("XRUNRIG_CACHE_DIR", &cache)
-        .args(["compare", "--out"])
-        .arg(d.join("cmp-runs"))
-        .arg(runs.join("run-01"))
-        .arg(runs.join("run-02"))
-        .arg("--")
-        .arg(runs.join("run-03"))
-        .arg(runs.join("run-04"))
-        .output()
-        .unwrap();
-    let t = text(&o);
-    assert!(matches!(o.status.code(), Some(0 | 1 | 4)), "{t}");
-    let j = json(&d.join("cmp-runs/compare.json"));
-    assert_eq!(j["runs_per_side"], serde_json::json!([2, 2]), "{j}");
-    let method = j["method"].as_str().unwrap_or_default();
+    // Several runs a side, alternating in time (1 3 against 2 4): the runs are the
+    // units, their own spread pooled with the calibration's; one after the other (1 2
+    // against 3 4): each side one block, its spread the calibration's.
+    let several = |a: [&str; 2], b: [&str; 2], out: &str| {
+        let o = command(&d)
+            .env("XRUNRIG_CACHE_DIR", &cache)
+            .args(["compare", "--out"])
+            .arg(d.join(out))
+            .args(a.map(|x| runs.join(x)))
+            .arg("--")
+            .args(b.map(|x| runs.join(x)))
+            .output()
+            .unwrap();
+        let t = text(&o);
+        assert!(matches!(o.status.code(), Some(0 | 1 | 4)), "{t}");
+        let j = json(&d.join(out).join("compare.json"));
+        assert_eq!(j["runs_per_side"], serde_json::json!([2, 2]), "{j}");
+        j["method"].as_str().unwrap_or_default().to_string()
+    };
+    let m = several(["run-01", "run-03"], ["run-02", "run-04"], "cmp-alt");
     assert!(
-        method.contains("from the runs themselves") && method.contains("with the calibration"),
-        "{j}"
+        m.contains("interleaved in time") && m.contains("with the calibration"),
+        "{m}"
     );
+    let m = several(["run-01", "run-02"], ["run-03", "run-04"], "cmp-blocks");
+    assert!(m.contains("each side one block in time"), "{m}");
+    // Calibrating again adds to it (another session's runs), --fresh starts anew.
+    let again = |fresh: bool, out: &str| {
+        let mut c = command(&d);
+        c.env("XRUNRIG_CACHE_DIR", &cache).args([
+            "calibrate",
+            "rigs/livefx.toml",
+            "--backend",
+            "clock",
+            "--trials",
+            "2",
+            "--duration",
+            "1",
+            "--pairs",
+            "1",
+            "--out",
+        ]);
+        c.arg(d.join(out));
+        if fresh {
+            c.arg("--fresh");
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        json(&files[0])["runs"].as_array().unwrap().len()
+    };
+    assert_eq!(again(false, "runs2"), 6);
+    assert_eq!(again(true, "runs3"), 2);
 }

@@ -70,7 +70,13 @@ fn stamp(dir: &Path, n: u32) {
     let p = dir.join("run.json");
     let mut v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-    v["started"] = format!("2026-01-01T00:{:02}:{:02}Z", n / 60, n % 60).into();
+    v["started"] = format!(
+        "2026-01-01T{:02}:{:02}:{:02}Z",
+        n / 3600,
+        n / 60 % 60,
+        n % 60
+    )
+    .into();
     std::fs::write(&p, v.to_string()).unwrap();
 }
 
@@ -104,8 +110,13 @@ fn judge(r: &Request) -> (i32, String, serde_json::Value) {
     (o.exit_code(), txt, j)
 }
 
-/// Three runs a side of `n` trials each, the runs' medians drawn about `median`.
+/// Three runs a side of 8 trials each, the runs' medians drawn about `median`; run i
+/// starts in minute 2i + `slot`: two sides of slots 0 and 1 alternate in time.
 fn side(tag: &str, seed: u64, median: f64, hung: usize) -> Vec<PathBuf> {
+    side_at(tag, seed, median, hung, seed as u32 % 2)
+}
+
+fn side_at(tag: &str, seed: u64, median: f64, hung: usize, slot: u32) -> Vec<PathBuf> {
     let mut rng = Rng::new(seed);
     (0..3)
         .map(|i| {
@@ -116,7 +127,7 @@ fn side(tag: &str, seed: u64, median: f64, hung: usize) -> Vec<PathBuf> {
             for x in w.iter_mut().take(hung) {
                 *x = None;
             }
-            trial_run(&d, &w, seed as u32 * 10 + i);
+            trial_run(&d, &w, (2 * i as u32 + slot) * 60 + seed as u32);
             d
         })
         .collect()
@@ -204,7 +215,21 @@ fn several_runs_a_side_are_judged_run_against_run_and_the_threshold_counts() {
     let (code, txt, j) = judge(&r);
     assert_ne!(code, 1, "{txt}");
     assert_eq!(j["regressions"], 0, "{j}");
-    for x in a.iter().chain(&a2).chain(&c).chain(&d).chain([&out]) {
+    // The same 3x with the sides one after the other (all of C's runs after A's): each
+    // side is one block in time, whose effect its runs share; without a calibration the
+    // largest spread measured is assumed for it, and 3x is within it.
+    let late = side_at("runs-late", 5, 60.0, 0, 20);
+    let (code, txt, _) = judge(&req(vec![a.clone(), late.clone()], &out));
+    assert_eq!(code, 4, "{txt}");
+    assert!(txt.contains("each side one block in time"), "{txt}");
+    for x in a
+        .iter()
+        .chain(&a2)
+        .chain(&c)
+        .chain(&d)
+        .chain(&late)
+        .chain([&out])
+    {
         std::fs::remove_dir_all(x).unwrap();
     }
 }
@@ -307,7 +332,8 @@ fn sides_that_mix_kernels_and_unrelated_runs_are_refused() {
 /// is worse; three clean runs against three clean runs are not.
 #[test]
 fn livefx_more_dropouts_in_every_run_is_worse() {
-    let runs = |tag: &str, seed: u64, stall: u64| -> Vec<PathBuf> {
+    // Run i of a side in slot 2i + `slot`: sides of slots 0 and 1 alternate in time.
+    let runs = |tag: &str, seed: u64, stall: u64, slot: u32| -> Vec<PathBuf> {
         (0..3)
             .map(|i| {
                 let d = tmp(&format!("{tag}{i}"));
@@ -315,12 +341,16 @@ fn livefx_more_dropouts_in_every_run_is_worse() {
                 spec.settings[1].stall_every = stall;
                 spec.seed = seed * 10 + i;
                 synth::livefx::generate(&d, &spec).unwrap();
-                stamp(&d, (seed * 10 + i) as u32);
+                stamp(&d, 2 * i as u32 + slot);
                 d
             })
             .collect()
     };
-    let (a, b, c) = (runs("lfa", 1, 0), runs("lfb", 2, 0), runs("lfc", 3, 200));
+    let (a, b, c) = (
+        runs("lfa", 1, 0, 0),
+        runs("lfb", 2, 0, 1),
+        runs("lfc", 3, 200, 1),
+    );
     let out = tmp("lfout");
     let (code, txt, _) = judge(&req(vec![a.clone(), c.clone()], &out));
     assert_eq!(code, 1, "{txt}");

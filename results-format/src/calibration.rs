@@ -98,6 +98,10 @@ pub struct MetricSpread {
     pub trial_df: Option<f64>,
     /// Each run's y_r, in the order the runs ran (what the estimate came from).
     pub runs: Vec<f64>,
+    /// Each run's within-run variance v_r, beside `runs` (a calibration measured again
+    /// later adds its runs to these and is estimated again from all).
+    #[serde(default)]
+    pub run_v: Vec<f64>,
 }
 
 /// One calibration file.
@@ -188,6 +192,7 @@ mod tests {
                 trial_var: None,
                 trial_df: None,
                 runs: vec![1.0, 2.0],
+                run_v: vec![0.3, 0.3],
             }],
             pairs: None,
         }

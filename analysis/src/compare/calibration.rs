@@ -140,6 +140,7 @@ pub fn measure(runs: &[Results], command: &[String], created: &str) -> Result<Ca
             trial_var: w.map(|w| w.var),
             trial_df: w.map(|w| w.df),
             runs: side.runs.iter().map(|r| r.y).collect(),
+            run_v: side.runs.iter().map(|r| r.v).collect(),
         });
     }
     let trials = runs
@@ -159,6 +160,61 @@ pub fn measure(runs: &[Results], command: &[String], created: &str) -> Result<Ca
         metrics,
         pairs: None,
     })
+}
+
+/// `new` measured again on top of `old` (one key): each metric's runs of both, its
+/// spread estimated again from all of them, so that calibrating on another day (another
+/// boot, another load) widens it to what the machine does between sessions, not only
+/// within one. Metrics only one of them has are kept as they are.
+pub fn merge(old: &Calibration, new: Calibration) -> Calibration {
+    let mut out = new;
+    for o in &old.metrics {
+        let Some(m) = out.metrics.iter_mut().find(|m| {
+            m.setting == o.setting
+                && m.variant == o.variant
+                && m.metric == o.metric
+                && m.scale == o.scale
+        }) else {
+            out.metrics.push(o.clone());
+            continue;
+        };
+        // Files from before `run_v`: their runs' mean within-run variance stands in.
+        let ov: Vec<f64> = if o.run_v.len() == o.runs.len() {
+            o.run_v.clone()
+        } else {
+            vec![o.within; o.runs.len()]
+        };
+        let mut runs: Vec<model::RunEst> = o
+            .runs
+            .iter()
+            .zip(&ov)
+            .map(|(&y, &v)| model::RunEst { y, v })
+            .collect();
+        runs.extend(
+            m.runs
+                .iter()
+                .zip(&m.run_v)
+                .map(|(&y, &v)| model::RunEst { y, v }),
+        );
+        if let Some((between, total, within, df)) = model::between_by_moments(&runs) {
+            (m.between, m.total, m.within, m.df) = (between, total, within, df);
+        }
+        m.runs = runs.iter().map(|r| r.y).collect();
+        m.run_v = runs.iter().map(|r| r.v).collect();
+        // The trial-to-trial spread pooled over both, by degrees of freedom.
+        if let (Some(a), Some(da), Some(b), Some(db)) =
+            (o.trial_var, o.trial_df, m.trial_var, m.trial_df)
+        {
+            m.trial_var = Some((a * da + b * db) / (da + db));
+            m.trial_df = Some(da + db);
+        } else if m.trial_var.is_none() {
+            (m.trial_var, m.trial_df) = (o.trial_var, o.trial_df);
+        }
+    }
+    let mut dirs = old.runs.clone();
+    dirs.extend(out.runs);
+    out.runs = dirs;
+    out
 }
 
 /// The file a calibration of `key` is saved as: one per key, a newer one replacing it.
@@ -257,4 +313,56 @@ pub fn find(
         .collect();
     found.sort_by(|a, b| a.0.created.cmp(&b.0.created));
     Ok(found.pop())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use results::calibration::Scale;
+
+    fn cal(ys: &[f64], dirs: &[&str]) -> Calibration {
+        Calibration {
+            format: CALIBRATION_VERSION,
+            key: CalibrationKey::default(),
+            created: String::new(),
+            xrunrig_version: None,
+            runs: dirs.iter().map(|d| d.to_string()).collect(),
+            trials_per_run: 3,
+            duration_ms_per_trial: None,
+            command: vec![],
+            metrics: vec![MetricSpread {
+                setting: "s".into(),
+                variant: "v".into(),
+                metric: "m".into(),
+                scale: Scale::LogP99,
+                between: 0.0,
+                df: ys.len() as u32 - 1,
+                total: 0.0,
+                within: 0.1,
+                trial_var: Some(0.3),
+                trial_df: Some(4.0),
+                runs: ys.to_vec(),
+                run_v: vec![0.1; ys.len()],
+            }],
+            pairs: None,
+        }
+    }
+
+    /// Two sessions each steady in itself but apart from the other: each alone shows no
+    /// spread between runs, together they show the spread between sessions.
+    #[test]
+    fn calibrating_again_adds_runs_and_widens_to_the_spread_between_sessions() {
+        let (a, b) = (
+            cal(&[0.0, 0.0], &["r1", "r2"]),
+            cal(&[2.0, 2.0], &["r3", "r4"]),
+        );
+        let m = merge(&a, b);
+        let s = &m.metrics[0];
+        assert_eq!(s.runs, vec![0.0, 0.0, 2.0, 2.0]);
+        assert_eq!(s.df, 3);
+        // Sample variance of 0 0 2 2 is 4/3; less the within-run 0.1.
+        assert!((s.between - (4.0 / 3.0 - 0.1)).abs() < 1e-12, "{s:?}");
+        assert_eq!(s.trial_df, Some(8.0));
+        assert_eq!(m.runs, vec!["r1", "r2", "r3", "r4"]);
+    }
 }

@@ -67,7 +67,6 @@ pub fn run(r: &Request) -> Result<Outcome, String> {
     let metrics = load::metrics(&sides);
     let mut problems = Vec::new();
     let cal = calibration::find(sides.base(), r.calibration.as_deref(), &mut problems)?;
-    let one_run_side = sides.sides.iter().any(|s| s.runs.len() < 2);
     let cal_name = cal.as_ref().map(|(_, p)| p.display().to_string());
     let v = verdict::judge(
         &metrics,
@@ -81,20 +80,21 @@ pub fn run(r: &Request) -> Result<Outcome, String> {
     ctx.mkdir("plots")?;
     let imgs = plots::plots(&metrics, &sides, &mut ctx)?;
     ctx.flush()?;
-    let cal_line = match (&cal, one_run_side) {
-        (Some((c, p)), true) => Some(format!(
+    let cal_line = Some(match &cal {
+        Some((c, p)) => format!(
             "calibration used: {} ({} runs of {} trial(s), measured {})",
             p.display(),
             c.runs.len(),
             c.trials_per_run,
             c.created
-        )),
-        (None, true) => Some(format!(
-            "no calibration of this rig on this machine ({}): with one run a side the              largest run-to-run spread this project has measured was assumed",
+        ),
+        None => format!(
+            "no calibration of this rig on this machine ({}): where a side is one block in \
+             time (one run a side, or its runs all before the other's), the largest \
+             run-to-run spread this project has measured was assumed",
             calibration::key_of(sides.base()).describe()
-        )),
-        _ => None,
-    };
+        ),
+    });
     let d = write::document(&sides, &v, imgs, cal_line.as_deref(), &problems);
     let (mut text, json) = write::write(&mut ctx, &d, &v, &sides, cal_line.as_deref())?;
     text += &format!("\ncomparison: {}\n", out.display());

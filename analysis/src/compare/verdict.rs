@@ -40,6 +40,22 @@ struct Pair<'a> {
     test: Result<Tested, Untested>,
 }
 
+/// Whether the baseline's and side `i`'s runs alternate in time (by run.json's start):
+/// neither side one contiguous block. A run without a start time makes it a block.
+pub fn interleaved(sides: &Sides, i: usize) -> bool {
+    let mut runs: Vec<(String, bool)> = Vec::new();
+    for (j, side) in [(0, &sides.sides[0]), (i, &sides.sides[i])] {
+        for r in &side.runs {
+            let Some(t) = r.run.started.clone() else {
+                return false;
+            };
+            runs.push((t, j == 0));
+        }
+    }
+    runs.sort();
+    runs.windows(2).filter(|w| w[0].1 != w[1].1).count() >= 2
+}
+
 /// Every metric of every candidate side judged against the baseline.
 pub fn judge(
     metrics: &[Metric],
@@ -111,7 +127,10 @@ pub fn judge(
                 let test = judge::test(
                     &mr,
                     (&m.key.0, &m.key.1, &full),
-                    Across::Runs { calibration },
+                    Across::Runs {
+                        calibration,
+                        interleaved: interleaved(sides, i),
+                    },
                     threshold,
                 );
                 pairs.push(Pair {

@@ -111,65 +111,67 @@ fn spreads(v: &Verdicts) -> String {
         Scale::LogOdds => "criteria",
         Scale::LogValue => "trial values",
     };
-    let mut out: Vec<String> = Vec::new();
-    let runs: Vec<String> = v
-        .between
-        .iter()
-        .filter_map(|(s, b)| match b {
-            Between::Runs {
-                var,
-                df,
-                calibration,
-            } => Some(format!(
-                "{} σ = {:.2} ({df:.0} df{})",
-                word(*s),
-                var.sqrt(),
-                if calibration.is_some() {
-                    ", with the calibration"
-                } else {
-                    ""
+    // One list per way the spread was found: "dropouts σ = 1.50 (source)".
+    let list = |pick: &dyn Fn(&Between) -> Option<String>| -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for (s, b) in &v.between {
+            if let Some(x) = pick(b) {
+                let item = format!("{} {x}", word(*s));
+                if !out.contains(&item) {
+                    out.push(item);
                 }
-            )),
-            _ => None,
-        })
-        .collect();
+            }
+        }
+        out
+    };
+    let mut out: Vec<String> = Vec::new();
+    let runs = list(&|b| match b {
+        Between::Runs {
+            var,
+            df,
+            calibration,
+        } => Some(format!(
+            "σ = {:.2} ({df:.0} df{})",
+            var.sqrt(),
+            if calibration.is_some() {
+                ", with the calibration"
+            } else {
+                ""
+            }
+        )),
+        _ => None,
+    });
     if !runs.is_empty() {
         out.push(format!(
-            "from the runs themselves, each side's runs about their own mean, pooled over \
-             the sides (and with the calibration named below when one matches; on the log \
-             scale: {})",
+            "the sides' runs interleaved in time: from the runs themselves, each side's runs \
+             about their own mean, pooled over the sides (and with the calibration of this rig \
+             on this machine when one matches; on the log scale: {})",
             runs.join(", ")
         ));
     }
-    let cal: Vec<String> = v
-        .between
-        .iter()
-        .filter_map(|(s, b)| match b {
-            Between::Calibrated { var, df, .. } => {
-                Some(format!("{} σ = {:.2} ({df:.0} df)", word(*s), var.sqrt()))
-            }
-            _ => None,
-        })
-        .collect();
+    let cal = list(&|b| match b {
+        Between::Calibrated { var, df, .. } => Some(format!("σ = {:.2} ({df:.0} df)", var.sqrt())),
+        _ => None,
+    });
     if !cal.is_empty() {
         out.push(format!(
-            "with one run a side, the calibration named below (on the log scale: {})",
+            "each side one block in time (one run a side, or one side's runs all before the \
+             other's): a block's effect is a run's and its runs do not average it away, its \
+             spread the calibration's named below or the runs' own, the larger (on the log \
+             scale: {})",
             cal.join(", ")
         ));
     }
-    let assumed: Vec<String> = v
-        .between
-        .iter()
-        .filter_map(|(s, b)| match b {
-            Between::Assumed { var, source } => {
-                Some(format!("{} σ = {:.2} ({source})", word(*s), var.sqrt()))
-            }
-            _ => None,
-        })
-        .collect();
+    let assumed = list(&|b| match b {
+        Between::Assumed { var, source } => Some(format!("σ = {:.2} ({source})", var.sqrt())),
+        _ => None,
+    });
     if !assumed.is_empty() {
         out.push(format!(
-            "with one run a side and no calibration, the largest between-run spread this              project has measured, taken as known, so that only a change beyond any such              spread is called (on the log scale: {})",
+            "each side one block in time (one run a side, or one side's runs all before the \
+             other's) and no calibration: the largest between-run spread this project has \
+             measured, taken as known (or the runs' own, when larger), so that only a change \
+             beyond any such spread is called (on the log scale: {})",
             assumed.join(", ")
         ));
     }

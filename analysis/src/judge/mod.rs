@@ -42,9 +42,13 @@ pub struct MetricRuns {
 /// Where the comparison is: across runs (boots, days, machines) or inside one run.
 #[derive(Debug, Clone, Copy)]
 pub enum Across<'a> {
-    /// Runs of each side; a calibration for the one-run-a-side case, if any was found.
+    /// Runs of each side; a calibration of the rig on this machine, if one was found.
+    /// `interleaved`: the two sides' runs alternate in time (A B A B, A B B A), so a
+    /// drift of the machine falls on both and the runs are the units; else each side
+    /// is one block in time (always so with one run a side).
     Runs {
         calibration: Option<(&'a Calibration, &'a str)>,
+        interleaved: bool,
     },
     /// Settings or variants of one run, trial against trial.
     OneRun,
@@ -141,7 +145,7 @@ pub fn test(
 ) -> Result<Tested, Untested> {
     let theta = answer::log_threshold(threshold_percent);
     let cal = match across {
-        Across::Runs { calibration } => {
+        Across::Runs { calibration, .. } => {
             calibration.and_then(|(c, _)| c.spread(key.0, key.1, key.2, m.scale))
         }
         Across::OneRun => None,
@@ -154,27 +158,48 @@ pub fn test(
         return Err(Untested::NoData);
     }
     let cal_var = cal.map(|s| (s.between, s.df as f64));
-    let between = match (across, model::pooled_between(&[&a, &b], cal_var)) {
-        (Across::OneRun, _) => Between::Shared,
-        (Across::Runs { calibration }, Some((var, df))) => Between::Runs {
-            var,
-            df,
-            calibration: cal.and(calibration).map(|(_, name)| name.to_string()),
-        },
-        (Across::Runs { calibration }, None) => match (cal, calibration) {
-            (Some(s), Some((_, name))) => Between::Calibrated {
-                var: s.between,
-                df: s.df as f64,
-                name: name.to_string(),
-            },
-            _ => {
-                let (var, source) = assumed::between(m.scale);
-                Between::Assumed {
-                    var,
-                    source: source.to_string(),
+    let own = model::pooled_between(&[&a, &b], cal_var);
+    let between = match across {
+        Across::OneRun => Between::Shared,
+        // Interleaved runs: the runs' own spread, pooled with the calibration's.
+        Across::Runs {
+            calibration,
+            interleaved: true,
+        } if own.is_some() => {
+            let (var, df) = own.unwrap_or_default();
+            Between::Runs {
+                var,
+                df,
+                calibration: cal.and(calibration).map(|(_, name)| name.to_string()),
+            }
+        }
+        // Each side one block in time: a block's effect (the machine's state while it
+        // ran) is shared by its runs and not averaged away by them. Its spread is that
+        // of a run: the calibration's, else the largest measured; the runs' own when
+        // that is larger.
+        Across::Runs { calibration, .. } => {
+            let own_var = model::pooled_between(&[&a, &b], None);
+            match (cal, calibration) {
+                (Some(s), Some((_, name))) => {
+                    let (var, df) = match own_var {
+                        Some((v, df)) if v > s.between => (v, df),
+                        _ => (s.between, s.df as f64),
+                    };
+                    Between::Calibrated {
+                        var,
+                        df,
+                        name: name.to_string(),
+                    }
+                }
+                _ => {
+                    let (var, source) = assumed::between(m.scale);
+                    Between::Assumed {
+                        var: own_var.map_or(var, |(v, _)| v.max(var)),
+                        source: source.to_string(),
+                    }
                 }
             }
-        },
+        }
     };
     let mut e = model::effect(&a, &b, &between).ok_or(Untested::NoData)?;
     if m.lower_is_worse {
@@ -255,7 +280,15 @@ mod tests {
     }
 
     fn runs_of(m: &MetricRuns) -> Result<Tested, Untested> {
-        test(m, ("s", "v", "m"), Across::Runs { calibration: None }, 10.0)
+        test(
+            m,
+            ("s", "v", "m"),
+            Across::Runs {
+                calibration: None,
+                interleaved: true,
+            },
+            10.0,
+        )
     }
 
     #[test]
@@ -356,6 +389,7 @@ mod tests {
                 trial_var: Some(1.0),
                 trial_df: Some(100.0),
                 runs: vec![],
+                run_v: vec![],
             }],
             pairs: None,
         };
@@ -371,6 +405,7 @@ mod tests {
             ("s", "v", "d"),
             Across::Runs {
                 calibration: Some((&cal, "cal.json")),
+                interleaved: false,
             },
             10.0,
         )
@@ -387,6 +422,7 @@ mod tests {
             ("s", "v", "other"),
             Across::Runs {
                 calibration: Some((&cal, "cal.json")),
+                interleaved: false,
             },
             10.0,
         )

@@ -27,11 +27,15 @@ pub enum Between {
         df: f64,
         calibration: Option<String>,
     },
-    /// One run a side and a stored calibration of this rig on this machine: σ²_b with
-    /// its degrees of freedom (runs − 1).
+    /// Each side one block in time (one run a side, or all of one side's runs before the
+    /// other's): a block carries the machine's state of its time, which its runs share,
+    /// so its effect is a run's, not divided by its runs: σ²_b from a stored calibration
+    /// of this rig on this machine (or the runs' own when larger) with its degrees of
+    /// freedom.
     Calibrated { var: f64, df: f64, name: String },
-    /// One run a side and no calibration: the largest σ²_b this project has measured for
-    /// such a metric, taken as known. Only a change beyond any such spread is called.
+    /// The same without a calibration: the largest σ²_b this project has measured for
+    /// such a metric (or the runs' own when larger), taken as known. Only a change
+    /// beyond any such spread is called.
     Assumed { var: f64, source: String },
     /// Settings interleaved within one run share its effect: no between-run part.
     Shared,
@@ -46,20 +50,22 @@ impl Between {
                 df,
                 calibration,
             } => format!(
-                "run against run: the runs' own spread (σ = {:.2} on the log scale, {df:.0}                  df{})",
+                "run against run: the runs' own spread (σ = {:.2} on the log scale, {df:.0} \
+                 df{})",
                 var.sqrt(),
                 calibration
                     .as_ref()
                     .map_or(String::new(), |c| format!(", pooled with calibration {c}"))
             ),
             Between::Calibrated { var, df, name } => format!(
-                "one run a side: the between-run spread from calibration {name} (σ = {:.2} \
-                 on the log scale, {df:.0} df)",
+                "each side one block in time: a block's spread from calibration {name} (σ = \
+                 {:.2} on the log scale, {df:.0} df)",
                 var.sqrt()
             ),
             Between::Assumed { var, source } => format!(
-                "one run a side and no calibration: the largest between-run spread measured \
-                 for such a metric (σ = {:.2} on the log scale: {source}), taken as known",
+                "each side one block in time and no calibration: the largest between-run \
+                 spread measured for such a metric (σ = {:.2} on the log scale: {source}), \
+                 taken as known",
                 var.sqrt()
             ),
             Between::Shared => "settings interleaved in one run: trial against trial".into(),
@@ -120,7 +126,9 @@ fn satterthwaite(parts: &[(f64, f64)]) -> (f64, f64) {
 }
 
 /// B against A: the change of the side means (worse upward on the scale) with its
-/// standard error and degrees of freedom: Var(ȳ) = (σ²_b + mean v_r) / R per side, the
+/// standard error and degrees of freedom: Var(ȳ) = σ²_b / R + mean v_r / R per side when
+/// the sides' runs are interleaved, σ²_b + mean v_r / R when each side is one block in
+/// time (`Between::Calibrated`, `Assumed`: one run a side is such a block), the
 /// degrees of freedom by Welch–Satterthwaite over the between-run part and each side's
 /// within-run part. None when a side has no run.
 pub fn effect(a: &SideRuns, b: &SideRuns, between: &Between) -> Option<Effect> {
@@ -129,13 +137,16 @@ pub fn effect(a: &SideRuns, b: &SideRuns, between: &Between) -> Option<Effect> {
         return None;
     }
     let d = b.mean_y() - a.mean_y();
-    let (var, df_b) = match between {
-        Between::Runs { var, df, .. } | Between::Calibrated { var, df, .. } => (*var, *df),
-        Between::Assumed { var, .. } => (*var, f64::INFINITY),
+    // Interleaved runs are the units: their effects average away, 1/R a side. A side
+    // that is one block in time carries its block's effect whole: 1 a side.
+    let (part, df_b) = match between {
+        Between::Runs { var, df, .. } => (var * (1.0 / ra as f64 + 1.0 / rb as f64), *df),
+        Between::Calibrated { var, df, .. } => (2.0 * var, *df),
+        Between::Assumed { var, .. } => (2.0 * var, f64::INFINITY),
         Between::Shared => (0.0, f64::INFINITY),
     };
     let (se2, df) = satterthwaite(&[
-        (var * (1.0 / ra as f64 + 1.0 / rb as f64), df_b),
+        (part, df_b),
         (a.mean_v() / ra as f64, a.within_df),
         (b.mean_v() / rb as f64, b.within_df),
     ]);

@@ -4,8 +4,10 @@
 //! 1. Calibration: `xrunrig calibrate` of the rig (`--calibrate-pairs` A/A pairs) into a
 //!    private cache, as a user would make one before comparing one run a side.
 //! 2. A/A: `--pairs` pairs of sides, each side `--runs-a-side` separate `xrunrig run`s
-//!    of one rig with nothing changed between them, the sides run one after the other
-//!    (A A A, then B B B: as runs on two kernels are, natively, with a reboot between).
+//!    of one rig with nothing changed between them, the sides' runs interleaved (A B A
+//!    B A B, as `--boots` interleaves two kernels' boots) or, with `--order blocked`, one
+//!    side after the other (A A A, then B B B: as runs on two kernels are, natively, with
+//!    a reboot between).
 //!    Each pair is judged three ways: one run a side (the first of each) with the
 //!    calibration, one run a side without any (the largest spread measured assumed), and
 //!    every run a side (`compare A1 A2 A3 -- B1 B2 B3`). Each answer is counted: worse
@@ -65,6 +67,11 @@ pub struct Args {
     /// with any, B differs by these and no hog runs.
     #[arg(long = "b-arg", allow_hyphen_values = true)]
     b_args: Vec<String>,
+    /// How a pair's runs follow each other: interleaved (A B A B A B, as boots of two
+    /// kernels are with `--boots`) or blocked (A A A, then B B B, as runs on two kernels
+    /// are natively, with a reboot between).
+    #[arg(long, value_enum, default_value_t = Order::Interleaved)]
+    order: Order,
     /// The hog's CPU.
     #[arg(long, default_value_t = 1)]
     hog_cpu: usize,
@@ -74,6 +81,12 @@ pub struct Args {
     /// A burst every this many ms.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
     hog_every: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Order {
+    Interleaved,
+    Blocked,
 }
 
 /// What one `compare` answered.
@@ -281,10 +294,14 @@ pub fn main(a: &Args) -> i32 {
     let _ = std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700));
     let r = a.runs_a_side as usize;
     println!(
-        "calibrate{}: {} A/A and {} A/B pairs of {r} run(s) a side of `xrunrig run {}` (load {} at start)",
+        "calibrate{}: {} A/A and {} A/B pairs of {r} run(s) a side, {}, of `xrunrig run {}` (load {} at start)",
         if a.rejudge { " (rejudging)" } else { "" },
         a.pairs,
         a.ab_pairs,
+        match a.order {
+            Order::Interleaved => "interleaved (A B A B ...)",
+            Order::Blocked => "blocked (A A A, then B B B)",
+        },
         base_args(a).join(" "),
         load()
     );
@@ -347,18 +364,28 @@ pub fn main(a: &Args) -> i32 {
                     .collect()
             };
             let (da, db) = (side("a"), side("b"));
-            // Which side runs first alternates, so drift over the benchmark falls on
-            // both alike; within a side its runs follow each other.
-            let order: Vec<(&PathBuf, bool)> = if i % 2 == 0 {
-                da.iter()
-                    .map(|d| (d, false))
-                    .chain(db.iter().map(|d| (d, kind == "A/B")))
-                    .collect()
+            // Which side runs first alternates from pair to pair, so drift over the
+            // benchmark falls on both alike; within a pair the runs alternate side by
+            // side (interleaved) or each side's follow each other (blocked).
+            let b_side = kind == "A/B";
+            let (first, second) = if i % 2 == 0 {
+                ((&da, false), (&db, b_side))
             } else {
-                db.iter()
-                    .map(|d| (d, kind == "A/B"))
-                    .chain(da.iter().map(|d| (d, false)))
-                    .collect()
+                ((&db, b_side), (&da, false))
+            };
+            let order: Vec<(&PathBuf, bool)> = match a.order {
+                Order::Blocked => first
+                    .0
+                    .iter()
+                    .map(|d| (d, first.1))
+                    .chain(second.0.iter().map(|d| (d, second.1)))
+                    .collect(),
+                Order::Interleaved => first
+                    .0
+                    .iter()
+                    .zip(second.0.iter())
+                    .flat_map(|(x, y)| [(x, first.1), (y, second.1)])
+                    .collect(),
             };
             for (d, is_b) in order {
                 if a.rejudge {
