@@ -19,6 +19,7 @@ pub mod out;
 pub mod plot;
 pub mod redact;
 pub mod report;
+pub mod sample;
 pub mod sequential;
 pub mod stats;
 pub mod synth;

@@ -149,6 +149,13 @@ pub struct Step {
     pub runs: Vec<String>,
 }
 
+impl Step {
+    /// The share of its trials that passed; None before any ran.
+    pub fn pass_fraction(&self) -> Option<f64> {
+        (self.trials > 0).then(|| f64::from(self.passed) / f64::from(self.trials))
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "snake_case", tag = "outcome")]
 pub enum Outcome {

@@ -9,6 +9,10 @@ use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 /// interval lies wholly beyond the threshold, i.e. a one-sided test at 2.5 %.
 pub const CONFIDENCE: f64 = 0.95;
 
+/// The threshold of a change, in percent, where none is given: compare's default and
+/// the report's own contrasts'.
+pub const THRESHOLD: f64 = 10.0;
+
 /// The one-sided level of each call, before Holm: (1 − CONFIDENCE) / 2.
 pub const ONE_SIDED: f64 = (1.0 - CONFIDENCE) / 2.0;
 

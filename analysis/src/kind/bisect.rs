@@ -3,11 +3,11 @@
 //! commit; not compared (its steps were each compared with the ends already).
 
 use super::ResultKind;
-use crate::compare::sample::{Key, Sample};
 use crate::export::figure::{self, Figure};
 use crate::load::{BisectData, Input, Results};
 use crate::out::Ctx;
 use crate::report::part::Part;
+use crate::sample::{Key, Sample};
 use std::path::Path;
 
 impl ResultKind for BisectData {

@@ -1,11 +1,11 @@
 //! Audio rigs (`kind = "livefx"`): per-cycle records, rows per setting and variant.
 
 use super::ResultKind;
-use crate::compare::sample::{Key, Sample};
 use crate::export::figure::{self, Figure};
 use crate::load::{Input, LivefxData, Results};
 use crate::out::Ctx;
 use crate::report::part::{Answer, Part};
+use crate::sample::{Key, Sample};
 use std::any::Any;
 
 impl ResultKind for LivefxData {

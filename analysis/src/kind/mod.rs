@@ -9,11 +9,11 @@ pub mod livefx;
 pub mod trials;
 pub mod watch;
 
-use crate::compare::sample::{Key, Sample};
 use crate::export::figure::Figure;
 use crate::load::{self, BisectData, Input, LivefxData, Results, TrialsData, WatchData};
 use crate::out::Ctx;
 use crate::report::part::{Answer, Part};
+use crate::sample::{Key, Sample};
 use std::any::Any;
 use std::path::Path;
 

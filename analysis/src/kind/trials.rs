@@ -1,11 +1,11 @@
 //! Thread rigs (`kind = "trials"`): one engine trial per record.
 
 use super::ResultKind;
-use crate::compare::sample::{Key, Sample};
 use crate::export::figure::{self, Figure};
 use crate::load::{Input, Results, TrialsData};
 use crate::out::Ctx;
 use crate::report::part::Part;
+use crate::sample::{Key, Sample};
 
 impl ResultKind for TrialsData {
     fn load(i: &Input, warnings: &mut Vec<String>) -> Result<Self, String> {
@@ -24,7 +24,7 @@ impl ResultKind for TrialsData {
         crate::export::csv::trials(self, ctx)
     }
     fn samples(&self) -> Vec<(Key, Sample)> {
-        crate::compare::sample::trial_samples(self)
+        crate::sample::trial_samples(self)
     }
     fn kcidb_figures(&self) -> Vec<Figure> {
         figure::trial_figures(self)

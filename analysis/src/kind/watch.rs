@@ -2,11 +2,11 @@
 //! nothing to compare or export as tests.
 
 use super::ResultKind;
-use crate::compare::sample::{Key, Sample};
 use crate::export::figure::Figure;
 use crate::load::{Input, Results, WatchData};
 use crate::out::Ctx;
 use crate::report::part::Part;
+use crate::sample::{Key, Sample};
 use std::path::Path;
 
 impl ResultKind for WatchData {

@@ -85,7 +85,7 @@ impl BisectPlot<'_> {
                 (false, Role::Step, k) => k.map_or(0.0, |k| k as f64 + 1.0),
             }
         };
-        let y_of = |s: &Step| crate::report::bisect::fraction(s);
+        let y_of = |s: &Step| s.pass_fraction();
         let mut pts = Vec::new();
         for s in &doc.ends {
             pts.push(Point {

@@ -29,11 +29,6 @@ pub fn fmt_p(p: Option<f64>) -> String {
     p.map_or("-".into(), |v| format!("{v:.2e}"))
 }
 
-/// The share of a step's trials that passed; None before any ran.
-pub fn fraction(s: &Step) -> Option<f64> {
-    (s.trials > 0).then(|| f64::from(s.passed) / f64::from(s.trials))
-}
-
 /// "0123456789ab subject".
 fn named(c: &Commit) -> String {
     if c.subject.is_empty() {

@@ -528,7 +528,7 @@ pub fn contrasts(cs: &[Case]) -> (Vec<String>, Vec<(String, Answer2)>) {
             },
             (&c.setting, &c.variant, m),
             Across::OneRun,
-            CONTRAST_THRESHOLD,
+            crate::judge::answer::THRESHOLD,
         )
     };
     let mut lines: Vec<Line> = Vec::new();
@@ -610,7 +610,10 @@ pub fn contrasts(cs: &[Case]) -> (Vec<String>, Vec<(String, Answer2)>) {
                 Some(judge::Answer::Worse) => format!("worse ({ch})"),
                 Some(judge::Answer::Better) => format!("better ({ch})"),
                 Some(judge::Answer::Same) => {
-                    format!("the same within ±{CONTRAST_THRESHOLD:.0} % ({ch})")
+                    format!(
+                        "the same within ±{:.0} % ({ch})",
+                        crate::judge::answer::THRESHOLD
+                    )
                 }
                 _ => format!(
                     "inconclusive ({ch}; only a change beyond {} could have been called worse)",
@@ -660,9 +663,6 @@ pub fn contrasts(cs: &[Case]) -> (Vec<String>, Vec<(String, Answer2)>) {
     }
     (out, answers)
 }
-
-/// The threshold of the report's own contrasts, in percent (compare's default).
-pub const CONTRAST_THRESHOLD: f64 = 10.0;
 
 /// One contrast's answer and its words.
 #[derive(Debug, Clone)]

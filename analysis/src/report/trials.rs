@@ -137,7 +137,7 @@ pub fn contrast(
         }
         _ => s += &format!("unknown against {base_name}"),
     }
-    let samples = crate::compare::sample::trial_samples(t);
+    let samples = crate::sample::trial_samples(t);
     let find = |r: &TRow| {
         samples
             .iter()
@@ -148,10 +148,10 @@ pub fn contrast(
         return (s + "; no values to judge.", None);
     };
     if let (
-        crate::compare::sample::Sample::Trials {
+        crate::sample::Sample::Trials {
             passed: pa, n: na, ..
         },
-        crate::compare::sample::Sample::Trials {
+        crate::sample::Sample::Trials {
             passed: pb, n: nb, ..
         },
         Some(b),
@@ -194,7 +194,7 @@ pub fn contrast(
             &m,
             (&other.setting, &other.variant, &other.metric),
             Across::OneRun,
-            super::livefx::CONTRAST_THRESHOLD,
+            crate::judge::answer::THRESHOLD,
         );
         tested.push((what, x.scale, r));
     }
