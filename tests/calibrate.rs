@@ -90,8 +90,10 @@ fn a_calibration_is_kept_listed_and_used_by_compare_with_one_run_a_side() {
         "{j}"
     );
     // Without one: the assumption, said.
+    // What this checks is the rule said, not the verdict: an A/A pair's answer is a
+    // statistical outcome (livefx-bench calibrate measures how often it is wrong).
     let (code, t, j) = cmp(&empty, "cmp-none");
-    assert!(matches!(code, Some(0 | 4)), "{t}");
+    assert!(matches!(code, Some(0 | 1 | 4)), "{t}");
     assert!(
         j["calibration"]
             .as_str()
@@ -99,6 +101,7 @@ fn a_calibration_is_kept_listed_and_used_by_compare_with_one_run_a_side() {
             .starts_with("no calibration of this rig on this machine"),
         "{j}"
     );
+    assert!(j["between"].to_string().contains("taken as known"), "{j}");
     // Several runs a side, alternating in time (1 3 against 2 4): the runs are the
     // units, their own spread pooled with the calibration's; one after the other (1 2
     // against 3 4): each side one block, its spread the calibration's.

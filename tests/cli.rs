@@ -204,7 +204,7 @@ fn man_pages_from_the_clap_definitions() {
     }
     let compare = std::fs::read_to_string(dir.join("xrunrig-compare.1")).unwrap();
     assert!(
-        compare.contains("a metric regressed beyond the threshold"),
+        compare.contains("change lies wholly beyond the threshold"),
         "{compare}"
     );
 }
@@ -331,7 +331,9 @@ fn compare_json_is_compare_json() {
         .output()
         .unwrap();
     show("compare --json", &o);
-    assert!(matches!(o.status.code(), Some(0 | 1)));
+    // One run a side and no calibration: the answer may well be inconclusive (4); what
+    // this test checks is the document, not the verdict.
+    assert!(matches!(o.status.code(), Some(0 | 1 | 4)));
     let doc: Value = serde_json::from_slice(&o.stdout).expect("compare --json parses");
     assert_eq!(doc, json_file(&out.join("compare.json")));
     assert!(

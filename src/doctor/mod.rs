@@ -108,7 +108,7 @@ fn calibrations_text(list: &[CalibrationEntry], problems: &[String]) -> String {
     if list.is_empty() {
         s += "  none: compare with one run a side assumes the largest run-to-run spread \
               measured, and is mostly inconclusive; `xrunrig calibrate RIG` measures this \
-              machine's\n";
+              machine's spread\n";
     }
     for c in list {
         s += &format!(
@@ -172,8 +172,8 @@ pub fn main(a: &DoctorOptions) -> i32 {
             checks,
             rig.as_ref().zip(needs.as_deref()),
             code,
+            &calibrations_text(&cals, &cal_problems),
         ));
-        crate::output::console::report(&calibrations_text(&cals, &cal_problems));
     }
     code
 }

@@ -27,7 +27,9 @@ fn line(out: &mut String, c: &Check, width: usize) {
     }
 }
 
-pub fn human(checks: &[Check], rig: Option<(&Rig, &[Need])>, code: i32) -> String {
+/// `extra` (the kept calibrations) goes after the findings and before the summary line,
+/// which stays last: it is the verdict and names the exit status.
+pub fn human(checks: &[Check], rig: Option<(&Rig, &[Need])>, code: i32, extra: &str) -> String {
     let mut out = String::new();
     let width = checks.iter().map(|c| c.name.len()).max().unwrap_or(10);
     let count = |s: Status| checks.iter().filter(|c| c.status == s).count();
@@ -99,6 +101,7 @@ pub fn human(checks: &[Check], rig: Option<(&Rig, &[Need])>, code: i32) -> Strin
             }
         }
     };
+    out.push_str(extra);
     let _ = writeln!(out, "\nxrunrig doctor: {counts}; {verdict}");
     out
 }

@@ -526,7 +526,7 @@ fn human_output_prints_each_finding_once_and_one_summary_line() {
         code, 1,
         "the host fixture has FAILs: the doctor says so in its exit code"
     );
-    let out = render::human(&v, None, code);
+    let out = render::human(&v, None, code, "");
     for c in &v {
         let head = format!("{:<4}  {}", c.status.label(), c.name);
         let n = out.lines().filter(|l| l.starts_with(&head)).count();

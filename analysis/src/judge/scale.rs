@@ -4,7 +4,8 @@
 //! - latency p99 (`LogP99`): ln of each trial's p99, averaged over the run's trials;
 //!   v_r = s²_w / T_r, s²_w the side's pooled variance of a trial about its run's mean;
 //! - dropouts (`LogRate`): ln of the run's dropouts per hour, (K + ½) over its hours
-//!   (a run without dropouts still has an estimate); v_r = φ / (K + ½), φ the side's
+//!   (a run without dropouts still has an estimate); v_r = φ / (λ S_r + ½) at the side's
+//!   rate λ over the run's S_r hours, φ the side's
 //!   over-dispersion of trials about their run's rate (Pearson's χ² over its degrees of
 //!   freedom, at least 1), counted only over runs that had dropouts: a run with none
 //!   adds nothing to χ² and must add nothing to its degrees of freedom either;
@@ -125,6 +126,21 @@ pub fn run_y(scale: Scale, r: &RunData, log1p: bool) -> Option<f64> {
 /// The side's runs on the scale, with `within` (its own, or one found elsewhere) for
 /// the variance of each run's trials. Runs without trials are left out.
 pub fn side_runs(scale: Scale, runs: &[RunData], within: Within, log1p: bool) -> SideRuns {
+    // A run's counting noise at the side's rate, not at its own count: the delta method
+    // at an observed 0 (1 / ½ = 2) overstates ln(K + ½)'s variance several-fold (at a
+    // mean of ½ a count, 0.35), at the fitted mean it does not.
+    let (k_all, s_all) = runs.iter().fold((0u64, 0.0f64), |acc, r| match r {
+        RunData::Events(t) => (
+            acc.0 + exposed(t).map(|x| x.0).sum::<u64>(),
+            acc.1 + exposed(t).map(|x| x.1).sum::<f64>(),
+        ),
+        _ => acc,
+    });
+    let rate = if s_all > 0.0 {
+        k_all as f64 / s_all
+    } else {
+        0.0
+    };
     let mut out = Vec::new();
     for r in runs {
         let Some(y) = run_y(scale, r, log1p) else {
@@ -133,8 +149,8 @@ pub fn side_runs(scale: Scale, runs: &[RunData], within: Within, log1p: bool) ->
         let v = match r {
             RunData::Values(v) => within.var / v.len() as f64,
             RunData::Events(t) => {
-                let k: u64 = exposed(t).map(|x| x.0).sum();
-                within.var / (k as f64 + 0.5)
+                let s: f64 = exposed(t).map(|x| x.1).sum();
+                within.var / (rate * s + 0.5)
             }
             RunData::Shares { pass, n } => {
                 1.0 / (*pass as f64 + 0.5) + 1.0 / ((n - pass) as f64 + 0.5)

@@ -6,8 +6,9 @@
 //!   livefx-bench floor  the cost of one livefx cycle with N workers and no plugin work
 //!   livefx-bench rss    resident memory of a long livefx run on the clock backend
 //!   livefx-bench watch  what `xrunrig watch` costs the livefx rig on a private jackd
-//!   livefx-bench calibrate  `xrunrig compare` on ≥ 20 A/A pairs of runs (how many it
+//!   livefx-bench calibrate  `xrunrig compare` on ≥ 60 A/A pairs of sides (how many it
 //!                       calls different) and on A/B pairs with a real disturbance
+//!   livefx-bench spread every metric's between-run spread over a calibrate's A/A runs
 //!
 //! `livefx-bench help SUBCOMMAND` lists the options.
 
@@ -16,6 +17,7 @@ mod cyclic;
 mod floor;
 mod pmqos;
 mod rss;
+mod spread;
 mod stats;
 mod trace;
 mod wake;
@@ -45,6 +47,8 @@ enum Cmd {
     Watch(watch::Args),
     /// `xrunrig compare` on A/A pairs (false calls) and A/B pairs (caught or not).
     Calibrate(calibrate::Args),
+    /// Every metric's between-run spread over all the A/A runs a calibrate left.
+    Spread(spread::Args),
 }
 
 fn main() {
@@ -54,6 +58,7 @@ fn main() {
         Cmd::Rss(a) => rss::main(&a),
         Cmd::Watch(a) => watch::main(&a),
         Cmd::Calibrate(a) => calibrate::main(&a),
+        Cmd::Spread(a) => spread::main(&a),
     };
     std::process::exit(code);
 }
