@@ -170,6 +170,7 @@ impl BisectArgs {
                 append: self.append,
                 jack: self.guest_jack,
                 watch: false,
+                boots: 1,
             },
         }
     }
@@ -380,6 +381,11 @@ pub struct RunArgs {
     /// Extra guest kernel command line.
     #[arg(long)]
     pub append: Option<String>,
+    /// Boot each --kernel this many times (1 to 50), interleaved (A B B A A B ...), each
+    /// boot a run of its own in `<out>/<kernel>/boot-<n>/`: a boot is what varies between
+    /// runs of a kernel, so `xrunrig compare OUT` judges each kernel's boots as its runs.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub boots: u32,
 
     /// Audio backend for audio rigs (default: the profile's, else the rig's).
     #[arg(long, value_enum)]
@@ -510,6 +516,7 @@ impl RunArgs {
                 append: self.append,
                 jack: self.guest_jack,
                 watch: self.guest_watch,
+                boots: self.boots,
             }),
             rig: self.rig,
             profile: self.profile,

@@ -248,6 +248,9 @@ pub struct GuestOptions {
     pub jack: GuestJack,
     /// `xrunrig watch` beside the rig in the guest's JACK session.
     pub watch: bool,
+    /// Boots of each kernel (`--boots`), interleaved A B B A ...: each boot a run of its
+    /// own, one unit of `compare`. 1: each kernel booted once (resumes aside).
+    pub boots: u32,
 }
 
 /// A duration given on the command line: a bare number is seconds (as cyclictest's

@@ -1160,3 +1160,79 @@ fn watch_in_the_guest_tells_the_rigs_pi_chain_misses_from_the_trace_alone() {
     assert!(5 * e >= 4 * x, "watch explained {e} of {x} xruns: {wsum}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `--boots 2` over two kernels: the boots interleaved A B B A, each a run of its own
+/// in `<kernel>/boot-<n>/` with its place in run.json, combined.json listing them in
+/// the order they ran, and `xrunrig compare OUT` judging each kernel's two boots as its
+/// runs (interleaved, so from the runs' own spread).
+#[test]
+fn boots_interleave_and_compare_reads_each_kernels_boots_as_its_runs() {
+    if !guest_tests_enabled() {
+        return;
+    }
+    let _one = one_guest();
+    let out = tmp("boots");
+    let o = support::guest::attempt(&out, 0, || {
+        xrunrig()
+            .args(["run", "rigs/livefx.toml", "--backend", "clock"])
+            .args(["--kernel", "debian:6.12", "--kernel", "debian:6.1"])
+            .args(["--boots", "2", "--trials", "2", "--duration", "1", "--out"])
+            .arg(&out)
+            .output()
+            .unwrap()
+    });
+    let text = show(&o);
+    eprintln!("{text}");
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "the run failed or was refused: {text}"
+    );
+    let combined = json(&out.join("combined.json"));
+    assert_eq!(combined["boots_per_kernel"], 2, "{combined}");
+    let kernels = combined["kernels"].as_array().unwrap();
+    let order: Vec<(String, u64)> = kernels
+        .iter()
+        .map(|k| {
+            let rel = k["release"].as_str().unwrap();
+            let major = if rel.starts_with("6.12.") { "A" } else { "B" };
+            (major.to_string(), k["boot"].as_u64().unwrap())
+        })
+        .collect();
+    let want: Vec<(String, u64)> = [("A", 1), ("B", 1), ("B", 2), ("A", 2)]
+        .iter()
+        .map(|(k, b)| (k.to_string(), *b))
+        .collect();
+    assert_eq!(order, want, "{combined}");
+    let mut last = String::new();
+    for (i, k) in kernels.iter().enumerate() {
+        let dir = PathBuf::from(k["dir"].as_str().unwrap());
+        assert_eq!(
+            dir.file_name().unwrap().to_str().unwrap(),
+            format!("boot-{}", k["boot"]),
+            "{k}"
+        );
+        let run = json(&dir.join("run.json"));
+        let place = &run["guest"]["boot_place"];
+        assert_eq!(place["place"], i as u64 + 1, "{run}");
+        assert_eq!(place["of"], 4, "{place}");
+        assert_eq!(place["boot"], k["boot"], "{place}");
+        // Each boot started after the one before it: the order recorded is the order run.
+        let started = run["started"].as_str().unwrap().to_string();
+        assert!(started > last, "{started} after {last}");
+        last = started;
+    }
+    let cmp = out.join("cmp");
+    let c = xrunrig()
+        .arg("compare")
+        .arg(&out)
+        .arg("--out")
+        .arg(&cmp)
+        .output()
+        .unwrap();
+    let ctext = show(&c);
+    assert!(matches!(c.status.code(), Some(0 | 1 | 4)), "{ctext}");
+    let cj = json(&cmp.join("compare.json"));
+    assert_eq!(cj["runs_per_side"], serde_json::json!([2, 2]), "{cj}");
+    let between = cj["between"].to_string();
+    assert!(between.contains("runs' own spread"), "{between}");
+}

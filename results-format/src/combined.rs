@@ -16,6 +16,10 @@ pub struct Combined {
     /// misses...). Absent in files written before audio rigs had a combined table.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub livefx_rows: Vec<LivefxKernelRow>,
+    /// `--boots N`: each kernel booted N times, interleaved; `kernels` lists the boots in
+    /// the order they ran. Absent for one boot each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boots_per_kernel: Option<u32>,
 }
 
 /// An audio rig's summary row with the kernel it came from.
@@ -46,6 +50,10 @@ pub struct KernelEntry {
     /// `--until-decided`: this kernel's rule and comparisons (its summary.json's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until_decided: Option<crate::trials::Decided>,
+    /// `--boots N`: which boot of this kernel (from 1); its directory is
+    /// `<kernel>/boot-<n>` under the run's base.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot: Option<u32>,
 }
 
 /// A summary row with the kernel it came from (its release, and for a kernel built

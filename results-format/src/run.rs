@@ -699,6 +699,27 @@ pub struct GuestSection {
         deserialize_with = "section"
     )]
     pub kernel_build: Option<crate::kbuild::KernelBuild>,
+    /// With `--boots N`: this boot's place in the run's interleaved order of boots.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "section"
+    )]
+    pub boot_place: Option<BootPlace>,
+}
+
+/// A boot's place among a run's boots (`xrunrig run --kernel A --kernel B --boots N`):
+/// the boots of all kernels run interleaved, A B B A A B ..., each a run of its own.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct BootPlace {
+    /// Its place in the order, from 1.
+    pub place: u32,
+    /// Boots in the order, of all kernels.
+    pub of: u32,
+    /// Which boot of its kernel, from 1.
+    pub boot: u32,
+    /// Boots of each kernel.
+    pub boots: u32,
 }
 
 /// Where and why a guest stopped before its run ended.

@@ -512,6 +512,7 @@ fn batch(b: &Bench, step: &mut Step, kernel: &Kernel) -> Result<(), String> {
         qemu_version: &b.qemu_version,
         xrunrig: &b.xrunrig,
         stop: &b.stop,
+        place: None,
     };
     let t = Instant::now();
     let r = crate::guest::run_kernel(&ctx, kernel.clone(), dir.clone());

@@ -50,6 +50,7 @@ pub fn run_kernel(c: &Ctx, k: Kernel, dir: PathBuf) -> KernelRun {
         boot_s: None,
         wall_s: 0.0,
         decided: None,
+        place: c.place.clone(),
     };
     if let Err(e) = run_inner(c, &mut run) {
         run.error = Some(e);

@@ -148,6 +148,13 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
                 .into(),
         );
     }
+    if g.boots > 1 && plan.choices.until_decided {
+        return Err(
+            "--until-decided stops within one boot of each kernel; with --boots each boot runs \
+             its trials whole: give one or the other"
+                .into(),
+        );
+    }
     let order = resume::Order::of(&plan);
     let inject = test_inject()?;
     // The guest's own bound (its watchdog) is the plan's; the host allows that plus
@@ -313,28 +320,63 @@ pub use kernel_run::run_kernel;
 pub use run_ctx::{Ctx, KernelRun};
 
 /// The results directory for each kernel.
-fn result_dirs(a: &RunOptions, rig: &str, kernels: &[Kernel]) -> (Option<PathBuf>, Vec<PathBuf>) {
+/// The order of the boots: `boots` rounds over the kernels, every other round reversed
+/// (A B, B A, A B, ...), so that a drift of the machine over the session falls on every
+/// kernel alike. Each entry: (kernel index, boot number from 1).
+fn boot_order(kernels: usize, boots: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::with_capacity(kernels * boots);
+    for round in 0..boots {
+        let ks: Vec<usize> = if round % 2 == 0 {
+            (0..kernels).collect()
+        } else {
+            (0..kernels).rev().collect()
+        };
+        out.extend(ks.into_iter().map(|k| (k, round + 1)));
+    }
+    out
+}
+
+/// Where each boot's results go, in the order they run (`boot_order`): one kernel booted
+/// once is its own directory; several kernels (or boots) share a base, each kernel a
+/// folder, each boot `boot-<n>` inside it when there are several.
+fn result_dirs(
+    a: &RunOptions,
+    rig: &str,
+    kernels: &[Kernel],
+    boots: usize,
+) -> (Option<PathBuf>, Vec<(usize, usize, PathBuf)>) {
     let (_, stamp) = crate::sys::utc_now();
-    if kernels.len() == 1 {
+    if kernels.len() == 1 && boots == 1 {
         let d = a.out.clone().unwrap_or_else(|| {
             PathBuf::from("results").join(format!("{rig}-{stamp}-{}", kernels[0].name()))
         });
-        return (None, vec![d]);
+        return (None, vec![(0, 1, d)]);
     }
     let base = a
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(format!("{rig}-{stamp}-kernels")));
-    let mut dirs: Vec<PathBuf> = vec![];
+    let mut names: Vec<PathBuf> = vec![];
     for k in kernels {
         let mut d = base.join(k.name());
         let mut i = 2;
-        while dirs.contains(&d) {
+        while names.contains(&d) {
             d = base.join(format!("{}-{i}", k.name()));
             i += 1;
         }
-        dirs.push(d);
+        names.push(d);
     }
+    let dirs = boot_order(kernels.len(), boots)
+        .into_iter()
+        .map(|(k, n)| {
+            let d = if boots == 1 {
+                names[k].clone()
+            } else {
+                names[k].join(format!("boot-{n}"))
+            };
+            (k, n, d)
+        })
+        .collect();
     (Some(base), dirs)
 }
 
@@ -420,8 +462,9 @@ pub fn run_main(a: &RunOptions, g: &GuestOptions) -> i32 {
     }
     // Run in the order typed, whatever order they were built in.
     let kernels: Vec<_> = resolved_at.into_iter().flatten().collect();
-    let (base, dirs) = result_dirs(a, &plan.plan.rig.name, &kernels);
-    for d in &dirs {
+    let boots = g.boots.max(1) as usize;
+    let (base, dirs) = result_dirs(a, &plan.plan.rig.name, &kernels, boots);
+    for (_, _, d) in &dirs {
         if let Err(e) = crate::output::create_results_dir(d) {
             eprintln!("xrunrig: {e}");
             return EXIT_REFUSED;
@@ -440,7 +483,8 @@ pub fn run_main(a: &RunOptions, g: &GuestOptions) -> i32 {
     };
     let qemu_version = qemu::version(&qemu_bin);
     let mut runs = vec![];
-    for (k, dir) in kernels.into_iter().zip(dirs) {
+    let total = dirs.len();
+    for (place, (ki, n, dir)) in dirs.into_iter().enumerate() {
         if stop.load(Ordering::SeqCst) {
             break;
         }
@@ -452,8 +496,14 @@ pub fn run_main(a: &RunOptions, g: &GuestOptions) -> i32 {
             qemu_version: &qemu_version,
             xrunrig: &xrunrig_bin,
             stop: &stop,
+            place: (boots > 1).then_some(results::run::BootPlace {
+                place: place as u32 + 1,
+                of: total as u32,
+                boot: n as u32,
+                boots: boots as u32,
+            }),
         };
-        let r = kernel_run::run_kernel(&ctx, k, dir);
+        let r = kernel_run::run_kernel(&ctx, kernels[ki].clone(), dir);
         if let Some(e) = &r.error {
             eprintln!("xrunrig: {}: {e}", r.kernel.label);
         }
@@ -870,9 +920,82 @@ mod tests {
             ("--trials", "0"),
             ("--max-time", "10 parsecs"),
             ("--backend", "pulse"),
+            ("--boots", "0"),
+            ("--boots", "51"),
         ] {
             let e = try_opts(&args(&["--kernel", "debian:6.12", flag, bad])).unwrap_err();
             assert!(e.contains(flag) && e.contains(bad), "{flag} {bad}: {e}");
         }
+    }
+
+    /// Boots interleave A B, B A, A B: a drift of the machine falls on both kernels
+    /// alike; each boot its own directory, `<kernel>/boot-<n>`.
+    #[test]
+    fn boots_run_interleaved_each_in_its_own_directory() {
+        assert_eq!(
+            boot_order(2, 3),
+            vec![(0, 1), (1, 1), (1, 2), (0, 2), (0, 3), (1, 3)]
+        );
+        assert_eq!(boot_order(1, 3), vec![(0, 1), (0, 2), (0, 3)]);
+        assert_eq!(boot_order(3, 1), vec![(0, 1), (1, 1), (2, 1)]);
+        let o = try_opts(&args(&[
+            "--kernel",
+            "debian:6.12",
+            "--kernel",
+            "debian:6.1",
+            "--boots",
+            "2",
+            "--out",
+            "/tmp/b",
+        ]))
+        .unwrap();
+        assert_eq!(o.guest.as_ref().unwrap().boots, 2);
+        let k = |r: &str| kernel::Kernel {
+            label: r.into(),
+            image: PathBuf::new(),
+            boot: PathBuf::new(),
+            boot_note: String::new(),
+            release: r.into(),
+            modules: None,
+            package: None,
+            build: None,
+        };
+        let (base, dirs) = result_dirs(&o, "rig", &[k("6.12.1"), k("6.1.2")], 2);
+        assert_eq!(base, Some(PathBuf::from("/tmp/b")));
+        let got: Vec<(usize, usize, String)> = dirs
+            .into_iter()
+            .map(|(k, n, d)| (k, n, d.display().to_string()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 1, "/tmp/b/6.12.1/boot-1".to_string()),
+                (1, 1, "/tmp/b/6.1.2/boot-1".to_string()),
+                (1, 2, "/tmp/b/6.1.2/boot-2".to_string()),
+                (0, 2, "/tmp/b/6.12.1/boot-2".to_string()),
+            ]
+        );
+        // One boot each: the kernels' directories as before.
+        let (_, dirs) = result_dirs(&o, "rig", &[k("6.12.1"), k("6.12.1")], 1);
+        let got: Vec<String> = dirs.iter().map(|d| d.2.display().to_string()).collect();
+        assert_eq!(got, ["/tmp/b/6.12.1", "/tmp/b/6.12.1-2"]);
+        // --until-decided stops within a boot: refused with --boots, saying so.
+        let e = plan_of(&args(&[
+            "--kernel",
+            "debian:6.12",
+            "--boots",
+            "2",
+            "--until-decided",
+            "--profile",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/rt-push-ipi.toml"),
+            "--variant",
+            "pi",
+        ]))
+        .err()
+        .unwrap();
+        assert!(
+            e.contains("--until-decided") && e.contains("--boots"),
+            "{e}"
+        );
     }
 }

@@ -54,6 +54,7 @@ pub fn guest_section(
         crash: None,
         resumed: vec![],
         kernel_build: k.build.clone(),
+        boot_place: c.place.clone(),
     }
 }
 

@@ -19,6 +19,9 @@ pub struct Ctx<'a> {
     pub qemu_version: &'a str,
     pub xrunrig: &'a Path,
     pub stop: &'a AtomicBool,
+    /// With `--boots N`: this boot's place in the interleaved order (run.json's
+    /// `guest.boot_place`).
+    pub place: Option<results::run::BootPlace>,
 }
 
 /// What one kernel's run produced.
@@ -35,4 +38,16 @@ pub struct KernelRun {
     pub wall_s: f64,
     /// `--until-decided`: the rule and comparisons of the summary.json that came home.
     pub decided: Option<results::trials::Decided>,
+    /// With `--boots N`: which boot of its kernel this was.
+    pub place: Option<results::run::BootPlace>,
+}
+
+impl KernelRun {
+    /// The kernel's name, and with `--boots` which boot: a row's label.
+    pub fn label(&self) -> String {
+        match &self.place {
+            Some(p) => format!("{} boot {}", self.kernel.name(), p.boot),
+            None => self.kernel.name(),
+        }
+    }
 }

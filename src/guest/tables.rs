@@ -151,14 +151,14 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
     for r in runs {
         for row in &r.rows {
             rows.push(row.clone());
-            labels.push(r.kernel.name());
+            labels.push(r.label());
         }
     }
     let livefx_rows: Vec<LivefxKernelRow> = runs
         .iter()
         .flat_map(|r| {
             r.livefx_rows.iter().map(|row| LivefxKernelRow {
-                kernel: r.kernel.name(),
+                kernel: r.label(),
                 row: row.clone(),
             })
         })
@@ -181,7 +181,7 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
             for p in &d.pairs {
                 out.push_str(&format!(
                     "{:<w$}  {}",
-                    r.kernel.name(),
+                    r.label(),
                     crate::sweep::decide::render_pair(p)
                 ));
             }
@@ -196,13 +196,13 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
         text.push_str(&match &r.error {
             Some(_) => format!(
                 "  {} ({}): FAILED, see {}\n",
-                r.kernel.name(),
+                r.label(),
                 r.kernel.label,
                 r.dir.display()
             ),
             None => format!(
                 "  {} ({}): {} {}, boot {} s, {:.1} s in all, {}{}\n",
-                r.kernel.name(),
+                r.label(),
                 r.kernel.label,
                 acc,
                 if r.accel == Some(Accel::Tcg) {
@@ -236,23 +236,34 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
                 boot_s: r.boot_s,
                 build: r.kernel.build.clone(),
                 until_decided: r.decided.clone(),
+                boot: r.place.as_ref().map(|p| p.boot),
             })
             .collect(),
         rows: runs
             .iter()
             .flat_map(|r| {
                 r.rows.iter().map(|row| KernelRow {
-                    kernel: r.kernel.name(),
+                    kernel: r.label(),
                     row: row.clone(),
                 })
             })
             .collect(),
         livefx_rows,
+        boots_per_kernel: runs.iter().find_map(|r| r.place.as_ref().map(|p| p.boots)),
     };
     if let Err(e) = crate::output::write_json(&base.join(COMBINED_JSON), &v) {
         eprintln!("xrunrig: {e}");
     }
     let _ = std::fs::write(base.join("combined.txt"), &out);
+    if let Some(n) = v.boots_per_kernel {
+        let order: Vec<String> = runs.iter().map(|r| r.label()).collect();
+        text.push_str(&format!(
+            "{n} boots of each kernel, in this order: {}; each boot is a run of its own: \
+             `xrunrig compare {}` judges the kernels' boots against each other\n",
+            order.join(", "),
+            base.display()
+        ));
+    }
     text.push_str(&format!(
         "combined: {}\n",
         base.join(COMBINED_JSON).display()

@@ -86,6 +86,67 @@ pub fn load(sides: &[Vec<PathBuf>], redact: bool) -> Result<Sides, String> {
     Ok(Sides { sides: out, red })
 }
 
+/// The sides of one directory of a run over several kernels (its combined.json): each
+/// kernel a side, the first the baseline, its boots (`--boots N`) the side's runs, in
+/// the order the run listed them. Anything else is returned as given.
+pub fn expand(sides: &[Vec<PathBuf>]) -> Result<Vec<Vec<PathBuf>>, String> {
+    let [one] = sides else {
+        return Ok(sides.to_vec());
+    };
+    let [base] = one.as_slice() else {
+        return Ok(sides.to_vec());
+    };
+    let p = base.join(results::combined::COMBINED_JSON);
+    if !p.is_file() {
+        return Ok(sides.to_vec());
+    }
+    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let c: results::combined::Combined = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{}: not a run over several kernels as xrunrig writes it ({e})",
+            p.display()
+        )
+    })?;
+    // Each boot's directory relative to the base (its last one or two components), so
+    // that a base moved or copied elsewhere still reads.
+    let mut groups: Vec<(String, Vec<PathBuf>)> = Vec::new();
+    for e in &c.kernels {
+        let parts: Vec<String> = std::path::Path::new(&e.dir)
+            .components()
+            .filter_map(|x| match x {
+                std::path::Component::Normal(n) => n.to_str().map(str::to_string),
+                _ => None,
+            })
+            .collect();
+        let take = if e.boot.is_some() { 2 } else { 1 };
+        let climbs = std::path::Path::new(&e.dir)
+            .components()
+            .any(|x| x == std::path::Component::ParentDir);
+        if climbs || parts.len() < take || parts.iter().any(|x| x.starts_with('.')) {
+            return Err(format!(
+                "{}: kernel {}'s directory {:?} is not one of this run's",
+                p.display(),
+                e.kernel,
+                e.dir
+            ));
+        }
+        let rel = &parts[parts.len() - take..];
+        let dir = rel.iter().fold(base.clone(), |d, x| d.join(x));
+        match groups.iter_mut().find(|g| g.0 == rel[0]) {
+            Some(g) => g.1.push(dir),
+            None => groups.push((rel[0].clone(), vec![dir])),
+        }
+    }
+    if groups.len() < 2 {
+        return Err(format!(
+            "{} holds one kernel's runs: compare it with another run (`xrunrig compare A1 A2 \
+             -- B1 B2`)",
+            base.display()
+        ));
+    }
+    Ok(groups.into_iter().map(|g| g.1).collect())
+}
+
 /// Refuses a directory given twice (by any path to it).
 fn same_directory(dirs: &[PathBuf]) -> Result<(), String> {
     let canon: Vec<Option<PathBuf>> = dirs.iter().map(|d| d.canonicalize().ok()).collect();
@@ -283,4 +344,76 @@ pub fn metrics(s: &Sides) -> Vec<Metric> {
                 .collect(),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use results::combined::{Combined, KernelEntry};
+
+    fn base_with(kernels: &[(&str, Option<u32>)], tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("xrunrig-expand-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let c = Combined {
+            rig: "livefx".into(),
+            kernels: kernels
+                .iter()
+                .map(|(dir, boot)| KernelEntry {
+                    kernel: "debian:6.12".into(),
+                    // Recorded where the run was; the base has moved since.
+                    dir: format!("results/elsewhere/{dir}"),
+                    boot: *boot,
+                    ..Default::default()
+                })
+                .collect(),
+            rows: vec![],
+            livefx_rows: vec![],
+            boots_per_kernel: kernels.iter().find_map(|k| k.1).map(|_| 2),
+        };
+        std::fs::write(
+            d.join(results::combined::COMBINED_JSON),
+            serde_json::to_string(&c).unwrap(),
+        )
+        .unwrap();
+        d
+    }
+
+    /// One directory of a run over kernels: a side per kernel, its boots the side's
+    /// runs, found under the base as given (not where the run was).
+    #[test]
+    fn a_kernels_directory_is_a_side_per_kernel_its_boots_the_runs() {
+        let b = base_with(
+            &[
+                ("6.12/boot-1", Some(1)),
+                ("6.1/boot-1", Some(1)),
+                ("6.1/boot-2", Some(2)),
+                ("6.12/boot-2", Some(2)),
+            ],
+            "boots",
+        );
+        let got = expand(&[vec![b.clone()]]).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                vec![b.join("6.12/boot-1"), b.join("6.12/boot-2")],
+                vec![b.join("6.1/boot-1"), b.join("6.1/boot-2")],
+            ]
+        );
+        let one = base_with(&[("6.12", None), ("6.12-2", None)], "one");
+        assert_eq!(
+            expand(&[vec![one.clone()]]).unwrap(),
+            vec![vec![one.join("6.12")], vec![one.join("6.12-2")]]
+        );
+        // Anything else as given; one kernel, or a directory leaving the base, refused.
+        let plain = vec![vec![PathBuf::from("a")], vec![PathBuf::from("b")]];
+        assert_eq!(expand(&plain).unwrap(), plain);
+        let single = base_with(
+            &[("6.12/boot-1", Some(1)), ("6.12/boot-2", Some(2))],
+            "single",
+        );
+        assert!(expand(&[vec![single]]).unwrap_err().contains("one kernel"));
+        let bad = base_with(&[("6.12", None), ("..", None)], "bad");
+        assert!(expand(&[vec![bad]]).is_err());
+    }
 }

@@ -63,7 +63,8 @@ impl Request {
 
 pub fn run(r: &Request) -> Result<Outcome, String> {
     // Every refusal comes before anything is written.
-    let sides = load::load(&r.sides, r.redact)?;
+    let paths = load::expand(&r.sides)?;
+    let sides = load::load(&paths, r.redact)?;
     let metrics = load::metrics(&sides);
     let mut problems = Vec::new();
     let cal = calibration::find(sides.base(), r.calibration.as_deref(), &mut problems)?;
@@ -74,7 +75,7 @@ pub fn run(r: &Request) -> Result<Outcome, String> {
         cal.as_ref().map(|(c, _)| c).zip(cal_name.as_deref()),
         r.threshold,
     );
-    let all: Vec<PathBuf> = r.sides.iter().flatten().cloned().collect();
+    let all: Vec<PathBuf> = paths.iter().flatten().cloned().collect();
     let out = out_dir(&all, r.out.as_deref())?;
     let mut ctx = Ctx::new(&out, sides.red.clone(), sides.base().rig.clone())?;
     ctx.mkdir("plots")?;
