@@ -6,6 +6,7 @@ use crate::knobs::{self};
 use crate::options::CheckOptions;
 use crate::rig::instruments;
 use crate::sys::format_cpu_set;
+use std::path::{Path, PathBuf};
 
 pub fn main(a: &CheckOptions) -> i32 {
     let online: Vec<usize> = match a.cpus {
@@ -215,7 +216,9 @@ fn describe(i: &instruments::Config) -> String {
 /// `xrunrig restore [--discard]`: under the run lock, puts back what a killed run left
 /// (tracing state, knobs, a JACK period), or with `discard` drops the journal, printing
 /// every entry dropped.
-pub fn restore_main(discard: bool) -> i32 {
+/// `xrunrig restore [--discard [JOURNAL]]`. Each journal stands alone: a refused one is
+/// reported and kept, and the others are still put back (exit 1 if any was refused).
+pub fn restore_main(discard: Option<Option<PathBuf>>) -> i32 {
     let _lock = match knobs::lock::RunLock::for_run() {
         Ok(l) => l,
         Err(e) => {
@@ -230,31 +233,101 @@ pub fn restore_main(discard: bool) -> i32 {
             return 2;
         }
     };
-    if discard {
-        for l in crate::instruments::tracefs::discard() {
-            println!("discarded a trace journal; nothing in it was undone: {l}");
+    match discard {
+        Some(only) => discard_main(&dir, only.as_deref()),
+        None => restore_all(&dir),
+    }
+}
+
+/// Which journals `--discard JOURNAL` names: the settings journal, or one trace journal
+/// (by file name). Anything else, or a file outside the state directory, is refused.
+#[derive(Debug, PartialEq)]
+enum Which {
+    Settings,
+    Trace(String),
+}
+
+fn which_journal(state: &Path, given: &Path) -> Result<Which, String> {
+    let name = given.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let parent = given.parent().filter(|p| !p.as_os_str().is_empty());
+    let in_state = match parent {
+        None => true,
+        Some(p) => match (p.canonicalize(), state.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        },
+    };
+    let which = if name == knobs::journal::JOURNAL_FILE {
+        Some(Which::Settings)
+    } else if crate::instruments::is_trace_journal_name(name) {
+        Some(Which::Trace(name.to_string()))
+    } else {
+        None
+    };
+    match which {
+        Some(w) if in_state => Ok(w),
+        _ => Err(format!(
+            "{} is not a journal in the state directory {} (journal.json, or \
+             trace-journal-PID.json): name one as `xrunrig restore` printed it, or give \
+             --discard alone to drop every journal",
+            given.display(),
+            state.display()
+        )),
+    }
+}
+
+fn discard_main(dir: &knobs::StateDir, only: Option<&Path>) -> i32 {
+    let which = match only.map(|p| which_journal(dir.path(), p)).transpose() {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("xrunrig: {e}");
+            return 2;
         }
-        return match knobs::journal::discard(&dir) {
-            Ok(None) => {
-                println!("nothing to discard: no journal in {}", dir.path().display());
-                0
-            }
+    };
+    let mut dropped = 0;
+    if !matches!(which, Some(Which::Settings)) {
+        let name = match &which {
+            Some(Which::Trace(n)) => Some(n.as_str()),
+            _ => None,
+        };
+        for l in crate::instruments::discard(name) {
+            println!("discarded the trace journal {l}; nothing in it was undone");
+            dropped += 1;
+        }
+    }
+    if matches!(which, None | Some(Which::Settings)) {
+        match knobs::journal::discard(dir) {
+            Ok(None) => {}
             Ok(Some(lines)) => {
+                dropped += 1;
                 println!(
-                    "discarded the journal in {}; these values were NOT written back:",
-                    dir.path().display()
+                    "discarded the settings journal {}; these values were NOT written back:",
+                    knobs::journal::journal_path(dir.path()).display()
                 );
                 for l in lines {
                     println!("  {l}");
                 }
-                0
             }
             Err(e) => {
                 eprintln!("xrunrig: {e}");
-                1
+                return 1;
             }
-        };
+        }
     }
+    if dropped == 0 {
+        match only {
+            Some(p) => println!(
+                "nothing to discard: {} is not there (or is a live run's)",
+                p.display()
+            ),
+            None => println!("nothing to discard: no journal in {}", dir.path().display()),
+        }
+    }
+    0
+}
+
+fn restore_all(dir: &knobs::StateDir) -> i32 {
+    let mut refused = false;
     match crate::instruments::recover() {
         Ok(lines) => {
             for l in lines {
@@ -262,14 +335,18 @@ pub fn restore_main(discard: bool) -> i32 {
             }
         }
         Err(e) => {
+            // Reported, and the settings journal is still read: one refused journal
+            // must not keep another's knobs from coming back.
             eprintln!("xrunrig: {e}");
-            return 1;
+            refused = true;
         }
     }
-    match knobs::recover(&RealIo, &dir) {
+    match knobs::recover(&RealIo, dir) {
         Ok(None) => {
-            println!("nothing to restore: no journal in {}", dir.path().display());
-            0
+            println!(
+                "no settings journal in {}: no kernel setting to put back",
+                dir.path().display()
+            );
         }
         Ok(Some(r)) if r.other_boot => {
             println!(
@@ -280,7 +357,6 @@ pub fn restore_main(discard: bool) -> i32 {
             for l in r.lines {
                 println!("  {l}");
             }
-            0
         }
         Ok(Some(r)) => {
             println!(
@@ -290,13 +366,13 @@ pub fn restore_main(discard: bool) -> i32 {
             for l in r.lines {
                 println!("  {l}");
             }
-            0
         }
         Err(e) => {
             eprintln!("xrunrig: {e}");
-            1
+            refused = true;
         }
     }
+    i32::from(refused)
 }
 
 #[cfg(test)]
@@ -310,6 +386,33 @@ mod tests {
             profile: None,
             cpus: None,
         }
+    }
+
+    #[test]
+    fn discard_names_only_journals_of_the_state_directory() {
+        let state = std::env::temp_dir().join(format!("xrunrig-which-{}", std::process::id()));
+        std::fs::create_dir_all(&state).unwrap();
+        assert_eq!(
+            which_journal(&state, Path::new("journal.json")),
+            Ok(Which::Settings)
+        );
+        assert_eq!(
+            which_journal(&state, &state.join("trace-journal-12.json")),
+            Ok(Which::Trace("trace-journal-12.json".into()))
+        );
+        for bad in [
+            "/etc/passwd",
+            "/tmp/journal.json",
+            "trace-journal-x.json",
+            "",
+        ] {
+            let e = which_journal(&state, Path::new(bad)).unwrap_err();
+            assert!(
+                e.contains("not a journal in the state directory"),
+                "{bad}: {e}"
+            );
+        }
+        std::fs::remove_dir_all(&state).unwrap();
     }
 
     #[test]

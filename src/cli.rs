@@ -309,10 +309,12 @@ pub struct KcidbArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct RestoreArgs {
-    /// Drop the journal without writing anything back (for one that cannot be
-    /// restored: a feature gone, lockdown on, a damaged file). Prints every entry dropped.
-    #[arg(long)]
-    pub discard: bool,
+    /// Drop journals without writing anything back (for one that cannot be restored: a
+    /// feature gone, lockdown on, a damaged file). With JOURNAL (a file in the state
+    /// directory, as `xrunrig restore` names it) only that one; bare, every journal not of
+    /// a live run. Prints each journal dropped and every entry in it.
+    #[arg(long, num_args = 0..=1, value_name = "JOURNAL")]
+    pub discard: Option<Option<PathBuf>>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -296,6 +296,73 @@ fn a_forged_journal_entry_is_refused_and_not_written() {
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root:secret\n");
 }
 
+/// Issue 35, item 3: each journal stands alone. The issue's reproduction: a knob journal
+/// left by a killed profiled run (rr-timeslice at 37) beside a forged trace journal.
+/// restore refuses the trace journal and still puts the knob back (exit 1, saying what it
+/// refused); `--discard PATH` drops the one named and nothing else.
+#[test]
+fn a_refused_trace_journal_does_not_keep_the_knobs_from_coming_back() {
+    assert_root(ROOT);
+    let _g = serial();
+    let original = rr();
+    let _back = Saved::now(&[RR]);
+    let d = tmp("alone");
+    let left = if original == "37" { "39" } else { "37" };
+    std::fs::write(RR, left).unwrap();
+    journal(
+        &d,
+        serde_json::json!({"version": 2, "pid": 999999999u32, "started": "s", "command": "c",
+            "boot_id": boot_id(), "entries": [rr_entry(&original)]}),
+    );
+    let forged = d.join("trace-journal-999999998.json");
+    std::fs::write(
+        &forged,
+        serde_json::json!({"version": 2, "pid": 999999998u32, "started": "s",
+            "boot_id": boot_id(), "root": "/sys/kernel/tracing", "mounted_by_us": false,
+            "instance": "/etc/xrunrig-1"})
+        .to_string(),
+    )
+    .unwrap();
+    let o = xrunrig(&["restore"], &d, &d);
+    assert_eq!(
+        rr(),
+        original,
+        "the knob journal was not read: {}",
+        text(&o)
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let named = format!("xrunrig restore --discard {}", forged.display());
+    assert!(err.contains("refused") && err.contains(&named), "{err}");
+    assert!(!d.join("journal.json").exists(), "{}", text(&o));
+    assert!(forged.exists(), "a refused journal is kept");
+    // A name that is not a journal here is refused, nothing dropped.
+    let o = xrunrig(&["restore", "--discard", "/etc/passwd"], &d, &d);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(forged.exists());
+    // A settings journal written again is left alone by --discard of the trace one.
+    journal(
+        &d,
+        serde_json::json!({"version": 2, "pid": 999999999u32, "started": "s", "command": "c",
+            "boot_id": boot_id(), "entries": [rr_entry(&original)]}),
+    );
+    let o = xrunrig(&["restore", "--discard", forged.to_str().unwrap()], &d, &d);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(forged.to_str().unwrap()),
+        "{}",
+        text(&o)
+    );
+    assert!(!forged.exists());
+    assert!(
+        d.join("journal.json").exists(),
+        "the other journal was dropped too"
+    );
+    let o = xrunrig(&["restore"], &d, &d);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!d.join("journal.json").exists());
+}
+
 /// A journal from another boot is reported and discarded: the reboot reset the knobs,
 /// and its "originals" are stale.
 #[test]

@@ -22,6 +22,17 @@ pub struct Commit {
 }
 
 impl Commit {
+    /// A full object name as git prints it: 40 (SHA-1) or 64 (SHA-256) lowercase hex
+    /// digits. Anything else read back from a record (an option such as `--output=…`,
+    /// a short or non-ASCII name) must never reach git.
+    pub fn is_object_name(&self) -> bool {
+        matches!(self.sha.len(), 40 | 64)
+            && self
+                .sha
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    }
+
     /// The first 12 characters (all of a shorter or odd name: records are read from
     /// directories others made, and a cut inside a character must not panic).
     pub fn short(&self) -> &str {
@@ -210,9 +221,45 @@ pub struct BisectDoc {
     pub wall_s: f64,
 }
 
+impl BisectDoc {
+    /// Every commit the record names: the ends asked for, each step's, the first bad
+    /// one and the candidates.
+    pub fn commits(&self) -> Vec<&Commit> {
+        let mut v = vec![&self.inputs.good, &self.inputs.bad];
+        v.extend(self.ends.iter().map(|s| &s.commit));
+        v.extend(self.steps.iter().map(|s| &s.commit));
+        v.extend(self.confirmation.iter().map(|s| &s.commit));
+        v.extend(self.first_bad.iter());
+        if let Outcome::Candidates { commits } = &self.outcome {
+            v.extend(commits.iter());
+        }
+        v
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn object_names_are_full_lowercase_hex() {
+        let c = |s: &str| Commit {
+            sha: s.into(),
+            subject: String::new(),
+        };
+        assert!(c(&"a".repeat(40)).is_object_name());
+        assert!(c(&"0f".repeat(32)).is_object_name());
+        for bad in [
+            "--output=/tmp/x".to_string(),
+            "a".repeat(39),
+            "A".repeat(40),
+            "g".repeat(40),
+            "é".repeat(20),
+            String::new(),
+        ] {
+            assert!(!c(&bad).is_object_name(), "{bad}");
+        }
+    }
 
     #[test]
     fn reads_back() {

@@ -8,9 +8,20 @@ use std::path::Path;
 pub fn read(out: &Path) -> Result<Option<BisectDoc>, String> {
     let p = out.join(BISECT_JSON);
     match std::fs::read_to_string(&p) {
-        Ok(t) => serde_json::from_str(&t)
-            .map(Some)
-            .map_err(|e| format!("{}: {e} (not a bisection's record)", p.display())),
+        Ok(t) => {
+            let doc: BisectDoc = serde_json::from_str(&t)
+                .map_err(|e| format!("{}: {e} (not a bisection's record)", p.display()))?;
+            // Its names go to git on resume: each must be an object name, not an option.
+            if let Some(c) = doc.commits().into_iter().find(|c| !c.is_object_name()) {
+                return Err(format!(
+                    "{}: {:?} is not a full commit name (40 or 64 lowercase hex digits); the \
+                     record is damaged or not xrunrig's: give another --out",
+                    p.display(),
+                    c.sha.chars().take(80).collect::<String>()
+                ));
+            }
+            Ok(Some(doc))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(format!("{}: {e}", p.display())),
     }
@@ -23,7 +34,8 @@ pub fn write(out: &Path, doc: &BisectDoc) -> Result<(), String> {
     for (name, text) in [(BISECT_JSON, json), (BISECT_LOG, git_log(doc))] {
         let p = out.join(name);
         let tmp = out.join(format!(".{name}.part"));
-        std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        crate::output::write_new(&tmp, text.as_bytes())
+            .map_err(|e| format!("{}: {e}", tmp.display()))?;
         std::fs::rename(&tmp, &p).map_err(|e| format!("{}: {e}", p.display()))?;
     }
     Ok(())
@@ -191,6 +203,57 @@ mod tests {
         }
     }
 
+    fn scratch(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("xrunrig-record-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// Issue 35, item 1: a step's sha that is an option (or not ASCII) never reaches git:
+    /// the record is refused on reading.
+    #[test]
+    fn a_forged_record_is_refused_before_git_sees_it() {
+        let d = scratch("forged");
+        let mut doc = BisectDoc::default();
+        doc.inputs.good = c('a', "base");
+        doc.inputs.bad = c('f', "tip");
+        write(&d, &doc).unwrap();
+        assert!(read(&d).unwrap().is_some());
+        for sha in ["--output=/tmp/x", "éééé"] {
+            doc.steps = vec![Step {
+                commit: Commit {
+                    sha: sha.into(),
+                    subject: String::new(),
+                },
+                ..Default::default()
+            }];
+            write(&d, &doc).unwrap();
+            let e = read(&d).unwrap_err();
+            assert!(e.contains("is not a full commit name"), "{e}");
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// Issue 35, item 2: a link planted at the record's temporary name is replaced, not
+    /// written through.
+    #[test]
+    fn a_link_at_the_part_file_is_not_followed() {
+        let d = scratch("link");
+        let victim = d.join("victim");
+        std::fs::write(&victim, "mine\n").unwrap();
+        std::os::unix::fs::symlink(&victim, d.join(".bisect.json.part")).unwrap();
+        std::os::unix::fs::symlink(&victim, d.join(".bisect.log.part")).unwrap();
+        write(&d, &BisectDoc::default()).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n");
+        assert!(
+            std::fs::symlink_metadata(d.join(BISECT_JSON))
+                .unwrap()
+                .is_file()
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
     #[test]
     fn the_log_replays_in_git() {
         let mut d = BisectDoc::default();
@@ -225,6 +288,8 @@ mod tests {
         assert_eq!(read(&d).unwrap(), None);
         let mut doc = BisectDoc::default();
         doc.inputs.setting = "NO_RT_PUSH_IPI".into();
+        doc.inputs.good = c('a', "base");
+        doc.inputs.bad = c('f', "tip");
         write(&d, &doc).unwrap();
         assert_eq!(read(&d).unwrap(), Some(doc));
         std::fs::write(d.join(BISECT_JSON), "{}").unwrap();

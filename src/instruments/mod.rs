@@ -70,6 +70,17 @@ pub fn emergency_restore() {
     tracefs::emergency_restore()
 }
 
+/// `xrunrig restore --discard`: drops the trace journals (only the one named `only`),
+/// none of a live run; one line per journal dropped.
+pub fn discard(only: Option<&str>) -> Vec<String> {
+    tracefs::discard(only)
+}
+
+/// Whether `name` is the file name of a trace journal.
+pub fn is_trace_journal_name(name: &str) -> bool {
+    trace_journal::is_journal_name(name)
+}
+
 /// Does thread instance `name` (`worker`, `worker.2`) match `spec` (base or instance)?
 fn matches(spec: &str, name: &str) -> bool {
     name == spec || name.split('.').next() == Some(spec) && !spec.contains('.')

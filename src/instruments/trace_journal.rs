@@ -37,6 +37,10 @@ pub struct Journal {
 pub enum Plan {
     /// Written before the last reboot: instances and mounts did not survive it.
     OtherBoot,
+    /// Its tracefs root is not mounted now: its instance went with the mount (an
+    /// instance lives only inside tracefs), so there is nothing left to undo. The
+    /// journal is retired and nothing is touched.
+    Gone { root: PathBuf },
     /// Remove `instance` (a directory name under `root/instances`), and unmount `root`
     /// when `unmount`.
     Undo {
@@ -122,10 +126,10 @@ pub fn check(j: &Journal, mounts: &[PathBuf], boot_now: Option<&str>) -> Result<
         ));
     }
     if !mounts.iter().any(|m| m == root) {
-        return Err(format!(
-            "'{}' is not a tracefs mount point now (see /proc/mounts)",
-            j.root
-        ));
+        // Instances left in another mount of the same tracefs are found by pid.
+        return Ok(Plan::Gone {
+            root: root.to_path_buf(),
+        });
     }
     // A mount is ours to undo only when this boot's journal says we made it: a version 1
     // journal cannot prove its boot, and an unmount of a tracefs systemd mounted would
@@ -216,19 +220,37 @@ mod tests {
     }
 
     #[test]
-    fn a_root_that_is_not_a_tracefs_mount_is_refused() {
-        for root in ["/tmp/forge", "relative", "/sys/kernel/tracing/.."] {
+    fn a_root_that_is_not_plain_is_refused() {
+        for root in ["relative", "/sys/kernel/tracing/.."] {
             let f = Journal {
                 root: root.into(),
                 instance: format!("{root}/instances/xrunrig-42"),
                 ..j()
             };
             let e = check(&f, &mounts(), Some("boot-a")).unwrap_err();
-            assert!(
-                e.contains("tracefs") || e.contains("absolute"),
-                "{root}: {e}"
-            );
+            assert!(e.contains("absolute"), "{root}: {e}");
         }
+    }
+
+    #[test]
+    fn a_root_that_is_not_mounted_now_is_retired_touching_nothing() {
+        let f = Journal {
+            root: "/tmp/forge".into(),
+            instance: "/tmp/forge/instances/xrunrig-42".into(),
+            ..j()
+        };
+        assert_eq!(
+            check(&f, &mounts(), Some("boot-a")),
+            Ok(Plan::Gone {
+                root: "/tmp/forge".into()
+            })
+        );
+        // The same journal while its tracefs is mounted is undone.
+        let at = vec![PathBuf::from("/tmp/forge")];
+        assert!(matches!(
+            check(&f, &at, Some("boot-a")),
+            Ok(Plan::Undo { .. })
+        ));
     }
 
     #[test]

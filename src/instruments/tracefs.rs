@@ -238,6 +238,13 @@ fn undo(j: &Journal) -> Result<Vec<String>, String> {
              removed its instance: nothing done",
             j.pid, j.started
         )]),
+        Plan::Gone { root } => Ok(vec![format!(
+            "the trace journal of pid {} (started {}) names tracefs at {}, which is not mounted \
+             now: its instance went with that mount, nothing done",
+            j.pid,
+            j.started,
+            root.display()
+        )]),
         Plan::Undo {
             root,
             instance,
@@ -267,7 +274,8 @@ pub fn recover() -> Result<Vec<String>, String> {
             Err(e) => {
                 refused.push(format!(
                     "trace journal {} refused: {e}; nothing in it was touched. Drop it with \
-                     `xrunrig restore --discard`",
+                     `xrunrig restore --discard {}`",
+                    path.display(),
                     path.display()
                 ));
                 continue;
@@ -283,7 +291,8 @@ pub fn recover() -> Result<Vec<String>, String> {
             }
             Err(e) => refused.push(format!(
                 "trace journal {} refused: {e}; nothing in it was touched. Drop it with \
-                 `xrunrig restore --discard`",
+                 `xrunrig restore --discard {}`",
+                path.display(),
                 path.display()
             )),
         }
@@ -351,9 +360,12 @@ fn read_capped(path: &Path) -> Result<String, String> {
 
 /// `xrunrig restore --discard`: drops every trace journal not of a live process,
 /// returning a line for each (what it named, left as it is).
-pub fn discard() -> Vec<String> {
+pub fn discard(only: Option<&str>) -> Vec<String> {
     let mut out = Vec::new();
     for path in journal_files() {
+        if only.is_some_and(|n| path.file_name().and_then(|f| f.to_str()) != Some(n)) {
+            continue;
+        }
         let text = read_capped(&path).unwrap_or_default();
         let what = match trace_journal::parse(&text) {
             Ok(j) if crate::sys::pid_is_xrunrig(j.pid) => continue,

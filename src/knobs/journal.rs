@@ -427,9 +427,11 @@ pub fn recover(io: &dyn KnobIo, dir: &StateDir) -> Result<Option<Recovered>, Str
     let j = parse_journal(&text).map_err(|e| {
         format!(
             "the settings journal {} cannot be used: {e}. Nothing in it was written back; what it \
-             holds:\n{}\nPut the values back by hand if needed, then drop it with `xrunrig restore --discard`",
+             holds:\n{}\nPut the values back by hand if needed, then drop it with `xrunrig restore \
+             --discard {}`",
             path.display(),
-            text.chars().take(4000).collect::<String>()
+            text.chars().take(4000).collect::<String>(),
+            path.display()
         )
     })?;
     let now = io.boot_id();
@@ -453,7 +455,8 @@ pub fn recover(io: &dyn KnobIo, dir: &StateDir) -> Result<Option<Recovered>, Str
     if !failed.is_empty() {
         return Err(format!(
             "the settings journal {} (run pid {}, started {}) could not be fully restored:\n  - {}{}\n\
-             It is kept. Once you have checked those settings, drop it with `xrunrig restore --discard`",
+             It is kept. Once you have checked those settings, drop it with `xrunrig restore \
+             --discard {}`",
             path.display(),
             j.pid,
             j.started,
@@ -462,7 +465,8 @@ pub fn recover(io: &dyn KnobIo, dir: &StateDir) -> Result<Option<Recovered>, Str
                 String::new()
             } else {
                 format!("\nRestored: {}", lines.join("; "))
-            }
+            },
+            path.display()
         ));
     }
     dir.remove(JOURNAL_FILE)

@@ -48,6 +48,18 @@ pub fn results_dir(rig: &str, out: Option<&Path>) -> PathBuf {
 /// Refuses a directory that already holds results, so nothing is lost; creates
 /// nothing.
 pub fn check_results_dir(dir: &Path) -> Result<(), String> {
+    // A link there (planted, or the user's own) would have every file written through
+    // it, wherever it points: refused, as report and compare refuse one.
+    if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(format!(
+            "refusing to write results into {}: it is a symbolic link{}; give the directory \
+             itself or a new name, so nothing is written through a link (nothing was written)",
+            dir.display(),
+            std::fs::read_link(dir)
+                .map(|t| format!(" (to {})", t.display()))
+                .unwrap_or_default()
+        ));
+    }
     if dir.join(results::SUMMARY_JSON).exists() || dir.join(results::RUN_JSON).exists() {
         return Err(format!(
             "{} already holds results; choose another --out (nothing was overwritten)",
@@ -92,9 +104,9 @@ pub fn new_results_dir(dir: &Path, named: bool) -> Result<PathBuf, String> {
             }
         }
     };
-    std::fs::write(
-        dir.join(results::INCOMPLETE),
-        "this run has not finished writing its results (or was killed)\n",
+    write_new(
+        &dir.join(results::INCOMPLETE),
+        b"this run has not finished writing its results (or was killed)\n",
     )
     .map_err(|e| {
         format!(
@@ -134,7 +146,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let r = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = create_new(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
@@ -145,6 +157,28 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     r?;
     sync_dir(dir);
     Ok(())
+}
+
+/// A file made anew at `path`, never through what was there: a leftover (a killed
+/// write's, or a link planted at the name) is unlinked, not followed, and the file is
+/// created with O_EXCL|O_NOFOLLOW, so nothing put there in between is written through.
+pub fn create_new(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o644)
+        .open(path)
+}
+
+/// `bytes` written to a file made anew at `path` (`create_new`).
+pub fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    create_new(path)?.write_all(bytes)
 }
 
 /// fsync a directory, so a rename or removal in it survives a crash (best effort).
@@ -169,6 +203,37 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
+    }
+
+    /// Issue 35, item 2: `--out link` is refused, nothing written where it points; the
+    /// INCOMPLETE mark and a temporary file planted as links are replaced, not followed.
+    #[test]
+    fn results_are_created_never_written_through_a_link() {
+        let d = tmp("links");
+        let victim = d.join("victim");
+        std::fs::create_dir(&victim).unwrap();
+        std::os::unix::fs::symlink(&victim, d.join("link")).unwrap();
+        let e = new_results_dir(&d.join("link"), true).unwrap_err();
+        assert!(e.contains("is a symbolic link"), "{e}");
+        assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0);
+        // An existing, empty-of-results directory with links planted at the names.
+        let r = d.join("r");
+        std::fs::create_dir(&r).unwrap();
+        let file = d.join("file");
+        std::fs::write(&file, "mine\n").unwrap();
+        std::os::unix::fs::symlink(&file, r.join(results::INCOMPLETE)).unwrap();
+        let tmpname = format!(".summary.json.tmp-{}", std::process::id());
+        std::os::unix::fs::symlink(&file, r.join(&tmpname)).unwrap();
+        new_results_dir(&r, true).unwrap();
+        write_atomic(&r.join("summary.json"), b"{}").unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine\n");
+        assert!(
+            std::fs::symlink_metadata(r.join(results::INCOMPLETE))
+                .unwrap()
+                .is_file()
+        );
+        assert!(!r.join(&tmpname).exists());
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

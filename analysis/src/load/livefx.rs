@@ -189,6 +189,8 @@ fn hist_from_entry(e: &HistEntry) -> Dist {
 }
 
 pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<LivefxData, String> {
+    let head = dir.join(results::SUMMARY_JSON);
+    super::require(summary, &head, &["rows", "trials"])?;
     let Summary {
         rows,
         trials,
@@ -196,6 +198,20 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<L
         ..
     } = Summary::deserialize(summary)
         .map_err(|e| format!("{}: {e}", dir.join(results::SUMMARY_JSON).display()))?;
+    // A trial whose setting and variant have no row: the rows are not this run's.
+    if let Some(t) = trials.iter().find(|t| {
+        !rows
+            .iter()
+            .any(|r| r.setting == t.setting && r.variant == t.variant)
+    }) {
+        return Err(format!(
+            "{}: no row for setting {:?} variant {:?}, though its `trials` list a trial of \
+             it: the summary is damaged; run again",
+            head.display(),
+            t.setting,
+            t.variant
+        ));
+    }
     for r in &rows {
         if let Causes::Unreadable(e) = &r.why {
             warnings.push(format!(

@@ -120,6 +120,29 @@ pub fn is_bisection(dir: &Path) -> bool {
     !dir.join(results::SUMMARY_JSON).exists() && dir.join(results::bisect::BISECT_JSON).is_file()
 }
 
+/// The fields of `summary` (read from `head`) that its kind cannot be read without:
+/// one absent or null is refused, naming it, rather than read as empty.
+pub fn require(summary: &Value, head: &Path, fields: &[&str]) -> Result<(), String> {
+    let missing: Vec<&str> = fields
+        .iter()
+        .copied()
+        .filter(|f| summary.get(f).is_none_or(Value::is_null))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{}: no {} field, which a results directory of this kind must have: it is damaged or \
+         was not written by xrunrig; run again",
+        head.display(),
+        missing
+            .iter()
+            .map(|f| format!("`{f}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
 /// Checks `dir` (a directory, complete, of a format this build reads) and reads its
 /// summary.json and run.json (a bisection's: bisect.json, `bisect::open()`); problems
 /// that do not stop the reading go into `warnings`.

@@ -76,8 +76,19 @@ struct TrialsSummary {
 }
 
 pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<TrialsData, String> {
-    // A summary whose rows do not read at all reads as one without rows.
-    let rows = TrialsSummary::deserialize(summary).unwrap_or_default().rows;
+    let head = dir.join(results::SUMMARY_JSON);
+    super::require(summary, &head, &["rows"])?;
+    if !summary["rows"].is_array() {
+        return Err(format!(
+            "{}: its rows do not read (`rows` is not a list); run again",
+            head.display()
+        ));
+    }
+    // Rows that do not read are a damaged summary, not one without rows: believed, its
+    // numbers would be made up from whatever samples.jsonl still holds.
+    let rows = TrialsSummary::deserialize(summary)
+        .map_err(|e| format!("{}: its rows do not read ({e}); run again", head.display()))?
+        .rows;
     // Read apart from the rows: a damaged section costs itself, not the rows.
     let until_decided = summary
         .get("until_decided")
@@ -129,6 +140,7 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<T
             "{bad} lines of samples.jsonl were not JSON and were skipped"
         ));
     }
+    agrees_with_samples(&data, &head)?;
     let extra = rows_from_samples(&mut data);
     if !extra.is_empty() {
         warnings.push(format!(
@@ -137,6 +149,31 @@ pub fn load(dir: &Path, summary: &Value, warnings: &mut Vec<String>) -> Result<T
         ));
     }
     Ok(data)
+}
+
+/// A summary that says nothing of a setting and variant whose trials samples.jsonl holds
+/// was not written by the run that wrote those trials (or was cut short): refused, naming
+/// the first such pair. Metrics missing from rows that are there are instrument metrics,
+/// summarised below.
+fn agrees_with_samples(data: &TrialsData, head: &Path) -> Result<(), String> {
+    let unsummarised = data.trials.iter().find(|t| {
+        !data
+            .rows
+            .iter()
+            .any(|r| r.setting == t.setting && r.variant == t.variant)
+    });
+    match unsummarised {
+        Some(t) => Err(format!(
+            "{}: no row for setting {:?} variant {:?}, though samples.jsonl holds its trials \
+             ({} trial records in all): the summary does not belong to these samples or is \
+             damaged; run again",
+            head.display(),
+            t.setting,
+            t.variant,
+            data.trials.len()
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Rows for metrics that samples.jsonl holds but summary.json does not (instrument
