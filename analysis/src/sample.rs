@@ -55,6 +55,8 @@ pub struct Item {
     /// Whether the item carries information: a criterion every trial of both sides kept
     /// is no evidence either way (see `Sample::items`).
     pub failures: bool,
+    /// Trials that did not finish, tested as counts trial by trial (`judge` `hangs`).
+    pub hangs: bool,
 }
 
 impl Sample {
@@ -65,6 +67,14 @@ impl Sample {
             Sample::Tails { p99_us, .. } => p99_us.len(),
             Sample::Events(v) => v.iter().filter(|x| x.1 > 0.0).count(),
             Sample::Finished { n, .. } => *n,
+        }
+    }
+
+    /// A trial rig's trials without a value (hung, timed out, failed); 0 otherwise.
+    fn missing_trials(&self) -> usize {
+        match self {
+            Sample::Trials { missing, .. } => *missing,
+            _ => 0,
         }
     }
 
@@ -94,6 +104,7 @@ impl Sample {
                         data: RunData::Values(vals.clone()),
                         lower_is_worse: !higher_is_worse,
                         failures: true,
+                        hangs: false,
                     });
                 }
                 out.push(Item {
@@ -109,7 +120,25 @@ impl Sample {
                     },
                     lower_is_worse: false,
                     failures: passed < n,
+                    // Without a bound the criterion is that trials finished: hangs.
+                    hangs: bound.is_none(),
                 });
+                // Hangs (timed out, failed, no value) apart from the bound: counted
+                // trial by trial, they decide whenever their count does.
+                let missing = self.missing_trials();
+                if bound.is_some() {
+                    out.push(Item {
+                        suffix: " finished",
+                        scale: Scale::LogOdds,
+                        data: RunData::Shares {
+                            pass: n - missing.min(*n),
+                            n: *n,
+                        },
+                        lower_is_worse: false,
+                        failures: missing > 0,
+                        hangs: true,
+                    });
+                }
                 out
             }
             Sample::Tails { p99_us, .. } => vec![Item {
@@ -118,13 +147,16 @@ impl Sample {
                 data: RunData::Values(p99_us.iter().copied().filter(|x| *x > 0.0).collect()),
                 lower_is_worse: false,
                 failures: true,
+                hangs: false,
             }],
             Sample::Events(v) => vec![Item {
                 suffix: "",
                 scale: Scale::LogRate,
                 data: RunData::Events(v.clone()),
                 lower_is_worse: false,
-                failures: true,
+                // No dropouts on either side: no rate ratio to judge.
+                failures: v.iter().any(|x| x.0 > 0),
+                hangs: false,
             }],
             Sample::Finished { ok, n } => vec![Item {
                 suffix: "",
@@ -132,6 +164,7 @@ impl Sample {
                 data: RunData::Shares { pass: *ok, n: *n },
                 lower_is_worse: false,
                 failures: ok < n,
+                hangs: true,
             }],
         }
     }

@@ -124,6 +124,7 @@ pub fn measure(runs: &[Results], command: &[String], created: &str) -> Result<Ca
                 df: f64::INFINITY,
             }),
             log1p,
+            None,
         );
         let Some((between, total, within, df)) = model::between_by_moments(&side.runs) else {
             continue;

@@ -122,6 +122,7 @@ pub fn judge(
                     b: db,
                     log1p,
                     lower_is_worse: ia[0].lower_is_worse,
+                    hangs: ia[0].hangs,
                 };
                 let full = format!("{}{}", m.key.2, ia[0].suffix);
                 let test = judge::test(
@@ -166,7 +167,7 @@ pub fn judge(
     };
     for p in &pairs {
         let call = p.test.as_ref().ok().and_then(|_| next.next().copied());
-        let answer = call.map_or(Answer::Inconclusive, |c| c.0);
+        let answer = call.map_or(Answer::Inconclusive, |c| c.answer);
         match answer {
             Answer::Worse => v.regressions += 1,
             Answer::Better => v.improvements += 1,
@@ -231,10 +232,40 @@ fn p_cell(p: f64) -> String {
     }
 }
 
+/// What would decide a change of the size seen, from the spread estimated: how many
+/// runs a side, interleaved, if the new runs came out as these did. None when the change
+/// seen is not beyond the threshold, or beyond 64 times these runs.
+fn needed(j: &judge::Judged, runs: usize, threshold: f64) -> Option<String> {
+    use judge::answer::{ONE_SIDED, log_threshold, quantile};
+    let th = log_threshold(threshold);
+    let m = match &j.counts {
+        Some(judge::counts::Exact::Rates(c)) => c.scale_needed(th.exp(), ONE_SIDED)?,
+        Some(judge::counts::Exact::Hangs(_)) => return None,
+        None => {
+            let gap = j.effect.d - th;
+            if gap <= 0.0 || !j.effect.se.is_finite() {
+                return None;
+            }
+            let z = quantile(1.0 - ONE_SIDED, f64::INFINITY);
+            let m = (z * j.effect.se / gap).powi(2).ceil().max(1.0);
+            if m > 64.0 {
+                return None;
+            }
+            m as u32
+        }
+    };
+    let n = (m as usize * runs.max(1)).max(2);
+    Some(format!(
+        "a change of this size would be decided by about {n} runs a side, interleaved \
+         (`xrunrig compare A1 … A{n} -- B1 … B{n}`; `xrunrig calibrate` keeps the spread \
+         for one run a side)"
+    ))
+}
+
 /// One pair's table row and sentence.
 fn one(
     p: &Pair,
-    call: Option<(Answer, f64, f64)>,
+    call: Option<judge::answer::Call>,
     answer: Answer,
     labels: &[String],
     threshold: f64,
@@ -279,12 +310,18 @@ fn one(
         ),
     };
     let (ra, rb) = (p.base.len(), p.cand.len());
+    // The interval the answer was decided on (Holm-adjusted where the answer is).
+    let (lo, hi) = match (&p.test, call) {
+        (_, Some(c)) => (c.lo, c.hi),
+        (Ok(t), None) => (t.judged.lo, t.judged.hi),
+        _ => (f64::NAN, f64::NAN),
+    };
     let change_cell = match &p.test {
         Ok(t) => format!(
             "{} [{}, {}]",
             judge::answer::fmt_change(t.judged.effect.d),
-            judge::answer::fmt_change(t.judged.lo),
-            judge::answer::fmt_change(t.judged.hi)
+            judge::answer::fmt_change(lo),
+            judge::answer::fmt_change(hi)
         ),
         Err(_) => "-".into(),
     };
@@ -303,7 +340,7 @@ fn one(
             ccell
         },
         change_cell,
-        call.map_or("-".into(), |c| p_cell(c.1)),
+        call.map_or("-".into(), |c| p_cell(c.p_worse)),
         answer.word().to_string(),
     ];
     let what = match p.base[0] {
@@ -332,11 +369,17 @@ fn one(
     s += &match &p.test {
         Ok(t) => {
             let j = &t.judged;
+            let adjusted = call.is_some_and(|c| c.adjusted);
             let mut x = format!(
-                ": change {}, 95 % interval {} to {}",
+                ": change {}, {} interval {} to {}",
                 judge::answer::fmt_change(j.effect.d),
-                judge::answer::fmt_change(j.lo),
-                judge::answer::fmt_change(j.hi),
+                if adjusted {
+                    "95 % Holm-adjusted"
+                } else {
+                    "95 %"
+                },
+                judge::answer::fmt_change(lo),
+                judge::answer::fmt_change(hi),
             );
             if let Some(n) = &t.within_note {
                 x += &format!(" (within runs: {n})");
@@ -351,10 +394,16 @@ fn one(
                 ),
             };
             if let Some(c) = call {
-                x += &format!(" (Holm-adjusted {} of worse)", fmt_p(c.1));
+                x += &format!(" (Holm-adjusted {} of worse)", fmt_p(c.p_worse));
+            }
+            if answer == Answer::Inconclusive
+                && let Some(need) = needed(j, ra.max(rb), threshold)
+            {
+                x += &format!("; {need}");
             }
             x
         }
+        Err(Untested::NoEvents) => ": no dropouts on either side, nothing to judge".into(),
         Err(Untested::CannotDecide(why)) => format!(": inconclusive, {why}"),
         Err(Untested::NoData) => ": inconclusive, no per-trial values to judge".into(),
     };

@@ -83,6 +83,38 @@ pub struct Judged {
     /// The smallest observed change (log scale) that would have been called worse: θ plus
     /// the interval's half-width. What a "cannot tell" could have missed.
     pub detectable: f64,
+    /// A count's evidence (dropouts, hangs): the interval and tests are its exact ones.
+    pub counts: Option<super::counts::Exact>,
+}
+
+impl Judged {
+    /// The change's interval with its lower end at one-sided level `lo_level` and its
+    /// upper end at `hi_level`.
+    pub fn interval(&self, lo_level: f64, hi_level: f64) -> (f64, f64) {
+        if let Some(c) = &self.counts {
+            return c.interval(lo_level, hi_level);
+        }
+        let e = self.effect;
+        (
+            e.d - quantile(1.0 - lo_level, e.df) * e.se,
+            e.d + quantile(1.0 - hi_level, e.df) * e.se,
+        )
+    }
+}
+
+/// A metric's answer in a comparison, with the interval it was taken from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Call {
+    pub answer: Answer,
+    /// Holm-adjusted p's of worse and better.
+    pub p_worse: f64,
+    pub p_better: f64,
+    /// The interval the answer was decided on (log scale): each end at its Holm level
+    /// (the unadjusted level for "the same", which needs no adjustment).
+    pub lo: f64,
+    pub hi: f64,
+    /// Whether the ends are Holm-adjusted (some metric's level is not the plain 2.5 %).
+    pub adjusted: bool,
 }
 
 /// The reference distribution's upper tail P(T > t).
@@ -146,22 +178,101 @@ pub fn judge(e: Effect, theta: f64) -> Judged {
         lo: e.d - half,
         hi: e.d + half,
         detectable: theta + half,
+        counts: None,
     }
+}
+
+/// Counts judged against the threshold `theta` (log scale): the exact tests and
+/// interval of `counts`.
+pub fn judge_counts(c: super::counts::Counts, theta: f64) -> Judged {
+    let up = theta.exp();
+    let down = (-theta).exp();
+    let p_worse = c.p_above(up);
+    let p_better = c.p_below(down);
+    // Same: below +θ (H0: ≥ +θ) and above −θ (H0: ≤ −θ).
+    let p_same = c.p_below(up).max(c.p_above(down));
+    let (lo, hi) = c.interval(ONE_SIDED, ONE_SIDED);
+    let d = c.estimate();
+    let half = if lo.is_finite() && hi.is_finite() {
+        (hi - lo) / 2.0
+    } else {
+        f64::INFINITY
+    };
+    Judged {
+        effect: Effect {
+            d,
+            se: half / quantile(1.0 - ONE_SIDED, c.df),
+            df: c.df,
+        },
+        p_worse,
+        p_better,
+        p_same,
+        lo,
+        hi,
+        detectable: c.detectable(up, ONE_SIDED),
+        counts: Some(super::counts::Exact::Rates(c)),
+    }
+}
+
+/// Hangs judged against the threshold `theta` on their odds (Fisher's exact test).
+pub fn judge_hangs(h: super::counts::Hangs, theta: f64) -> Judged {
+    let (up, down) = (theta.exp(), (-theta).exp());
+    let (lo, hi) = h.interval(ONE_SIDED, ONE_SIDED);
+    let half = if lo.is_finite() && hi.is_finite() {
+        (hi - lo) / 2.0
+    } else {
+        f64::INFINITY
+    };
+    Judged {
+        effect: Effect {
+            d: h.estimate(),
+            se: half / quantile(1.0 - ONE_SIDED, f64::INFINITY),
+            df: f64::INFINITY,
+        },
+        p_worse: h.p_above(up),
+        p_better: h.p_below(down),
+        p_same: h.p_below(up).max(h.p_above(down)),
+        lo,
+        hi,
+        detectable: theta + half,
+        counts: Some(super::counts::Exact::Hangs(h)),
+    }
+}
+
+/// Holm's step-down levels: each p's one-sided level α/(m − r) at its rank r, or, for a
+/// p at or after the rank where the step-down stopped, that rank's level (so that its
+/// interval at the level agrees with its answer).
+fn holm_levels(ps: &[f64]) -> Vec<f64> {
+    let m = ps.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| ps[a].total_cmp(&ps[b]));
+    let mut out = vec![ONE_SIDED; m];
+    let mut stop = m;
+    for (r, &i) in order.iter().enumerate() {
+        if stop == m && ps[i] >= ONE_SIDED / (m - r) as f64 {
+            stop = r;
+        }
+        out[i] = ONE_SIDED / (m - r.min(stop)) as f64;
+    }
+    out
 }
 
 /// The answers of several metrics judged in one comparison: worse (better) where the
 /// Holm-adjusted p of worse (better) is below the one-sided level, so the chance of any
 /// false call among them stays within it; the same where the metric's two one-sided
 /// tests both are (an intersection-union test: every metric "same" at that level makes
-/// the comparison "same" at that level, no adjustment needed). Holm-adjusted p's out.
-pub fn answers(judged: &[Judged]) -> Vec<(Answer, f64, f64)> {
-    let worse = crate::stats::holm(&judged.iter().map(|j| j.p_worse).collect::<Vec<_>>());
-    let better = crate::stats::holm(&judged.iter().map(|j| j.p_better).collect::<Vec<_>>());
+/// the comparison "same" at that level, no adjustment needed). Each answer comes with the
+/// interval it was taken from.
+pub fn answers(judged: &[Judged]) -> Vec<Call> {
+    let pw: Vec<f64> = judged.iter().map(|j| j.p_worse).collect();
+    let pb: Vec<f64> = judged.iter().map(|j| j.p_better).collect();
+    let (worse, better) = (crate::stats::holm(&pw), crate::stats::holm(&pb));
+    let (lw, lb) = (holm_levels(&pw), holm_levels(&pb));
     judged
         .iter()
         .enumerate()
         .map(|(i, j)| {
-            let a = if worse[i] < ONE_SIDED {
+            let answer = if worse[i] < ONE_SIDED {
                 Answer::Worse
             } else if better[i] < ONE_SIDED {
                 Answer::Better
@@ -170,7 +281,20 @@ pub fn answers(judged: &[Judged]) -> Vec<(Answer, f64, f64)> {
             } else {
                 Answer::Inconclusive
             };
-            (a, worse[i], better[i])
+            let (l, h) = if answer == Answer::Same {
+                (ONE_SIDED, ONE_SIDED)
+            } else {
+                (lw[i], lb[i])
+            };
+            let (lo, hi) = j.interval(l, h);
+            Call {
+                answer,
+                p_worse: worse[i],
+                p_better: better[i],
+                lo,
+                hi,
+                adjusted: l < ONE_SIDED || h < ONE_SIDED,
+            }
         })
         .collect()
 }
@@ -219,18 +343,18 @@ mod tests {
         let th = log_threshold(10.0);
         // A +50 % change known to ±10 %: worse.
         let j = judge(e(1.5f64.ln(), 0.05), th);
-        assert_eq!(answers(&[j])[0].0, Answer::Worse);
+        assert_eq!(answers(&[j])[0].answer, Answer::Worse);
         // A +50 % change known only to ±100 %: the point is past the threshold, the
         // interval is not: inconclusive (the old rule would have called it).
         let j = judge(e(1.5f64.ln(), 0.5), th);
-        assert_eq!(answers(&[j])[0].0, Answer::Inconclusive);
+        assert_eq!(answers(&[j])[0].answer, Answer::Inconclusive);
         assert!(j.lo < th && j.hi > th);
         // No change, known to ±2 %: the same.
         let j = judge(e(0.0, 0.01), th);
-        assert_eq!(answers(&[j])[0].0, Answer::Same);
+        assert_eq!(answers(&[j])[0].answer, Answer::Same);
         // An improvement.
         let j = judge(e(-1.0, 0.1), th);
-        assert_eq!(answers(&[j])[0].0, Answer::Better);
+        assert_eq!(answers(&[j])[0].answer, Answer::Better);
     }
 
     #[test]
@@ -259,9 +383,51 @@ mod tests {
         let th = 0.0;
         let z = Normal::standard().inverse_cdf(0.98);
         let j = judge(e(z * 0.1, 0.1), th);
-        assert_eq!(answers(&[j])[0].0, Answer::Worse);
+        assert_eq!(answers(&[j])[0].answer, Answer::Worse);
         let both = answers(&[j, j]);
-        assert!(both.iter().all(|a| a.0 != Answer::Worse), "{both:?}");
+        assert!(both.iter().all(|a| a.answer != Answer::Worse), "{both:?}");
+        // The interval printed is the one decided on: with Holm it no longer clears 0.
+        assert!(answers(&[j])[0].lo > th);
+        assert!(both.iter().all(|a| a.lo <= th && a.adjusted), "{both:?}");
+    }
+
+    #[test]
+    fn holm_levels_agree_with_the_answers() {
+        // Three p's: 0.001 (level 0.025/3), 0.011 (0.025/2), 0.02 (stops: 0.025/1 would
+        // pass, but Holm's adjusted p of the third is 0.022 < 0.025: called too).
+        let l = holm_levels(&[0.011, 0.001, 0.02]);
+        assert!((l[1] - 0.025 / 3.0).abs() < 1e-15);
+        assert!((l[0] - 0.025 / 2.0).abs() < 1e-15);
+        assert!((l[2] - 0.025).abs() < 1e-15);
+        // Stopped at the second: the third shares the second's level.
+        let l = holm_levels(&[0.001, 0.02, 0.021]);
+        assert!(
+            (l[1] - 0.0125).abs() < 1e-15 && (l[2] - 0.0125).abs() < 1e-15,
+            "{l:?}"
+        );
+    }
+
+    #[test]
+    fn counts_decide_zero_against_some() {
+        use super::super::counts::Counts;
+        // 22 dropouts against 0 over equal audio, an over-dispersion of 2.5 assumed:
+        // worse, even Holm-adjusted over two metrics.
+        let c = Counts {
+            ka: 0.0,
+            sa: 30.0,
+            da: 2.5,
+            kb: 22.0,
+            sb: 30.0,
+            db: 2.5,
+            df: f64::INFINITY,
+        };
+        let j = judge_counts(c, log_threshold(10.0));
+        let calls = answers(&[j, judge(e(0.0, 0.5), log_threshold(10.0))]);
+        assert_eq!(calls[0].answer, Answer::Worse, "{j:?}");
+        assert!(calls[0].lo > log_threshold(10.0), "{:?}", calls[0]);
+        // 0 against 3: not called either way.
+        let j = judge_counts(Counts { kb: 3.0, ..c }, log_threshold(10.0));
+        assert_eq!(answers(&[j])[0].answer, Answer::Inconclusive);
     }
 
     #[test]
@@ -277,8 +443,8 @@ mod tests {
     #[test]
     fn a_zero_standard_error_is_decided_by_the_estimate() {
         let th = log_threshold(10.0);
-        assert_eq!(answers(&[judge(e(1.0, 0.0), th)])[0].0, Answer::Worse);
-        assert_eq!(answers(&[judge(e(0.0, 0.0), th)])[0].0, Answer::Same);
+        assert_eq!(answers(&[judge(e(1.0, 0.0), th)])[0].answer, Answer::Worse);
+        assert_eq!(answers(&[judge(e(0.0, 0.0), th)])[0].answer, Answer::Same);
     }
 
     #[test]

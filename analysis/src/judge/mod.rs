@@ -17,6 +17,7 @@
 
 pub mod answer;
 pub mod assumed;
+pub mod counts;
 pub mod model;
 pub mod scale;
 
@@ -37,6 +38,9 @@ pub struct MetricRuns {
     pub log1p: bool,
     /// Lower is worse (a bound such as "> 5 us"): the scale is turned over.
     pub lower_is_worse: bool,
+    /// Trials that did not finish (`Shares`: finished of all): tested as counts trial by
+    /// trial, with no run-to-run part (`Between::Hangs`).
+    pub hangs: bool,
 }
 
 /// Where the comparison is: across runs (boots, days, machines) or inside one run.
@@ -73,6 +77,102 @@ pub enum Untested {
     /// No outcome of these trials could reach the level: the sentence says how many
     /// would be needed.
     CannotDecide(String),
+    /// Counts with none on either side: no rate ratio to judge (each side's rate is
+    /// only bounded).
+    NoEvents,
+}
+
+/// (dropouts, exposure) over a side's trials with exposure, and its runs with exposure.
+fn totals(runs: &[RunData]) -> (f64, f64, usize) {
+    let mut out = (0.0, 0.0, 0);
+    for r in runs {
+        if let RunData::Events(t) = r {
+            let (k, s): (u64, f64) = t
+                .iter()
+                .filter(|x| x.1 > 0.0)
+                .fold((0, 0.0), |a, x| (a.0 + x.0, a.1 + x.1));
+            if s > 0.0 {
+                out = (out.0 + k as f64, out.1 + s, out.2 + 1);
+            }
+        }
+    }
+    out
+}
+
+/// Dropouts as counts (`counts`): each side's dispersion D = φ + τ²·μ / R (R its runs
+/// when interleaved, 1 when a block), τ² = e^{σ²_b} − 1 from the between-run spread
+/// found, μ at the rate both sides share, φ the side's (at least the largest measured
+/// when its own has under 10 df); the degrees of freedom by Welch–Satterthwaite
+/// over the parts of the log ratio's variance (D_A/μ_A + D_B/μ_B).
+fn counts_of(
+    a: &[RunData],
+    b: &[RunData],
+    wa: Within,
+    wb: Within,
+    between: &Between,
+) -> Option<counts::Counts> {
+    let (ka, sa, ra) = totals(a);
+    let (kb, sb, rb) = totals(b);
+    if sa <= 0.0 || sb <= 0.0 || ra == 0 || rb == 0 {
+        return None;
+    }
+    let (var, df_b, per_run) = match between {
+        Between::Runs { var, df, .. } => (*var, *df, true),
+        Between::Calibrated { var, df, .. } => (*var, *df, false),
+        Between::Assumed { var, .. } => (*var, f64::INFINITY, false),
+        Between::Shared | Between::Hangs => (0.0, f64::INFINITY, false),
+    };
+    let tau2 = var.exp() - 1.0;
+    let lambda = (ka + kb) / (sa + sb);
+    let (ma, mb) = (lambda * sa, lambda * sb);
+    let (ua, ub) = if per_run {
+        (ra as f64, rb as f64)
+    } else {
+        (1.0, 1.0)
+    };
+    // A dispersion estimated on few degrees of freedom (three trials give two) is too
+    // uncertain to lean on either way: below 10 df it is taken as no smaller than the
+    // largest measured (`assumed`), and as known.
+    let trust = |w: Within| {
+        if w.df.is_finite() && w.df < 10.0 {
+            Within {
+                var: w.var.max(assumed::within(Scale::LogRate).0),
+                df: f64::INFINITY,
+            }
+        } else {
+            w
+        }
+    };
+    let (wa, wb) = (trust(wa), trust(wb));
+    let (pa, pb) = (wa.var.max(1.0), wb.var.max(1.0));
+    let da = pa + tau2 * ma / ua;
+    let db = pb + tau2 * mb / ub;
+    let parts = [
+        (pa / ma.max(1e-12), wa.df),
+        (tau2 / ua, df_b),
+        (pb / mb.max(1e-12), wb.df),
+        (tau2 / ub, df_b),
+    ];
+    let total: f64 = parts.iter().map(|p| p.0).sum();
+    let denom: f64 = parts
+        .iter()
+        .filter(|p| p.1.is_finite() && p.0 > 0.0)
+        .map(|p| p.0 * p.0 / p.1.max(1e-9))
+        .sum();
+    let df = if denom > 0.0 {
+        total * total / denom
+    } else {
+        f64::INFINITY
+    };
+    Some(counts::Counts {
+        ka,
+        sa,
+        da,
+        kb,
+        sb,
+        db,
+        df,
+    })
 }
 
 /// The within-run spread for `side`: its own; else the other side's (one metric, one
@@ -144,6 +244,30 @@ pub fn test(
     threshold_percent: f64,
 ) -> Result<Tested, Untested> {
     let theta = answer::log_threshold(threshold_percent);
+    if m.hangs {
+        let sum = |runs: &[RunData]| {
+            runs.iter().fold((0u64, 0u64), |acc, r| match r {
+                RunData::Shares { pass, n } => {
+                    (acc.0 + (n - pass.min(n)) as u64, acc.1 + *n as u64)
+                }
+                _ => acc,
+            })
+        };
+        let ((fa, na), (fb, nb)) = (sum(&m.a), sum(&m.b));
+        if na == 0 || nb == 0 {
+            return Err(Untested::NoData);
+        }
+        if fa + fb == 0 {
+            return Err(Untested::NoEvents);
+        }
+        let h = counts::Hangs { fa, na, fb, nb };
+        return Ok(Tested {
+            judged: answer::judge_hangs(h, theta),
+            between: Between::Hangs,
+            within_note: None,
+            estimates: (fa as f64 / na as f64, fb as f64 / nb as f64),
+        });
+    }
     let cal = match across {
         Across::Runs { calibration, .. } => {
             calibration.and_then(|(c, _)| c.spread(key.0, key.1, key.2, m.scale))
@@ -152,8 +276,10 @@ pub fn test(
     };
     let (wa, note_a) = within_for(m, &m.a, &m.b, cal);
     let (wb, note_b) = within_for(m, &m.b, &m.a, cal);
-    let a = scale::side_runs(m.scale, &m.a, wa, m.log1p);
-    let b = scale::side_runs(m.scale, &m.b, wb, m.log1p);
+    // Counting noise at the rate both sides share if nothing changed.
+    let rate = Some(scale::events_rate(&[&m.a, &m.b]));
+    let a = scale::side_runs(m.scale, &m.a, wa, m.log1p, rate);
+    let b = scale::side_runs(m.scale, &m.b, wb, m.log1p, rate);
     if a.runs.is_empty() || b.runs.is_empty() {
         return Err(Untested::NoData);
     }
@@ -201,6 +327,21 @@ pub fn test(
             }
         }
     };
+    let within_note = note_a.clone().or(note_b.clone());
+    if m.scale == Scale::LogRate {
+        // Counts tested as counts; a zero side carries its exposure.
+        let c = counts_of(&m.a, &m.b, wa, wb, &between).ok_or(Untested::NoData)?;
+        if c.ka + c.kb == 0.0 {
+            return Err(Untested::NoEvents);
+        }
+        let judged = answer::judge_counts(c, theta);
+        return Ok(Tested {
+            judged,
+            estimates: ((c.ka + 0.5) / c.sa * 3600.0, (c.kb + 0.5) / c.sb * 3600.0),
+            between,
+            within_note,
+        });
+    }
     let mut e = model::effect(&a, &b, &between).ok_or(Untested::NoData)?;
     if m.lower_is_worse {
         e.d = -e.d;
@@ -242,8 +383,8 @@ pub fn test(
                 })
                 .collect()
         };
-        let xa = scale::side_runs(m.scale, &extreme(&m.a, true), wa, m.log1p);
-        let xb = scale::side_runs(m.scale, &extreme(&m.b, false), wb, m.log1p);
+        let xa = scale::side_runs(m.scale, &extreme(&m.a, true), wa, m.log1p, None);
+        let xb = scale::side_runs(m.scale, &extreme(&m.b, false), wb, m.log1p, None);
         if let Some(xe) = model::effect(&xa, &xb, &between) {
             let best = answer::judge(xe, theta).p_worse;
             if best >= answer::ONE_SIDED {
@@ -257,7 +398,6 @@ pub fn test(
             }
         }
     }
-    let within_note = note_a.or(note_b);
     Ok(Tested {
         judged,
         estimates: (
@@ -301,10 +441,11 @@ mod tests {
             b: shares(&[(2, 8)]),
             log1p: false,
             lower_is_worse: false,
+            hangs: false,
         };
         let t = test(&m, ("s", "v", "wait"), Across::OneRun, 10.0).unwrap();
         assert!(t.judged.p_worse < 0.004, "{:?}", t.judged);
-        assert_eq!(answer::answers(&[t.judged])[0].0, Answer::Worse);
+        assert_eq!(answer::answers(&[t.judged])[0].answer, Answer::Worse);
     }
 
     #[test]
@@ -315,6 +456,7 @@ mod tests {
             b: shares(&[(0, 3)]),
             log1p: false,
             lower_is_worse: false,
+            hangs: false,
         };
         let e = test(&m, ("s", "v", "wait"), Across::OneRun, 10.0).unwrap_err();
         let Untested::CannotDecide(why) = e else {
@@ -333,17 +475,18 @@ mod tests {
             b: vec![ev(30), ev(33), ev(29)],
             log1p: false,
             lower_is_worse: false,
+            hangs: false,
         };
         let t = runs_of(&m).unwrap();
         assert!(matches!(t.between, Between::Runs { .. }), "{:?}", t.between);
-        assert_eq!(answer::answers(&[t.judged])[0].0, Answer::Worse);
+        assert_eq!(answer::answers(&[t.judged])[0].answer, Answer::Worse);
         // The same counts, but B's runs spread from 1 to 300: inconclusive.
         let m = MetricRuns {
             b: vec![ev(1), ev(33), ev(300)],
             ..m
         };
         let t = runs_of(&m).unwrap();
-        assert_eq!(answer::answers(&[t.judged])[0].0, Answer::Inconclusive);
+        assert_eq!(answer::answers(&[t.judged])[0].answer, Answer::Inconclusive);
     }
 
     #[test]
@@ -356,13 +499,14 @@ mod tests {
             b: vec![RunData::Events(vec![(30, 10.0), (31, 10.0), (30, 10.0)])],
             log1p: false,
             lower_is_worse: false,
+            hangs: false,
         };
         let t = runs_of(&m).unwrap();
         assert!(matches!(t.between, Between::Assumed { .. }));
-        assert_eq!(answer::answers(&[t.judged])[0].0, Answer::Inconclusive);
+        assert_eq!(answer::answers(&[t.judged])[0].answer, Answer::Inconclusive);
         // Shared (one run, interleaved): the same counts are clearly worse.
         let t = test(&m, ("s", "v", "d"), Across::OneRun, 10.0).unwrap();
-        assert_eq!(answer::answers(&[t.judged])[0].0, Answer::Worse);
+        assert_eq!(answer::answers(&[t.judged])[0].answer, Answer::Worse);
     }
 
     #[test]
@@ -399,6 +543,7 @@ mod tests {
             b: vec![RunData::Events(vec![(30, 10.0), (31, 10.0), (30, 10.0)])],
             log1p: false,
             lower_is_worse: false,
+            hangs: false,
         };
         let t = test(
             &m,
@@ -415,7 +560,7 @@ mod tests {
             "{:?}",
             t.between
         );
-        assert_eq!(answer::answers(&[t.judged])[0].0, Answer::Worse);
+        assert_eq!(answer::answers(&[t.judged])[0].answer, Answer::Worse);
         // Another metric's key: the calibration does not hold it, the assumption applies.
         let t = test(
             &m,
@@ -443,6 +588,7 @@ mod tests {
             b: vec![e(6..=10)],
             log1p: false,
             lower_is_worse: false,
+            hangs: false,
         };
         let t = test(&m, ("s", "v", "x"), Across::OneRun, 0.0).unwrap();
         let j = t.judged;

@@ -39,6 +39,9 @@ pub enum Between {
     Assumed { var: f64, source: String },
     /// Settings interleaved within one run share its effect: no between-run part.
     Shared,
+    /// Hangs, counted trial by trial: a trial that does not finish is no part of the
+    /// run-to-run spread (identical runs do not hang), so every trial is a unit.
+    Hangs,
 }
 
 impl Between {
@@ -69,6 +72,9 @@ impl Between {
                 var.sqrt()
             ),
             Between::Shared => "settings interleaved in one run: trial against trial".into(),
+            Between::Hangs => "hangs counted trial by trial (Fisher's exact test): a trial \
+                               that does not finish is no part of the run-to-run spread"
+                .into(),
         }
     }
 }
@@ -143,7 +149,7 @@ pub fn effect(a: &SideRuns, b: &SideRuns, between: &Between) -> Option<Effect> {
         Between::Runs { var, df, .. } => (var * (1.0 / ra as f64 + 1.0 / rb as f64), *df),
         Between::Calibrated { var, df, .. } => (2.0 * var, *df),
         Between::Assumed { var, .. } => (2.0 * var, f64::INFINITY),
-        Between::Shared => (0.0, f64::INFINITY),
+        Between::Shared | Between::Hangs => (0.0, f64::INFINITY),
     };
     let (se2, df) = satterthwaite(&[
         (part, df_b),

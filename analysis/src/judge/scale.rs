@@ -4,8 +4,9 @@
 //! - latency p99 (`LogP99`): ln of each trial's p99, averaged over the run's trials;
 //!   v_r = s²_w / T_r, s²_w the side's pooled variance of a trial about its run's mean;
 //! - dropouts (`LogRate`): ln of the run's dropouts per hour, (K + ½) over its hours
-//!   (a run without dropouts still has an estimate); v_r = φ / (λ S_r + ½) at the side's
-//!   rate λ over the run's S_r hours, φ the side's
+//!   (a run without dropouts still has an estimate); v_r = φ / (λ S_r + ½) at the rate
+//!   λ both sides of a comparison share (a calibration: its runs'), over the run's S_r
+//!   hours, φ the side's
 //!   over-dispersion of trials about their run's rate (Pearson's χ² over its degrees of
 //!   freedom, at least 1), counted only over runs that had dropouts: a run with none
 //!   adds nothing to χ² and must add nothing to its degrees of freedom either;
@@ -123,24 +124,43 @@ pub fn run_y(scale: Scale, r: &RunData, log1p: bool) -> Option<f64> {
     }
 }
 
-/// The side's runs on the scale, with `within` (its own, or one found elsewhere) for
-/// the variance of each run's trials. Runs without trials are left out.
-pub fn side_runs(scale: Scale, runs: &[RunData], within: Within, log1p: bool) -> SideRuns {
-    // A run's counting noise at the side's rate, not at its own count: the delta method
-    // at an observed 0 (1 / ½ = 2) overstates ln(K + ½)'s variance several-fold (at a
-    // mean of ½ a count, 0.35), at the fitted mean it does not.
-    let (k_all, s_all) = runs.iter().fold((0u64, 0.0f64), |acc, r| match r {
-        RunData::Events(t) => (
-            acc.0 + exposed(t).map(|x| x.0).sum::<u64>(),
-            acc.1 + exposed(t).map(|x| x.1).sum::<f64>(),
-        ),
-        _ => acc,
-    });
-    let rate = if s_all > 0.0 {
+/// Dropouts per second over all the trials of `sides` with audio; 0 without audio.
+pub fn events_rate(sides: &[&[RunData]]) -> f64 {
+    let (k_all, s_all) =
+        sides
+            .iter()
+            .flat_map(|runs| runs.iter())
+            .fold((0u64, 0.0f64), |acc, r| match r {
+                RunData::Events(t) => (
+                    acc.0 + exposed(t).map(|x| x.0).sum::<u64>(),
+                    acc.1 + exposed(t).map(|x| x.1).sum::<f64>(),
+                ),
+                _ => acc,
+            });
+    if s_all > 0.0 {
         k_all as f64 / s_all
     } else {
         0.0
-    };
+    }
+}
+
+/// The side's runs on the scale, with `within` (its own, or one found elsewhere) for
+/// the variance of each run's trials. Runs without trials are left out. `rate`: where a
+/// run's counting noise is taken (dropouts per second); None: at the side's own rate.
+pub fn side_runs(
+    scale: Scale,
+    runs: &[RunData],
+    within: Within,
+    log1p: bool,
+    rate: Option<f64>,
+) -> SideRuns {
+    // A run's counting noise at a fitted rate, not at its own count: the delta method
+    // at an observed 0 (1 / ½ = 2) overstates ln(K + ½)'s variance several-fold (at a
+    // mean of ½ a count, 0.35), at the fitted mean it does not. A comparison fits it to
+    // both sides (the rate they share if nothing changed, as a score test does): a side
+    // without dropouts against one with many is otherwise judged at a rate of 0, its
+    // noise the largest there is, and 0 against 9 in three runs a side never called.
+    let rate = rate.unwrap_or_else(|| events_rate(&[runs]));
     let mut out = Vec::new();
     for r in runs {
         let Some(y) = run_y(scale, r, log1p) else {
@@ -205,6 +225,25 @@ mod tests {
     }
 
     #[test]
+    fn a_silent_side_is_judged_at_the_rate_both_sides_share() {
+        // 0 dropouts against 9 in a run each: at its own rate (0) the silent run's
+        // counting variance is φ / ½ = 2φ; at the shared rate it is φ / (4.5 + ½).
+        let quiet = [RunData::Events(vec![(0, 1.0); 3])];
+        let busy = [RunData::Events(vec![(3, 1.0); 3])];
+        let w = Within { var: 1.0, df: 2.0 };
+        let own = side_runs(Scale::LogRate, &quiet, w, false, None);
+        let rate = events_rate(&[&quiet, &busy]);
+        assert!((rate - 1.5).abs() < 1e-12, "{rate}");
+        let shared = side_runs(Scale::LogRate, &quiet, w, false, Some(rate));
+        assert!((own.runs[0].v - 2.0).abs() < 1e-12, "{:?}", own.runs[0]);
+        assert!(
+            (shared.runs[0].v - 1.0 / 5.0).abs() < 1e-12,
+            "{:?}",
+            shared.runs[0]
+        );
+    }
+
+    #[test]
     fn failing_is_worse_upward_on_the_odds_scale() {
         let good = run_y(Scale::LogOdds, &RunData::Shares { pass: 8, n: 8 }, false).unwrap();
         let bad = run_y(Scale::LogOdds, &RunData::Shares { pass: 2, n: 8 }, false).unwrap();
@@ -221,7 +260,7 @@ mod tests {
         ];
         let w = within_of(Scale::LogP99, &runs, false).unwrap();
         assert!((w.var - 0.5).abs() < 1e-12 && w.df == 2.0, "{w:?}");
-        let s = side_runs(Scale::LogP99, &runs, w, false);
+        let s = side_runs(Scale::LogP99, &runs, w, false, None);
         assert_eq!(s.runs.len(), 3);
         assert!((s.runs[0].y - 0.5).abs() < 1e-12);
         assert!((s.runs[2].v - 0.5).abs() < 1e-12);

@@ -525,6 +525,7 @@ pub fn contrasts(cs: &[Case]) -> (Vec<String>, Vec<(String, Answer2)>) {
                 b: vec![b],
                 log1p: false,
                 lower_is_worse: false,
+                hangs: false,
             },
             (&c.setting, &c.variant, m),
             Across::OneRun,
@@ -575,7 +576,7 @@ pub fn contrasts(cs: &[Case]) -> (Vec<String>, Vec<(String, Answer2)>) {
     let mut answers = Vec::new();
     for l in &lines {
         let mut take = |t: &Option<Result<judge::Tested, judge::Untested>>| match t {
-            Some(Ok(t)) => Some((t.clone(), next.next().map(|c| c.0))),
+            Some(Ok(t)) => Some((t.clone(), next.next())),
             _ => None,
         };
         let (rate, lat) = (take(&l.rate), take(&l.lat));
@@ -598,15 +599,19 @@ pub fn contrasts(cs: &[Case]) -> (Vec<String>, Vec<(String, Answer2)>) {
         } else {
             String::new()
         };
-        let words = |t: &judge::Tested, a: Option<judge::Answer>| -> String {
+        let words = |t: &judge::Tested, call: Option<judge::answer::Call>| -> String {
             let j = &t.judged;
+            // The interval the answer was taken from (Holm-adjusted where it is).
+            let (lo, hi) = call.map_or((j.lo, j.hi), |c| (c.lo, c.hi));
+            let adjusted = call.is_some_and(|c| c.adjusted);
             let ch = format!(
-                "{}, 95 % interval {} to {}",
+                "{}, 95 % {}interval {} to {}",
                 judge::answer::fmt_change(j.effect.d),
-                judge::answer::fmt_change(j.lo),
-                judge::answer::fmt_change(j.hi)
+                if adjusted { "Holm-adjusted " } else { "" },
+                judge::answer::fmt_change(lo),
+                judge::answer::fmt_change(hi)
             );
-            match a {
+            match call.map(|c| c.answer) {
                 Some(judge::Answer::Worse) => format!("worse ({ch})"),
                 Some(judge::Answer::Better) => format!("better ({ch})"),
                 Some(judge::Answer::Same) => {
@@ -627,12 +632,12 @@ pub fn contrasts(cs: &[Case]) -> (Vec<String>, Vec<(String, Answer2)>) {
             Some((t, a)) => {
                 let w = words(t, *a);
                 s += &format!(
-                    ": dropouts {w} (per-trial rate test allowing over-dispersion{family}{})",
+                    ": dropouts {w} (dropouts as counts: exact conditional test of the two totals over their audio, allowing over-dispersion{family}{})",
                     t.within_note
                         .as_ref()
                         .map_or(String::new(), |n| format!("; within the run: {n}"))
                 );
-                each.push(a.unwrap_or(judge::Answer::Inconclusive));
+                each.push(a.map_or(judge::Answer::Inconclusive, |c| c.answer));
                 said.push(format!("dropouts {w}"));
             }
             None if ka + kb > 0 => s += "; dropouts not judged (no per-trial counts)",
@@ -650,7 +655,7 @@ pub fn contrasts(cs: &[Case]) -> (Vec<String>, Vec<(String, Answer2)>) {
                 Some((t, a)) => {
                     let w = words(t, *a);
                     s += &format!(": {w} by the trials' p99s");
-                    each.push(a.unwrap_or(judge::Answer::Inconclusive));
+                    each.push(a.map_or(judge::Answer::Inconclusive, |c| c.answer));
                     said.push(format!("callback p99 {w}"));
                 }
                 None => s += " (not judged: no per-trial p99s)",

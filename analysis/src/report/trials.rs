@@ -182,10 +182,11 @@ pub fn contrast(
             b: vec![x.data.clone()],
             log1p,
             lower_is_worse: x.lower_is_worse,
+            hangs: x.hangs,
         };
         let what = if x.suffix.is_empty() {
             "the values".to_string()
-        } else if other.bound.is_some() {
+        } else if other.bound.is_some() && !x.hangs {
             "trials within the bound".to_string()
         } else {
             "trials that finished".to_string()
@@ -209,10 +210,12 @@ pub fn contrast(
     for (what, scale, r) in &tested {
         match r {
             Ok(tst) => {
-                let (a, p_worse, p_better) =
-                    next.next()
-                        .copied()
-                        .unwrap_or((Answer::Inconclusive, 1.0, 1.0));
+                let call = next.next().copied();
+                let (a, p_worse, p_better) = call.map_or((Answer::Inconclusive, 1.0, 1.0), |c| {
+                    (c.answer, c.p_worse, c.p_better)
+                });
+                let (lo, hi) = call.map_or((tst.judged.lo, tst.judged.hi), |c| (c.lo, c.hi));
+                let adjusted = call.is_some_and(|c| c.adjusted);
                 each.push(a);
                 let j = &tst.judged;
                 let how = if *scale == judge::Scale::LogOdds {
@@ -226,10 +229,11 @@ pub fn contrast(
                     )
                 } else {
                     format!(
-                        "{}, 95 % interval {} to {}",
+                        "{}, 95 % {}interval {} to {}",
                         judge::answer::fmt_change(j.effect.d),
-                        judge::answer::fmt_change(j.lo),
-                        judge::answer::fmt_change(j.hi)
+                        if adjusted { "Holm-adjusted " } else { "" },
+                        judge::answer::fmt_change(lo),
+                        judge::answer::fmt_change(hi)
                     )
                 };
                 let word = if a == Answer::Same {
@@ -243,7 +247,7 @@ pub fn contrast(
                 each.push(Answer::Inconclusive);
                 parts.push(format!("{what} inconclusive ({why})"));
             }
-            Err(Untested::NoData) => {}
+            Err(Untested::NoData | Untested::NoEvents) => {}
         }
     }
     if parts.is_empty() {
@@ -883,8 +887,8 @@ mod tests {
         assert_eq!(
             b[0],
             "NO_RT_PUSH_IPI: wait median 1499.7 ms against 0.850 ms under RT_PUSH_IPI, 0/8 \
-             against 8/8 under 100 ms: worse — the values worse (×1386, 95 % interval ×778 \
-             to ×2472); trials within the bound worse (Fisher's exact test, one-sided p < \
+             against 8/8 under 100 ms: worse — the values worse (×1386, 95 % Holm-adjusted \
+             interval ×693 to ×2773); trials within the bound worse (Fisher's exact test, one-sided p < \
              0.001)."
         );
         assert_eq!(
