@@ -388,6 +388,10 @@ fn one(
                 Answer::Worse => format!(": WORSE beyond the {threshold}% threshold"),
                 Answer::Better => format!(": better beyond the {threshold}% threshold"),
                 Answer::Same => format!(": the same within ±{threshold}%"),
+                Answer::Inconclusive if j.detectable.is_infinite() => {
+                    ": inconclusive, too few events in all for any change to be called worse"
+                        .to_string()
+                }
                 Answer::Inconclusive => format!(
                     ": inconclusive, only a change beyond {} could have been called worse",
                     judge::answer::fmt_change(j.detectable)

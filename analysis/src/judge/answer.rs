@@ -193,11 +193,7 @@ pub fn judge_counts(c: super::counts::Counts, theta: f64) -> Judged {
     let p_same = c.p_below(up).max(c.p_above(down));
     let (lo, hi) = c.interval(ONE_SIDED, ONE_SIDED);
     let d = c.estimate();
-    let half = if lo.is_finite() && hi.is_finite() {
-        (hi - lo) / 2.0
-    } else {
-        f64::INFINITY
-    };
+    let half = half_width(lo, hi);
     Judged {
         effect: Effect {
             d,
@@ -214,15 +210,21 @@ pub fn judge_counts(c: super::counts::Counts, theta: f64) -> Judged {
     }
 }
 
+/// Half an exact interval's width (infinite when an end is): an exact test's stand-in
+/// for a standard error.
+fn half_width(lo: f64, hi: f64) -> f64 {
+    if lo.is_finite() && hi.is_finite() {
+        (hi - lo) / 2.0
+    } else {
+        f64::INFINITY
+    }
+}
+
 /// Hangs judged against the threshold `theta` on their odds (Fisher's exact test).
 pub fn judge_hangs(h: super::counts::Hangs, theta: f64) -> Judged {
     let (up, down) = (theta.exp(), (-theta).exp());
     let (lo, hi) = h.interval(ONE_SIDED, ONE_SIDED);
-    let half = if lo.is_finite() && hi.is_finite() {
-        (hi - lo) / 2.0
-    } else {
-        f64::INFINITY
-    };
+    let half = half_width(lo, hi);
     Judged {
         effect: Effect {
             d: h.estimate(),

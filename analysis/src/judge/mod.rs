@@ -153,17 +153,7 @@ fn counts_of(
         (pb / mb.max(1e-12), wb.df),
         (tau2 / ub, df_b),
     ];
-    let total: f64 = parts.iter().map(|p| p.0).sum();
-    let denom: f64 = parts
-        .iter()
-        .filter(|p| p.1.is_finite() && p.0 > 0.0)
-        .map(|p| p.0 * p.0 / p.1.max(1e-9))
-        .sum();
-    let df = if denom > 0.0 {
-        total * total / denom
-    } else {
-        f64::INFINITY
-    };
+    let df = model::satterthwaite(&parts).1;
     Some(counts::Counts {
         ka,
         sa,

@@ -116,7 +116,7 @@ pub fn pooled_between(sides: &[&SideRuns], calibration: Option<(f64, f64)>) -> O
 
 /// Σ of variance parts, each with its degrees of freedom: the total and its
 /// Welch–Satterthwaite degrees of freedom.
-fn satterthwaite(parts: &[(f64, f64)]) -> (f64, f64) {
+pub fn satterthwaite(parts: &[(f64, f64)]) -> (f64, f64) {
     let total: f64 = parts.iter().map(|p| p.0).sum();
     let denom: f64 = parts
         .iter()

@@ -620,6 +620,10 @@ pub fn contrasts(cs: &[Case]) -> (Vec<String>, Vec<(String, Answer2)>) {
                         crate::judge::answer::THRESHOLD
                     )
                 }
+                _ if j.detectable.is_infinite() => format!(
+                    "inconclusive ({ch}; too few dropouts in all for any change to be called \
+                     worse)"
+                ),
                 _ => format!(
                     "inconclusive ({ch}; only a change beyond {} could have been called worse)",
                     judge::answer::fmt_change(j.detectable)
