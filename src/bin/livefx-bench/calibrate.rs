@@ -18,6 +18,12 @@
 //!    mechanism, made on purpose); caught = called worse. With `--b-arg`, B differs by
 //!    those `xrunrig run` arguments instead of the hog.
 //!
+//! A/A and A/B pairs are spread evenly through the measurement, so one stopped early
+//! has both in proportion. Every pair judged is appended to `--record`
+//! (`record.rs`) at once; `--minutes` ends the measurement after the pair that passes
+//! it, and the next one, with the same options, adds its pairs to the same file
+//! (`livefx-bench table` pools them).
+//!
 //! Printed, not asserted; needs root (SCHED_FIFO). `--rejudge` judges the runs an
 //! earlier calibrate left in `--out` again (a changed compare, the same runs).
 
@@ -75,12 +81,24 @@ pub struct Args {
     /// The hog's CPU.
     #[arg(long, default_value_t = 1)]
     hog_cpu: usize,
-    /// How long each hog burst spins, in ms.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    /// How long each hog burst spins, in ms: at least this ...
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u64).range(1..=1000))]
     hog_burst: u64,
+    /// ... and at most this (each burst drawn uniformly between the two).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    hog_burst_max: u64,
     /// A burst every this many ms.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
     hog_every: u64,
+    /// The file each judged pair is appended to (`livefx-bench table` reads it).
+    #[arg(long, default_value = crate::record::DEFAULT_DATA)]
+    record: PathBuf,
+    /// Append nothing (a trial of the options).
+    #[arg(long)]
+    no_record: bool,
+    /// End after the pair that passes this many minutes (0: no bound).
+    #[arg(long, default_value_t = 0)]
+    minutes: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -124,10 +142,11 @@ fn compare(bin: &Path, a: &[PathBuf], b: &[PathBuf], out: &Path, cache: &Path) -
     }
 }
 
-/// A FIFO 80 thread on `cpu` spinning `burst` every `every`, until `stop`.
+/// A FIFO 80 thread on `cpu` spinning between `burst.0` and `burst.1` (drawn afresh
+/// each time) every `every`, until `stop`.
 fn hog(
     cpu: usize,
-    burst: Duration,
+    burst: (Duration, Duration),
     every: Duration,
     stop: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
@@ -143,6 +162,7 @@ fn hog(
             }
         }
         let mut next = Instant::now() + every;
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15 ^ u64::from(std::process::id());
         while !stop.load(Ordering::Relaxed) {
             let now = Instant::now();
             if now < next {
@@ -150,7 +170,12 @@ fn hog(
                 continue;
             }
             // Ends itself: the burst is bounded by the clock, never by another thread.
-            let end = Instant::now() + burst;
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let span = burst.1.saturating_sub(burst.0).as_micros() as u64;
+            let len = burst.0 + Duration::from_micros(x % (span + 1));
+            let end = Instant::now() + len;
             while Instant::now() < end {
                 std::hint::spin_loop();
             }
@@ -173,7 +198,8 @@ fn base_args(a: &Args) -> Vec<String> {
     v
 }
 
-fn run(a: &Args, bin: &Path, dir: &Path, state: &Path, b: bool) -> Result<(), String> {
+fn run(a: &Args, bin: &Path, dir: &Path, state: &Path, b: bool) -> Result<f64, String> {
+    let t = Instant::now();
     let o = Command::new(bin)
         .arg("run")
         .args(base_args(a))
@@ -185,7 +211,7 @@ fn run(a: &Args, bin: &Path, dir: &Path, state: &Path, b: bool) -> Result<(), St
         .output()
         .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
     if o.status.success() {
-        Ok(())
+        Ok(t.elapsed().as_secs_f64())
     } else {
         Err(format!(
             "xrunrig run exited {:?}: {}",
@@ -310,6 +336,11 @@ pub fn main(a: &Args) -> i32 {
             "A/B: every run of B beside a FIFO 80 thread on CPU {} spinning {} ms every {} ms",
             a.hog_cpu, a.hog_burst, a.hog_every
         );
+        println!(
+            "(each burst between {} and {} ms)",
+            a.hog_burst,
+            a.hog_burst_max.max(a.hog_burst)
+        );
     } else {
         println!("A/B: B runs with {}", a.b_args.join(" "));
     }
@@ -352,11 +383,69 @@ pub fn main(a: &Args) -> i32 {
             }
         }
     }
-    let mut results: Vec<(&str, [Tally; 3], f64)> = Vec::new();
-    for (kind, n) in [("A/A", a.pairs), ("A/B", a.ab_pairs)] {
-        let t_kind = Instant::now();
-        let mut t: [Tally; 3] = Default::default();
-        for i in 0..n {
+    let part = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let version = Command::new(&bin)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    let uname = |flag: &str| {
+        Command::new("uname")
+            .arg(flag)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default()
+    };
+    let (kernel, host) = (uname("-r"), uname("-n"));
+    let setup = crate::record::Setup {
+        rig: a.rig.display().to_string(),
+        run_args: base_args(a)[1..].to_vec(),
+        order: match a.order {
+            Order::Interleaved => "interleaved",
+            Order::Blocked => "blocked",
+        }
+        .into(),
+        runs_a_side: a.runs_a_side,
+        calibrate_pairs: a.calibrate_pairs,
+        culprit: if a.b_args.is_empty() {
+            format!(
+                "every run of B beside a FIFO 80 thread on CPU {} spinning {}–{} ms every {} ms",
+                a.hog_cpu, a.hog_burst, a.hog_burst_max, a.hog_every
+            )
+        } else {
+            format!("B runs with {}", a.b_args.join(" "))
+        },
+    };
+    // A/A and A/B spread evenly through the measurement (each pair at its share of its
+    // kind's count), so one stopped early has both in proportion.
+    let mut schedule: Vec<(f64, &str, u32)> = (0..a.pairs)
+        .map(|i| ((i as f64 + 0.5) / a.pairs as f64, "A/A", i))
+        .chain((0..a.ab_pairs).map(|i| ((i as f64 + 0.5) / a.ab_pairs as f64, "A/B", i)))
+        .collect();
+    schedule.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let schedule: Vec<(&str, u32)> = schedule.into_iter().map(|(_, k, i)| (k, i)).collect();
+    let mut results: Vec<(&str, [Tally; 3], f64)> = vec![
+        ("A/A", Default::default(), 0.0),
+        ("A/B", Default::default(), 0.0),
+    ];
+    {
+        for (kind, i) in schedule {
+            if a.minutes > 0 && t0.elapsed() >= Duration::from_secs(60 * a.minutes) {
+                println!(
+                    "--minutes {}: ended after {:.1} min; the next run adds to {}",
+                    a.minutes,
+                    t0.elapsed().as_secs_f64() / 60.0,
+                    a.record.display()
+                );
+                break;
+            }
+            let t_pair = Instant::now();
+            let load_at = load();
+            let mut run_seconds = Vec::new();
+            let slot = usize::from(kind == "A/B");
+            let t = &mut results[slot].1;
             let tag = format!("{}{i:02}", if kind == "A/A" { "aa" } else { "ab" });
             let side = |s: &str| -> Vec<PathBuf> {
                 (1..=r)
@@ -399,7 +488,10 @@ pub fn main(a: &Args) -> i32 {
                 let h = (is_b && a.b_args.is_empty()).then(|| {
                     hog(
                         a.hog_cpu,
-                        Duration::from_millis(a.hog_burst),
+                        (
+                            Duration::from_millis(a.hog_burst),
+                            Duration::from_millis(a.hog_burst_max.max(a.hog_burst)),
+                        ),
                         Duration::from_millis(a.hog_every),
                         stop.clone(),
                     )
@@ -409,9 +501,12 @@ pub fn main(a: &Args) -> i32 {
                 if let Some(h) = h {
                     let _ = h.join();
                 }
-                if let Err(e) = res {
-                    eprintln!("livefx-bench: {tag}: {e}");
-                    return 3;
+                match res {
+                    Ok(s) => run_seconds.push(s),
+                    Err(e) => {
+                        eprintln!("livefx-bench: {tag}: {e}");
+                        return 3;
+                    }
                 }
             }
             let cmp = |w: usize| a.out.join(format!("{tag}-compare-{w}"));
@@ -445,8 +540,33 @@ pub fn main(a: &Args) -> i32 {
                     println!("    exit {}: {}", s.code, s.summary);
                 }
             }
+            results[slot].2 += t_pair.elapsed().as_secs_f64() / 60.0;
+            if a.rejudge || a.no_record {
+                continue;
+            }
+            let p = crate::record::Pair {
+                setup: setup.clone(),
+                kind: if kind == "A/A" { "aa" } else { "ab" }.into(),
+                unix_time: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs()),
+                part,
+                xrunrig: version.clone(),
+                kernel: kernel.clone(),
+                host: host.clone(),
+                load: load_at,
+                dropouts_a: da.iter().map(|d| dropouts(d)).collect(),
+                dropouts_b: db.iter().map(|d| dropouts(d)).collect(),
+                run_seconds,
+                one_calibrated: said[0].answer.clone(),
+                one_uncalibrated: said[1].answer.clone(),
+                all: said[2].answer.clone(),
+            };
+            if let Err(e) = crate::record::append(&a.record, &p) {
+                eprintln!("livefx-bench: {e}");
+                return 3;
+            }
         }
-        results.push((kind, t, t_kind.elapsed().as_secs_f64() / 60.0));
     }
     println!(
         "\n{:.0} min in all; load {} at the end",

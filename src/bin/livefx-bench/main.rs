@@ -9,6 +9,9 @@
 //!   livefx-bench calibrate  `xrunrig compare` on ≥ 60 A/A pairs of sides (how many it
 //!                       calls different) and on A/B pairs with a real disturbance
 //!   livefx-bench spread every metric's between-run spread over a calibrate's A/A runs
+//!   livefx-bench table  the A/A and A/B table, rebuilt from every pair calibrate kept
+//!                       in docs/measurements/ (and written into README.md and
+//!                       docs/verdicts.md with --write)
 //!
 //! `livefx-bench help SUBCOMMAND` lists the options.
 
@@ -16,6 +19,7 @@ mod calibrate;
 mod cyclic;
 mod floor;
 mod pmqos;
+mod record;
 mod rss;
 mod spread;
 mod stats;
@@ -49,6 +53,8 @@ enum Cmd {
     Calibrate(calibrate::Args),
     /// Every metric's between-run spread over all the A/A runs a calibrate left.
     Spread(spread::Args),
+    /// The A/A and A/B table rebuilt from every pair calibrate recorded.
+    Table(record::TableArgs),
 }
 
 fn main() {
@@ -59,6 +65,7 @@ fn main() {
         Cmd::Watch(a) => watch::main(&a),
         Cmd::Calibrate(a) => calibrate::main(&a),
         Cmd::Spread(a) => spread::main(&a),
+        Cmd::Table(a) => record::table_main(&a),
     };
     std::process::exit(code);
 }
