@@ -166,6 +166,17 @@ fn a_hung_candidate_is_worse() {
             .starts_with("hung (18 hung or failed)"),
         "{j}"
     );
+    // One run a side, 6 of 8 hung against none, with no calibration at all: the hangs
+    // are counts (Fisher's exact test of the trials), and they alone decide it.
+    let one = tmp("hung-one");
+    let (code, txt, _) = judge(&req(vec![vec![a[0].clone()], vec![b[0].clone()]], &one));
+    assert_eq!(code, 1, "{txt}");
+    assert!(
+        txt.contains("wait finished trials that kept it 2/8 against 8/8 in A")
+            && txt.contains("WORSE beyond the 10% threshold"),
+        "{txt}"
+    );
+    let _ = std::fs::remove_dir_all(&one);
     // With one run a side and a calibration in which no trial ever hung, still worse.
     let runs: Vec<_> = a.iter().map(|d| analysis::kind::load(d).unwrap()).collect();
     let cal = calibration::measure(&runs, &[], "2026-01-01T00:00:00Z").unwrap();

@@ -14,8 +14,10 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The calibration file's version; a newer one is refused, naming it.
-pub const CALIBRATION_VERSION: u32 = 1;
+/// The calibration file's version; a newer one is refused, naming it. 2: the key holds
+/// the audio parameters and the trial length (a version-1 file, keyed without them, is
+/// not used: it may have been measured at another period).
+pub const CALIBRATION_VERSION: u32 = 2;
 
 /// The folder, in the cache directory, that calibrations are kept in.
 pub const CALIBRATIONS_DIR: &str = "calibrations";
@@ -40,19 +42,35 @@ pub struct CalibrationKey {
     /// host QEMU ran on with the accelerator ("tcg on NAME").
     #[serde(default)]
     pub host: String,
+    /// What a livefx run's audio ran with, per setting: period, rate, periods, device,
+    /// injected overruns, loopback (the spread at 128 frames is not the spread at 256);
+    /// empty for a thread rig.
+    #[serde(default)]
+    pub audio: String,
+    /// One trial's length in milliseconds, where the run says (a dropout count's
+    /// spread grows with it).
+    #[serde(default)]
+    pub trial_ms: Option<u64>,
 }
 
 impl CalibrationKey {
     /// The key in one line, for messages.
     pub fn describe(&self) -> String {
         format!(
-            "rig {} (sha256 {}), {}, backend {}, kernel {}, host {}",
+            "rig {} (sha256 {}), {}, backend {}{}{}, kernel {}, host {}",
             self.rig,
             self.rig_sha256,
             self.profile_sha256
                 .as_ref()
                 .map_or("no profile".to_string(), |p| format!("profile sha256 {p}")),
             self.backend,
+            if self.audio.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", self.audio)
+            },
+            self.trial_ms
+                .map_or(String::new(), |t| format!(", trials of {t} ms")),
             self.kernel,
             self.host
         )
@@ -162,6 +180,13 @@ impl Calibration {
                  reads format {CALIBRATION_VERSION}: update xrunrig, or calibrate again"
             ));
         }
+        if format < CALIBRATION_VERSION as u64 {
+            return Err(format!(
+                "{file} is an older calibration (format {format}) whose key leaves out the \
+                 period, rate and trial length, so it may hold another configuration's spread: \
+                 not used; calibrate again (`xrunrig calibrate RIG ...`) and delete it"
+            ));
+        }
         serde_json::from_value(v).map_err(|e| format!("{file}: not a calibration: {e}"))
     }
 }
@@ -211,6 +236,14 @@ mod tests {
             c.spread("as-is", "no-pi", "dropouts", Scale::LogRate)
                 .is_none()
         );
+    }
+
+    #[test]
+    fn an_older_calibration_keyed_without_the_period_is_not_used() {
+        let mut v = serde_json::to_value(cal()).unwrap();
+        v["format"] = serde_json::json!(1);
+        let e = Calibration::from_json(&v.to_string(), "x.json").unwrap_err();
+        assert!(e.contains("older") && e.contains("period"), "{e}");
     }
 
     #[test]

@@ -108,3 +108,14 @@ steps = [ { mark = "a" }, { run = "1 ms" }, { mark = "b" } ]
 from = "q.a"
 to = "q.b"
 "#;
+
+/// The one exit code `xrunrig compare` owes the answer its compare.json gives: a test
+/// of real runs, whose answer is a statistical outcome, still asserts one code.
+pub fn compare_exit(doc: &serde_json::Value) -> Option<i32> {
+    match doc["answer"].as_str() {
+        Some("same" | "better") => Some(0),
+        Some("worse") => Some(1),
+        Some("inconclusive") => Some(4),
+        other => panic!("compare.json's answer is {other:?}: {doc}"),
+    }
+}

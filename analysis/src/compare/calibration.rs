@@ -19,8 +19,8 @@ pub fn dir() -> PathBuf {
     crate::cache::root().join(CALIBRATIONS_DIR)
 }
 
-/// What a run's calibration must match: its rig (name and sha256), profile, backend,
-/// kernel and machine.
+/// What a run's calibration must match: its rig (name and sha256), profile, backend and
+/// its audio parameters, trial length, kernel and machine.
 pub fn key_of(r: &Results) -> CalibrationKey {
     let backend = match r.data::<crate::load::LivefxData>() {
         Some(d) => {
@@ -42,7 +42,41 @@ pub fn key_of(r: &Results) -> CalibrationKey {
         ),
         None => r.run.host.clone().unwrap_or_else(|| "?".into()),
     };
+    let livefx = r.run.livefx.as_ref();
+    let mut audio: Vec<String> = livefx
+        .map(|l| {
+            l.backends
+                .iter()
+                .map(|b| {
+                    let n = |x: Option<u32>| x.map_or("?".to_string(), |v| v.to_string());
+                    format!(
+                        "{} {} frames at {} Hz x {}{}{}{}",
+                        b.backend,
+                        n(b.period),
+                        n(b.rate),
+                        n(b.nperiods),
+                        b.device
+                            .as_ref()
+                            .map_or(String::new(), |d| format!(", device {d}")),
+                        match b.inject_every {
+                            Some(k) if k > 0 =>
+                                format!(", {}x overrun every {k}", b.inject_factor.unwrap_or(0.0)),
+                            _ => String::new(),
+                        },
+                        if b.loopback { ", loopback" } else { "" }
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    audio.sort();
+    audio.dedup();
     CalibrationKey {
+        audio: audio.join("; "),
+        // Whole milliseconds: a key is compared exactly.
+        trial_ms: livefx
+            .and_then(|l| l.duration_s)
+            .map(|s| (s * 1000.0).round() as u64),
         rig: r.rig.clone(),
         rig_sha256: r
             .run
@@ -347,6 +381,40 @@ mod tests {
             }],
             pairs: None,
         }
+    }
+
+    /// A calibration at 128 frames is another key than a run at 256, or with longer
+    /// trials: compare never takes one configuration's spread for another's.
+    #[test]
+    fn the_key_holds_the_period_rate_and_trial_length() {
+        use results::livefx::{BackendUsed, LivefxSection};
+        let dir = std::env::temp_dir().join(format!("analysis-calkey-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        crate::synth::livefx::generate(&dir, &crate::synth::livefx::Spec::ab(2000, 1)).unwrap();
+        let mut r = kind::load(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let with = |r: &mut Results, period: u32, rate: u32, trial_s: f64| {
+            r.run.livefx = Some(LivefxSection {
+                duration_s: Some(trial_s),
+                backends: vec![BackendUsed {
+                    setting: "as-is".into(),
+                    backend: "clock".into(),
+                    period: Some(period),
+                    rate: Some(rate),
+                    nperiods: Some(2),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
+            key_of(r)
+        };
+        let k128 = with(&mut r, 128, 48000, 2.0);
+        assert!(k128.audio.contains("128 frames at 48000 Hz"), "{k128:?}");
+        assert_eq!(k128.trial_ms, Some(2000));
+        assert_eq!(k128, with(&mut r, 128, 48000, 2.0));
+        assert_ne!(k128, with(&mut r, 256, 48000, 2.0));
+        assert_ne!(k128, with(&mut r, 128, 44100, 2.0));
+        assert_ne!(k128, with(&mut r, 128, 48000, 5.0));
     }
 
     /// Two sessions each steady in itself but apart from the other: each alone shows no
