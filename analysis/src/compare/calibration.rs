@@ -143,41 +143,10 @@ pub fn measure(runs: &[Results], command: &[String], created: &str) -> Result<Ca
                 .push(d);
         }
     }
-    let mut metrics = Vec::new();
-    for ((k, _), (s, data)) in by {
-        let log1p = data.iter().any(|d| match d {
-            RunData::Values(v) => v.iter().any(|x| *x <= 0.0),
-            _ => false,
-        });
-        let w = scale::within_of(s, &data, log1p);
-        let side = scale::side_runs(
-            s,
-            &data,
-            w.unwrap_or(scale::Within {
-                var: if s == Scale::LogRate { 1.0 } else { 0.0 },
-                df: f64::INFINITY,
-            }),
-            log1p,
-            None,
-        );
-        let Some((between, total, within, df)) = model::between_by_moments(&side.runs) else {
-            continue;
-        };
-        metrics.push(MetricSpread {
-            setting: k.0,
-            variant: k.1,
-            metric: k.2,
-            scale: s,
-            between,
-            df,
-            total,
-            within,
-            trial_var: w.map(|w| w.var),
-            trial_df: w.map(|w| w.df),
-            runs: side.runs.iter().map(|r| r.y).collect(),
-            run_v: side.runs.iter().map(|r| r.v).collect(),
-        });
-    }
+    let metrics = by
+        .into_iter()
+        .filter_map(|((k, _), (s, data))| spread(k, s, &data))
+        .collect();
     let trials = runs
         .iter()
         .map(|r| r.run.trials.unwrap_or(0) as u32)
@@ -194,6 +163,42 @@ pub fn measure(runs: &[Results], command: &[String], created: &str) -> Result<Ca
         command: command.to_vec(),
         metrics,
         pairs: None,
+    })
+}
+
+/// One metric's spread over `data`, a run each (None with fewer than two): the
+/// between-run variance by moments, the trial-to-trial spread pooled over the runs.
+/// Public for the coverage benchmark, which calibrates synthetic runs the same way.
+pub fn spread(k: Key, s: Scale, data: &[RunData]) -> Option<MetricSpread> {
+    let log1p = data.iter().any(|d| match d {
+        RunData::Values(v) => v.iter().any(|x| *x <= 0.0),
+        _ => false,
+    });
+    let w = scale::within_of(s, data, log1p);
+    let side = scale::side_runs(
+        s,
+        data,
+        w.unwrap_or(scale::Within {
+            var: if s == Scale::LogRate { 1.0 } else { 0.0 },
+            df: f64::INFINITY,
+        }),
+        log1p,
+        None,
+    );
+    let (between, total, within, df) = model::between_by_moments(&side.runs)?;
+    Some(MetricSpread {
+        setting: k.0,
+        variant: k.1,
+        metric: k.2,
+        scale: s,
+        between,
+        df,
+        total,
+        within,
+        trial_var: w.map(|w| w.var),
+        trial_df: w.map(|w| w.df),
+        runs: side.runs.iter().map(|r| r.y).collect(),
+        run_v: side.runs.iter().map(|r| r.v).collect(),
     })
 }
 
