@@ -99,6 +99,10 @@ pub struct Args {
     /// End after the pair that passes this many minutes (0: no bound).
     #[arg(long, default_value_t = 0)]
     minutes: u64,
+    /// What else the machine is doing, in words ("quiet", "builds running beside"):
+    /// kept with every pair; pairs of different conditions are different rows.
+    #[arg(long, default_value = "")]
+    condition: String,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -417,6 +421,7 @@ pub fn main(a: &Args) -> i32 {
         } else {
             format!("B runs with {}", a.b_args.join(" "))
         },
+        condition: a.condition.clone(),
     };
     // A/A and A/B spread evenly through the measurement (each pair at its share of its
     // kind's count), so one stopped early has both in proportion.

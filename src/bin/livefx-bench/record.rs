@@ -28,6 +28,10 @@ pub struct Setup {
     pub calibrate_pairs: u32,
     /// What B of an A/B pair ran beside or with, in words.
     pub culprit: String,
+    /// What else the machine was doing, as the person measuring said it
+    /// (`--condition`): a quiet machine and one compiling beside the runs are two rows.
+    #[serde(default)]
+    pub condition: String,
 }
 
 /// One pair of sides, judged.
@@ -216,7 +220,7 @@ pub fn markdown(rows: &[Row], data: &Path) -> String {
         ));
         return s;
     }
-    s.push_str("| rig, run | runs a side | A/A worse | A/A inconclusive | culprit caught (worse) | culprit inconclusive | minutes a decision |\n|---|---|---|---|---|---|---|\n");
+    s.push_str("| rig, run, machine | runs a side | A/A worse | A/A inconclusive | culprit caught (worse) | culprit inconclusive | minutes a decision |\n|---|---|---|---|---|---|---|\n");
     for r in rows {
         let how = format!(
             "{}{}",
@@ -232,9 +236,14 @@ pub fn markdown(rows: &[Row], data: &Path) -> String {
             }
         );
         s.push_str(&format!(
-            "| `{} {}` | {} ({how}) | {} | {} | {} | {} | {:.1} |\n",
+            "| `{} {}`, {} | {} ({how}) | {} | {} | {} | {} | {:.1} |\n",
             r.setup.rig,
             r.setup.run_args.join(" "),
+            if r.setup.condition.is_empty() {
+                "machine's load not stated"
+            } else {
+                r.setup.condition.as_str()
+            },
             r.runs,
             share(r.aa.worse, r.aa.pairs),
             share(r.aa.inconclusive, r.aa.pairs),
@@ -326,6 +335,7 @@ mod tests {
                 runs_a_side: 3,
                 calibrate_pairs: 10,
                 culprit: "FIFO 80".into(),
+                condition: "quiet".into(),
             },
             kind: kind.into(),
             unix_time: 1,
