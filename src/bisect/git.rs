@@ -1,29 +1,34 @@
-//! What a bisection asks of the user's repository: read only (the build tree is a
-//! worktree in the build cache, `guest::build::worktree`).
+//! What a bisection asks of history. A commit name (a ref, a tag) is resolved in the
+//! user's repository, read only and as its owner (`OwnRepo::resolve`); everything else
+//! is asked of the bisection's own repository by full object name (`repo` here is its
+//! git directory, `OwnRepo::git_dir`), which borrows the user's objects and writes
+//! nothing of theirs (the build tree is its worktree, `guest::build::worktree`).
 
+use crate::guest::build::repo::OwnRepo;
 use crate::guest::build::worktree::git;
 use results::bisect::Commit;
 use std::path::Path;
 
 /// REF as a commit, with its subject; an error that says what to give.
-pub fn commit(repo: &Path, r: &str) -> Result<Commit, String> {
-    let sha = git(
-        repo,
-        &[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("{r}^{{commit}}"),
-        ],
-    )
-    .map_err(|_| {
-        format!(
-            "{r}: not a commit in {} (give a commit, tag or branch)",
-            repo.display()
-        )
-    })?;
+pub fn commit(own: &OwnRepo, r: &str) -> Result<Commit, String> {
+    let sha = own
+        .resolve(r)
+        .ok()
+        .filter(|s| {
+            Commit {
+                sha: s.clone(),
+                subject: String::new(),
+            }
+            .is_object_name()
+        })
+        .ok_or_else(|| {
+            format!(
+                "{r}: not a commit in {} (give a commit, tag or branch)",
+                own.user.display()
+            )
+        })?;
     Ok(Commit {
-        subject: subject(repo, &sha),
+        subject: subject(&own.git_dir, &sha),
         sha,
     })
 }
@@ -91,9 +96,10 @@ mod tests {
         assert_eq!(c.len(), 7);
         assert!(!c.contains(bad) && !c.contains(good));
         assert_eq!(c[0], shas[4], "git's midpoint");
-        assert_eq!(commit(&d, "HEAD~1").unwrap().subject, "change 7");
+        let own = OwnRepo::open(&d, &d.join(".own")).unwrap();
+        assert_eq!(commit(&own, "HEAD~1").unwrap().subject, "change 7");
         assert!(is_ancestor(&d, good, bad) && !is_ancestor(&d, bad, good));
-        let e = commit(&d, "nope").unwrap_err();
+        let e = commit(&own, "nope").unwrap_err();
         assert!(e.contains("nope: not a commit"), "{e}");
         let _ = std::fs::remove_dir_all(&d);
     }

@@ -11,10 +11,11 @@
 //! `bisect.json` is written after every step (`results::bisect`), and `bisect.log` in
 //! `git bisect log`'s form; a killed bisection given the same `--out` resumes.
 
-mod git;
+pub mod git;
 mod record;
 
 use crate::exit::{EXIT_FAILED, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_REFUSED};
+use crate::guest::build::repo::OwnRepo;
 use crate::guest::build::worktree::{Extra, TreeError, Worktree};
 use crate::guest::kernel::Kernel;
 use crate::guest::{Ctx, HostPlan};
@@ -90,18 +91,21 @@ fn prepare(o: &BisectOptions) -> Result<(BisectDoc, Bench<'_>), String> {
             o.tree.display()
         ));
     }
-    let good = git::commit(&o.tree, &o.good)?;
-    let bad = git::commit(&o.tree, &o.bad)?;
+    // The bisection's own repository, borrowing the tree's objects: nothing of the
+    // user's is written (`guest::build::repo`).
+    let own = OwnRepo::open(&o.tree, &crate::guest::build::worktree::bisect_root())?;
+    let good = git::commit(&own, &o.good)?;
+    let bad = git::commit(&own, &o.bad)?;
     if good.sha == bad.sha {
         return Err("--good and --bad are the same commit: nothing to bisect".into());
     }
-    if !git::is_ancestor(&o.tree, &good.sha, &bad.sha) {
+    if !git::is_ancestor(&own.git_dir, &good.sha, &bad.sha) {
         return Err(format!(
             "--good {} is not an ancestor of --bad {}: give a good commit the bad one descends from",
             o.good, o.bad
         ));
     }
-    let range = git::range(&o.tree, &good.sha, &bad.sha)?;
+    let range = git::range(&own.git_dir, &good.sha, &bad.sha)?;
     let run = RunOptions {
         rig: o.rig.clone(),
         profile: o.profile.clone(),
@@ -235,7 +239,7 @@ fn prepare(o: &BisectOptions) -> Result<(BisectDoc, Bench<'_>), String> {
     let stop = Arc::new(AtomicBool::new(false));
     crate::engine::watchdog::install_signal_flag(&stop)
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    let tree = Worktree::open(&o.tree, &good.sha, &o.patches)?;
+    let tree = Worktree::open(&own, &good.sha, &o.patches)?;
     Ok((
         doc,
         Bench {
@@ -301,7 +305,7 @@ fn bisect(b: &mut Bench, doc: &mut BisectDoc, tick: &dyn Fn(&mut BisectDoc)) -> 
         }
     }
     loop {
-        let all = match git::candidates(&b.tree.repo, &bad, &goods) {
+        let all = match git::candidates(&b.tree.own.git_dir, &bad, &goods) {
             Ok(c) => c,
             Err(e) => return stopped(b, doc, e),
         };
@@ -313,12 +317,12 @@ fn bisect(b: &mut Bench, doc: &mut BisectDoc, tick: &dyn Fn(&mut BisectDoc)) -> 
                 .iter()
                 .map(|c| Commit {
                     sha: c.clone(),
-                    subject: git::subject(&b.tree.repo, c),
+                    subject: git::subject(&b.tree.own.git_dir, c),
                 })
                 .collect();
             commits.push(Commit {
                 sha: bad.clone(),
-                subject: git::subject(&b.tree.repo, &bad),
+                subject: git::subject(&b.tree.own.git_dir, &bad),
             });
             eprintln!(
                 "xrunrig bisect: every commit left was skipped: the first bad commit is one of {}",
@@ -336,10 +340,10 @@ fn bisect(b: &mut Bench, doc: &mut BisectDoc, tick: &dyn Fn(&mut BisectDoc)) -> 
             "xrunrig bisect: {left} commit(s) left to test (about {} step(s)); testing {} {}",
             usize::BITS - left.leading_zeros(),
             &next[..12.min(next.len())],
-            git::subject(&b.tree.repo, &next)
+            git::subject(&b.tree.own.git_dir, &next)
         );
         let commit = Commit {
-            subject: git::subject(&b.tree.repo, &next),
+            subject: git::subject(&b.tree.own.git_dir, &next),
             sha: next.clone(),
         };
         let step = match decide_step(
@@ -365,7 +369,7 @@ fn bisect(b: &mut Bench, doc: &mut BisectDoc, tick: &dyn Fn(&mut BisectDoc)) -> 
         save(doc, &b.out);
     }
     let first = Commit {
-        subject: git::subject(&b.tree.repo, &bad),
+        subject: git::subject(&b.tree.own.git_dir, &bad),
         sha: bad.clone(),
     };
     eprintln!(
@@ -624,7 +628,7 @@ fn decide_step(
 ) -> Result<Step, String> {
     let mut s = step_of(role, commit);
     // Its place in history, for the report's plot (the steps are tested out of order).
-    s.position = git::range(&b.tree.repo, &doc.inputs.good.sha, &commit.sha).ok();
+    s.position = git::range(&b.tree.own.git_dir, &doc.inputs.good.sha, &commit.sha).ok();
     s.verdict = Verdict::Undecided;
     let kernel = match kernel_for(b, &mut s, extra) {
         Ok(k) => k,

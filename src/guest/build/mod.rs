@@ -12,6 +12,7 @@
 
 mod make;
 mod patches;
+pub mod repo;
 mod source;
 pub mod worktree;
 

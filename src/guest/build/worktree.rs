@@ -1,7 +1,9 @@
-//! A bisection's one build tree: a `git worktree` of the user's repository in the build
-//! cache (`bisect/trees/<key>`, the key hashing the repository's path and the config
-//! recipe), checked out in place at each step so make recompiles only what changed
-//! since the last step, never a copy per step and never the user's checkout.
+//! A bisection's one build tree: a `git worktree` of the bisection's own repository
+//! (`repo::OwnRepo`, which borrows the user's objects read-only) in the build cache
+//! (`bisect/trees/<key>`, the key hashing the repository's path and the config recipe),
+//! checked out in place at each step so make recompiles only what changed since the
+//! last step, never a copy per step, never the user's checkout, and nothing written
+//! under the user's `.git` (the worktree is registered in the own repository).
 //!
 //! A new tree starts warm when it can: from a copy of a cached build of the same
 //! kernel version (`trees/*` of `--kernel debian-src:…`/`src:…` runs), whose files git
@@ -27,9 +29,11 @@ pub fn bisect_root() -> PathBuf {
     super::cache_root().join("bisect")
 }
 
-/// `git -C dir args…`, its stdout; an error with git's own words.
+/// `git -C dir args…`, its stdout; an error with git's own words. Never a hook, an
+/// fsmonitor or an automatic gc (`repo::SAFE`).
 pub fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
     let o = Command::new("git")
+        .args(super::repo::SAFE)
         .arg("-C")
         .arg(dir)
         .args(args)
@@ -66,7 +70,10 @@ pub enum Extra {
 }
 
 pub struct Worktree {
+    /// The user's tree, as given (what provenance names).
     pub repo: PathBuf,
+    /// The repository the tree belongs to and every history question is asked of.
+    pub own: super::repo::OwnRepo,
     pub dir: PathBuf,
     pub log_path: PathBuf,
     patches: Vec<patches::Patch>,
@@ -129,9 +136,12 @@ fn warm_source(version: &str) -> Option<PathBuf> {
 impl Worktree {
     /// The bisection's tree for `repo`, made (a worktree at `commit`) when missing,
     /// adopted again when its repository was made anew at the same path.
-    pub fn open(repo: &Path, commit: &str, patch_files: &[PathBuf]) -> Result<Worktree, String> {
-        let repo =
-            std::fs::canonicalize(repo).map_err(|e| format!("--tree {}: {e}", repo.display()))?;
+    pub fn open(
+        own: &super::repo::OwnRepo,
+        commit: &str,
+        patch_files: &[PathBuf],
+    ) -> Result<Worktree, String> {
+        let repo = own.user.clone();
         let patches: Vec<patches::Patch> = patch_files
             .iter()
             .map(|p| patches::read(p))
@@ -144,21 +154,24 @@ impl Worktree {
         let log_path = logs.join(format!("{key}.log"));
         let mut w = Worktree {
             repo: repo.clone(),
+            own: own.clone(),
             dir: dir.clone(),
             log_path,
             patches,
             started_from: None,
         };
-        let repo_common = common_dir(&repo)
-            .ok_or_else(|| format!("--tree {}: not a git repository", repo.display()))?;
+        let repo_common = std::fs::canonicalize(&own.git_dir)
+            .map_err(|e| format!("{}: {e}", own.git_dir.display()))?;
         if dir.exists() && common_dir(&dir).as_deref() == Some(repo_common.as_path()) {
             w.started_from = Some(format!("this bisection's tree {}", dir.display()));
             w.settle()?;
             return Ok(w);
         }
-        let _ = git(&repo, &["worktree", "prune"]);
-        // Files to start from: a stale tree of this path (its repository made anew),
-        // moved; else a cached build of the same version, copied.
+        // Only the own repository's registrations: the user's are the user's.
+        let _ = own.git(&["worktree", "prune"]);
+        // Files to start from: a stale tree of this path (its repository made anew, or
+        // a tree of an older xrunrig registered in the user's repository), moved; else
+        // a cached build of the same version, copied.
         let stale = dir.with_extension("stale");
         let _ = std::fs::remove_dir_all(&stale);
         let from = if dir.exists() {
@@ -166,24 +179,21 @@ impl Worktree {
             let _ = std::fs::remove_file(stale.join(".git"));
             Some((stale.clone(), true))
         } else {
-            let mk = git(&repo, &["show", &format!("{commit}:Makefile")])?;
+            let mk = own.git(&["show", &format!("{commit}:Makefile")])?;
             makefile_version(&mk)
                 .and_then(|v| warm_source(&v))
                 .map(|t| (t, false))
         };
         std::fs::create_dir_all(dir.parent().expect("trees"))
             .map_err(|e| format!("{}: {e}", root.display()))?;
-        git(
-            &repo,
-            &[
-                "worktree",
-                "add",
-                "--detach",
-                "--no-checkout",
-                &dir.display().to_string(),
-                commit,
-            ],
-        )?;
+        own.git(&[
+            "worktree",
+            "add",
+            "--detach",
+            "--no-checkout",
+            &dir.display().to_string(),
+            commit,
+        ])?;
         match from {
             Some((src, moved)) => {
                 w.log(&format!(
@@ -492,8 +502,10 @@ mod tests {
         git(&d, &["init", "-q"]).unwrap();
         let lock = d.join(".git/index.lock");
         std::fs::write(&lock, b"").unwrap();
+        let own = super::super::repo::OwnRepo::open(&d, &d.join(".own")).unwrap();
         let w = Worktree {
             repo: d.clone(),
+            own,
             dir: d.clone(),
             log_path: d.join("log"),
             patches: vec![],

@@ -1,0 +1,155 @@
+//! `xrunrig bisect` reads the user's kernel tree and writes nothing into it (issue 35):
+//! a repository owned by another user (as a tree is under sudo), with hooks and an
+//! fsmonitor that record if they run, goes through what a bisection does to git — its
+//! ends resolved, its build tree made and checked out at two steps, one with a commit
+//! reverted (the confirmation) — and afterwards nothing under its `.git` is newer than
+//! before, no hook or fsmonitor ran, and every file still belongs to its owner. Root:
+//! the repository is handed to `nobody` (65534), as sudo's user owns theirs.
+
+mod support;
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use xrunrig::guest::build::repo::OwnRepo;
+use xrunrig::guest::build::worktree::{Extra, Worktree};
+use xrunrig::testkit;
+
+const NOBODY: u32 = 65534;
+
+fn sh(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+fn walk(p: &Path, out: &mut Vec<PathBuf>) {
+    if let Ok(rd) = std::fs::read_dir(p) {
+        for e in rd.flatten() {
+            out.push(e.path());
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                walk(&e.path(), out);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_bisections_git_writes_nothing_into_a_tree_owned_by_another_user() {
+    if !testkit::root() {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    // Readable by nobody all the way down (a private test dir is root's 0700).
+    let base = std::env::temp_dir().join(format!("xrunrig-userrepo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let (user, marks) = (base.join("linux"), base.join("marks"));
+    for d in [&base, &user, &marks] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&marks, std::fs::Permissions::from_mode(0o777)).unwrap();
+    sh(&user, &["init", "-q"]);
+    let mut commits = vec![];
+    for i in 0..3 {
+        std::fs::write(
+            user.join("Makefile"),
+            "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\n",
+        )
+        .unwrap();
+        std::fs::write(user.join(format!("f{i}")), format!("{i}\n")).unwrap();
+        sh(&user, &["add", "-A"]);
+        sh(&user, &["commit", "-q", "-m", &format!("change {i}")]);
+        commits.push(sh(&user, &["rev-parse", "HEAD"]));
+    }
+    // Hooks and an fsmonitor that leave a mark when anything runs them.
+    let recorder = marks.join("record.sh");
+    std::fs::write(
+        &recorder,
+        format!("#!/bin/sh\necho \"$0 $*\" >> {}/ran\n", marks.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&recorder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for h in [
+        "post-checkout",
+        "reference-transaction",
+        "post-commit",
+        "pre-commit",
+        "post-rewrite",
+        "pre-auto-gc",
+        "post-index-change",
+        "pre-merge-commit",
+        "prepare-commit-msg",
+        "commit-msg",
+    ] {
+        let p = user.join(".git/hooks").join(h);
+        std::fs::copy(&recorder, &p).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    sh(
+        &user,
+        &["config", "core.fsmonitor", recorder.to_str().unwrap()],
+    );
+    let o = Command::new("chown")
+        .args(["-R", &format!("{NOBODY}:{NOBODY}")])
+        .arg(&user)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let before = marks.join("before");
+    std::fs::write(&before, b"").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+
+    let cache = testkit::private_dir("bisect-repo-cache");
+    // SAFETY: this test binary's one test; no other thread reads the environment.
+    unsafe { std::env::set_var("XRUNRIG_KBUILD_DIR", &cache) };
+    let own = OwnRepo::open(&user, &cache.join("bisect")).unwrap();
+    // The ends by name, in a tree git would refuse as root ("dubious ownership").
+    let head = xrunrig::bisect::git::commit(&own, "HEAD").unwrap();
+    assert_eq!(head.sha, commits[2]);
+    assert_eq!(head.subject, "change 2");
+    let first = xrunrig::bisect::git::commit(&own, "HEAD~2").unwrap();
+    assert_eq!(first.sha, commits[0]);
+    let mut tree = Worktree::open(&own, &commits[0], &[]).unwrap();
+    tree.checkout(&commits[2], &Extra::Revert(commits[1].clone()))
+        .unwrap();
+    assert!(!tree.dir.join("f1").exists(), "the revert took f1 away");
+    assert!(tree.dir.join("f2").exists());
+    tree.checkout(&commits[1], &Extra::None).unwrap();
+    assert!(tree.dir.join("f1").exists());
+    // Opened again (a resumed bisection): the same tree, adopted.
+    let tree = Worktree::open(&own, &commits[0], &[]).unwrap();
+    assert!(
+        tree.started_from
+            .as_deref()
+            .is_some_and(|s| s.contains("this bisection's tree")),
+        "{:?}",
+        tree.started_from
+    );
+
+    let newer = Command::new("find")
+        .arg(user.join(".git"))
+        .args(["-newer"])
+        .arg(&before)
+        .output()
+        .unwrap();
+    let newer = String::from_utf8_lossy(&newer.stdout).trim().to_string();
+    assert!(newer.is_empty(), "written under the user's .git: {newer}");
+    let ran = std::fs::read_to_string(marks.join("ran")).unwrap_or_default();
+    assert!(ran.is_empty(), "a hook or the fsmonitor ran: {ran}");
+    let mut files = vec![user.clone()];
+    walk(&user, &mut files);
+    let foreign: Vec<_> = files
+        .iter()
+        .filter(|f| std::fs::symlink_metadata(f).is_ok_and(|m| m.uid() != NOBODY))
+        .collect();
+    assert!(foreign.is_empty(), "no longer the user's: {foreign:?}");
+    let _ = std::fs::remove_dir_all(&base);
+    let _ = std::fs::remove_dir_all(&cache);
+}
