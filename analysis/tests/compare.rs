@@ -468,3 +468,17 @@ fn a_recorded_aa_pair_that_differs_between_runs_is_not_called_worse() {
     }
     std::fs::remove_dir_all(out).unwrap();
 }
+
+/// A recorded A/A pair of rigs/livefx.toml runs on a loaded machine, 57 dropouts
+/// against 2 with nothing changed: one run a side and no calibration, inconclusive
+/// (exit 4) either way round, never worse.
+#[test]
+fn a_recorded_main_job_aa_pair_is_not_worse() {
+    let out = tmp("rec-main-aa");
+    for (a, b) in [("main-aa-a", "main-aa-b"), ("main-aa-b", "main-aa-a")] {
+        let (code, txt, j) = judge(&req(vec![vec![recorded(a)], vec![recorded(b)]], &out));
+        assert_eq!(code, 4, "{txt}");
+        assert_eq!(j["regressions"], 0, "{j}");
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+}

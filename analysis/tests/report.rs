@@ -677,3 +677,34 @@ fn zero_against_twenty_is_worse_and_alike_sides_are_not() {
         assert!(!line.contains("dropouts worse"), "seed {seed}: {line}");
     }
 }
+
+/// The run's own verdict line for `name` (a recorded run, reported from a scratch copy).
+fn verdict_of(name: &str, tag: &str) -> String {
+    let dir = scratch_copy(&format!("compare-recorded/{name}"), tag);
+    let (txt, _) = write_all(&dir, false).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let txt = flat(&txt);
+    let at = txt
+        .find("- no-pi: ")
+        .unwrap_or_else(|| panic!("no contrast line: {txt}"));
+    txt[at..].chars().take(900).collect()
+}
+
+/// Recorded runs of the main job's shape (one trial a variant, variants interleaved):
+/// the inversion rig's real culprit, 31 dropouts without PI against 0 with it in one
+/// run, is called worse; two recorded runs of rigs/livefx.toml itself (3 trials a
+/// variant; pi and no-pi alike on this machine: 24 against 33, and 1 against 1) are
+/// not called worse.
+#[test]
+fn a_recorded_run_with_dropouts_against_none_is_worse_and_alike_variants_are_not() {
+    let line = verdict_of("inversion-short", "rec-inv");
+    assert!(
+        line.starts_with("- no-pi: 31 dropouts") && line.contains("dropouts worse"),
+        "{line}"
+    );
+    for (name, tag) in [("main-aa-a", "rec-aa-a"), ("main-aa-b", "rec-aa-b")] {
+        let line = verdict_of(name, tag);
+        assert!(!line.contains("dropouts worse"), "{name}: {line}");
+        assert!(!line.contains(": worse"), "{name}: {line}");
+    }
+}
