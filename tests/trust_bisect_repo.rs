@@ -121,8 +121,11 @@ fn a_bisections_git_writes_nothing_into_a_tree_owned_by_another_user() {
         .unwrap();
     assert!(!tree.dir.join("f1").exists(), "the revert took f1 away");
     assert!(tree.dir.join("f2").exists());
+    // A file a patch created at that step is gone at the next.
+    std::fs::write(tree.dir.join("new-from-a-patch.c"), b"int x;\n").unwrap();
     tree.checkout(&commits[1], &Extra::None).unwrap();
     assert!(tree.dir.join("f1").exists());
+    assert!(!tree.dir.join("new-from-a-patch.c").exists());
     // Opened again (a resumed bisection): the same tree, adopted.
     let tree = Worktree::open(&own, &commits[0], &[]).unwrap();
     assert!(

@@ -447,7 +447,8 @@ fn step_of(role: Role, c: &Commit) -> Step {
 
 /// Why a step has no kernel.
 enum NoKernel {
-    /// The build tree could not be set (git): the bisection stops, resumable.
+    /// The build tree could not be set (git), or the machine failed the build (a full
+    /// disk, memory): the bisection stops, resumable with the same command.
     Tree(String),
     /// The commit does not build (or its revert or a patch does not apply): skipped.
     Build(String),
@@ -469,9 +470,12 @@ fn kernel_for(b: &mut Bench, step: &mut Step, extra: &Extra) -> Result<Kernel, N
             &c[..12.min(c.len())]
         ),
     };
+    let no_kernel = |e: TreeError| match e {
+        TreeError::Git(e) | TreeError::Transient(e) => NoKernel::Tree(e),
+        TreeError::Content(e) => NoKernel::Build(e),
+    };
     let r = match b.tree.checkout(&sha, extra) {
-        Err(TreeError::Git(e)) => Err(NoKernel::Tree(e)),
-        Err(TreeError::Content(e)) => Err(NoKernel::Build(e)),
+        Err(e) => Err(no_kernel(e)),
         Ok(()) => b
             .tree
             .build(
@@ -480,7 +484,7 @@ fn kernel_for(b: &mut Bench, step: &mut Step, extra: &Extra) -> Result<Kernel, N
                 &format!("git:{}", b.tree.repo.display()),
                 &detail,
             )
-            .map_err(NoKernel::Build),
+            .map_err(no_kernel),
     };
     step.build_s = t.elapsed().as_secs_f64();
     let k = r?;

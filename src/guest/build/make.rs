@@ -109,6 +109,52 @@ pub fn compiler_error(log: &str) -> String {
     out.join("\n")
 }
 
+/// Why a build failed: the commit's own content, or the machine (no space, memory,
+/// make killed by a signal), which says nothing of the commit: a bisection stops on
+/// that, to be resumed with the same command, and never skips the commit for it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failure {
+    Content(String),
+    Transient(String),
+}
+
+impl Failure {
+    pub fn text(self) -> String {
+        match self {
+            Failure::Content(s) | Failure::Transient(s) => s,
+        }
+    }
+}
+
+/// The machine's part in a failed build, from make's end (`signal`: the signal that
+/// killed it, if one did) and this build's own part of the log: None when the failure
+/// is the source's.
+pub fn transient(signal: Option<i32>, log: &str) -> Option<String> {
+    if let Some(sig) = signal {
+        return Some(format!(
+            "make was killed by signal {sig}{} (not by anything in the source)",
+            if sig == libc::SIGKILL {
+                ", as the kernel's out-of-memory killer does"
+            } else {
+                ""
+            }
+        ));
+    }
+    let said = |pats: &[&str]| log.lines().find(|l| pats.iter().any(|p| l.contains(p)));
+    if let Some(l) = said(&["No space left on device", "Disk quota exceeded"]) {
+        return Some(format!("the disk is full: {}", l.trim()));
+    }
+    if let Some(l) = said(&[
+        "Cannot allocate memory",
+        "virtual memory exhausted",
+        "out of memory allocating",
+        "Killed signal terminated program",
+    ]) {
+        return Some(format!("the machine ran out of memory: {}", l.trim()));
+    }
+    None
+}
+
 /// What a kbuild line says it is doing: "CC kernel/sched/rt.o".
 fn step(line: &str) -> Option<String> {
     let t = line.trim_start();
@@ -122,13 +168,16 @@ fn step(line: &str) -> Option<String> {
 
 /// `nice -n 19 make -jN bzImage` in `tree`, every line into the log; `what` names
 /// the kernel in the progress line.
-pub fn make(tree: &Path, log_path: &Path, what: &str) -> Result<(), String> {
+/// A failure names the compiler's complaint from this build's own part of the log (the
+/// log is appended across a tree's builds: an older build's error is not this one's).
+pub fn make(tree: &Path, log_path: &Path, what: &str) -> Result<(), Failure> {
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut log = std::fs::OpenOptions::new()
         .append(true)
         .create(true)
         .open(log_path)
-        .map_err(|e| format!("{}: {e}", log_path.display()))?;
+        .map_err(|e| Failure::Transient(format!("{}: {e}", log_path.display())))?;
+    let from = log.metadata().map_or(0, |m| m.len()) as usize;
     let _ = writeln!(log, "$ nice -n 19 make -j{jobs} bzImage");
     // stderr joins stdout through the shell so the log keeps their order.
     let mut cmd = Command::new("sh");
@@ -147,7 +196,9 @@ pub fn make(tree: &Path, log_path: &Path, what: &str) -> Result<(), String> {
             Ok(())
         });
     }
-    let mut child = cmd.spawn().map_err(|e| format!("cannot run make: {e}"))?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| Failure::Transient(format!("cannot run make: {e}")))?;
     let out = child.stdout.take().expect("piped");
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr())
         && std::env::var_os("XRUNRIG_NO_PROGRESS").is_none();
@@ -183,15 +234,26 @@ pub fn make(tree: &Path, log_path: &Path, what: &str) -> Result<(), String> {
     if tty {
         eprint!("\r\x1b[K");
     }
-    let st = child.wait().map_err(|e| format!("make: {e}"))?;
+    let st = child
+        .wait()
+        .map_err(|e| Failure::Transient(format!("make: {e}")))?;
     let _ = writeln!(log, "make exit: {st}, {:.1} s", t0.elapsed().as_secs_f64());
     if !st.success() {
-        let text = std::fs::read_to_string(log_path).unwrap_or_default();
-        return Err(format!(
+        let text = std::fs::read(log_path).unwrap_or_default();
+        let own = String::from_utf8_lossy(text.get(from..).unwrap_or_default());
+        // make runs under sh -c ... exec: the shell is make, its signal make's.
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(why) = transient(st.signal(), &own) {
+            return Err(Failure::Transient(format!(
+                "building {what} stopped: {why}; this says nothing of the commit (log: {})",
+                log_path.display()
+            )));
+        }
+        return Err(Failure::Content(format!(
             "building {what} failed (make: {st}); the compiler said:\n{}\nwhole log: {}",
-            compiler_error(&text),
+            compiler_error(&own),
             log_path.display()
-        ));
+        )));
     }
     Ok(())
 }
@@ -219,6 +281,25 @@ mod tests {
         assert!(e.contains("rt.c:2540:3: error: 'bogus' undeclared"), "{e}");
         assert!(e.contains("In function 'f'"), "{e}");
         assert!(!e.contains("CC a.o"), "{e}");
+    }
+
+    #[test]
+    fn the_machines_failures_are_told_from_the_sources() {
+        assert!(
+            transient(Some(libc::SIGKILL), "")
+                .unwrap()
+                .contains("out-of-memory")
+        );
+        let full = "  CC a.o\nfatal error: error writing to /tmp/ccX.s: No space left on device\n";
+        assert!(
+            transient(None, full)
+                .unwrap()
+                .starts_with("the disk is full")
+        );
+        let oom = "gcc: fatal error: Killed signal terminated program cc1\n";
+        assert!(transient(None, oom).unwrap().contains("out of memory"));
+        let src = "kernel/sched/rt.c:2540:3: error: 'bogus' undeclared\nmake: *** Error 2\n";
+        assert_eq!(transient(None, src), None);
     }
 
     #[test]

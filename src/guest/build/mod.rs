@@ -415,7 +415,7 @@ fn finish_build(
         0 => format!("{k} ({})", version.as_deref().unwrap_or("?")),
         n => format!("{k} ({}, {n} patch(es))", version.as_deref().unwrap_or("?")),
     };
-    make::make(tree, log_path, &what)
+    make::make(tree, log_path, &what).map_err(make::Failure::text)
 }
 
 #[cfg(test)]

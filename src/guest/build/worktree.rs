@@ -59,6 +59,9 @@ pub enum TreeError {
     /// The commit's own content cannot be made (a revert that conflicts, a patch that
     /// does not apply): that step is skipped, as one that does not build.
     Content(String),
+    /// The machine failed the build (a full disk, memory, make killed): nothing is
+    /// known of the commit; the bisection stops, to be resumed.
+    Transient(String),
 }
 
 /// What the tree holds on top of a commit.
@@ -320,6 +323,9 @@ impl Worktree {
         // A revert left by a killed run would refuse the next one ("in progress").
         let _ = git(&self.dir, &["revert", "--quit"]);
         git(&self.dir, &["reset", "-q", "--hard"]).map_err(TreeError::Git)?;
+        // Files the last step's patches created are no commit's: gone before this one
+        // (ignored files, the build's outputs, stay: make rebuilds what changed).
+        git(&self.dir, &["clean", "-fdq"]).map_err(TreeError::Git)?;
         git(&self.dir, &["checkout", "-f", "-q", "--detach", commit]).map_err(TreeError::Git)?;
         if let Extra::Revert(c) = extra
             && let Err(e) = git(&self.dir, &["revert", "--no-commit", c])
@@ -383,13 +389,13 @@ impl Worktree {
         extra: &Extra,
         source: &str,
         detail: &str,
-    ) -> Result<Kernel, String> {
-        let _lock = lock(&super::cache_root())?;
+    ) -> Result<Kernel, TreeError> {
+        let _lock = lock(&super::cache_root()).map_err(TreeError::Transient)?;
         let mut log = std::fs::OpenOptions::new()
             .append(true)
             .create(true)
             .open(&self.log_path)
-            .map_err(|e| format!("{}: {e}", self.log_path.display()))?;
+            .map_err(|e| TreeError::Transient(format!("{}: {e}", self.log_path.display())))?;
         let (_, stamp) = crate::sys::utc_now();
         let _ = writeln!(
             log,
@@ -399,13 +405,16 @@ impl Worktree {
         let t0 = Instant::now();
         if !self.dir.join(".config").exists() {
             eprintln!("xrunrig: bisect: configuring ({})", make::RECIPE);
-            make::configure(&self.dir, &mut log)?;
+            make::configure(&self.dir, &mut log).map_err(TreeError::Content)?;
         }
         let version = super::kernelversion(&self.dir);
         let what = format!("{detail} ({})", version.as_deref().unwrap_or("?"));
-        make::make(&self.dir, &self.log_path, &what)?;
+        make::make(&self.dir, &self.log_path, &what).map_err(|f| match f {
+            make::Failure::Content(s) => TreeError::Content(s),
+            make::Failure::Transient(s) => TreeError::Transient(s),
+        })?;
         let cfg = std::fs::read(self.dir.join(".config"))
-            .map_err(|e| format!("{}: .config: {e}", self.dir.display()))?;
+            .map_err(|e| TreeError::Content(format!("{}: .config: {e}", self.dir.display())))?;
         let key = self.key(commit, extra);
         let info = KernelBuild {
             source: source.to_string(),
@@ -423,14 +432,14 @@ impl Worktree {
             log: Some(self.log_path.display().to_string()),
         };
         let kept = bisect_root().join("kernels").join(&key);
-        keep(&self.dir, &kept, &info)?;
+        keep(&self.dir, &kept, &info).map_err(TreeError::Transient)?;
         let _ = writeln!(
             log,
             "== built in {:.1} s, kept in {}",
             t0.elapsed().as_secs_f64(),
             kept.display()
         );
-        super::kernel_from_tree(source, &kept, info)
+        super::kernel_from_tree(source, &kept, info).map_err(TreeError::Content)
     }
 }
 
