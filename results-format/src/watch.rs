@@ -57,6 +57,9 @@ pub enum Cause {
     Blocked,
     /// Interrupt handlers (hard or soft) took its CPU.
     Interrupt,
+    /// Woken, but its CPU stayed idle past the deadline: the wake-up came late (deep
+    /// idle, a delayed IPI or timer). The idle task is never named a culprit.
+    LateWakeup,
     /// Nothing in the trace stands out (the server itself, the driver, the clock).
     Unexplained,
     /// The flight recorder was off (no root, no tracefs) or blind at that moment.
@@ -71,6 +74,7 @@ impl Cause {
             Cause::PiChain => "pi-chain",
             Cause::Blocked => "blocked",
             Cause::Interrupt => "interrupt",
+            Cause::LateWakeup => "late-wakeup",
             Cause::Unexplained => "unexplained",
             Cause::NoTrace => "no-trace",
         }
@@ -212,6 +216,10 @@ pub struct WatchSummary {
     /// CPU the late thread needed): what watching itself cost the session.
     #[serde(default)]
     pub watch_culprit: u64,
+    /// Server reports of a late cycle already counted (JACK can notify one late cycle
+    /// several times): one late cycle is one xrun, however many reports it brought.
+    #[serde(default)]
+    pub reports_merged: u64,
 }
 
 /// run.json's `watch` section: what was watched.

@@ -378,7 +378,43 @@ fn story_of(
         _ => 0,
     };
     let preempted = matches!(st, State::Runnable { .. }) || s.runnable_ns * 2 >= window;
-    if preempted && let Some(b) = s.behind.first() {
+    // The idle task is never a culprit: a thread runnable while its CPU stayed idle
+    // was woken late (the CPU leaving a deep idle state, the wake-up's IPI or timer
+    // delayed), and that is what is said.
+    let idle_ns: u64 = s.behind.iter().filter(|b| b.pid == 0).map(|b| b.ns).sum();
+    let busy = s.behind.iter().find(|b| b.pid != 0);
+    if preempted && idle_ns > 0 && busy.is_none_or(|b| b.ns < idle_ns) {
+        let idle_cpu = s.behind.iter().find(|b| b.pid == 0).map_or(cpu, |b| b.cpu);
+        let by = s.woken.map(|(ts, pid)| {
+            format!(
+                "; woken {} into the cycle by {}",
+                ms(ts.saturating_sub(c.start_ns)),
+                if pid == 0 {
+                    "an interrupt on an idle CPU".to_string()
+                } else {
+                    format!("'{}' (tid {pid})", t.comm(pid))
+                }
+            )
+        });
+        e.cause = Cause::LateWakeup;
+        e.why = format!(
+            "{} was woken but did not run: its CPU{} stayed idle {} (a late wake-up: the \
+             CPU leaving a deep idle state, or the wake-up's IPI or timer delayed){}",
+            subject,
+            idle_cpu,
+            ms(idle_ns),
+            by.unwrap_or_default()
+        );
+        e.short = format!(
+            "{} woken late: CPU{} idle {}",
+            late.comm,
+            idle_cpu,
+            ms(idle_ns)
+        );
+        e.culprit_ns = Some(idle_ns);
+        return e;
+    }
+    if preempted && let Some(b) = busy {
         let culprit = task_of(t, b.pid, b.prio, audio);
         e.cause = Cause::Preempted;
         e.why = format!(
@@ -520,6 +556,33 @@ mod tests {
         assert_eq!(e.cause, Cause::Preempted, "{}", e.why);
         let c = e.culprit.as_ref().unwrap();
         assert_eq!((c.tid, c.policy.as_str()), (999999, "FIFO 99"), "{}", e.why);
+    }
+
+    /// The issue's case: "jackd late 5.5 ms: CPU0 ran '<idle>'". A client woken while
+    /// its CPU is idle that is switched in only after the deadline was woken late; the
+    /// idle task is not named a culprit.
+    #[test]
+    fn an_idle_cpu_is_never_the_culprit() {
+        let t = "\
+ victim-200 [001] d..2. 99.999000: sched_switch: prev_comm=victim prev_pid=200 prev_prio=34 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+ jackd-100 [000] d..3. 100.000000: sched_waking: comm=victim pid=200 prio=34 target_cpu=001
+ <idle>-0 [001] d..2. 100.008000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=victim next_pid=200 next_prio=34
+";
+        let (r, _) = parse_text(t);
+        let e = explain(&r, &[cycle()], &audio());
+        assert_eq!(e.cause, Cause::LateWakeup, "{}", e.why);
+        assert!(e.culprit.is_none(), "{:?}", e.culprit);
+        assert!(
+            !e.why.contains("<idle>") && !e.why.contains("tid 0"),
+            "{}",
+            e.why
+        );
+        assert!(e.why.contains("CPU1 stayed idle"), "{}", e.why);
+        assert!(
+            e.short.starts_with("victim woken late: CPU1 idle"),
+            "{}",
+            e.short
+        );
     }
 
     #[test]

@@ -108,6 +108,7 @@ fn run(o: &WatchOptions) -> Result<i32, String> {
         sink,
         pending: Vec::new(),
         prev_text: None,
+        overruns: Default::default(),
         recorder,
     };
     w.refresh_audio(&client);
@@ -309,6 +310,9 @@ struct Watcher<'a> {
     pending: Vec<Pending>,
     /// The last freeze's text: the next window's start may be in it.
     prev_text: Option<String>,
+    /// Each CPU's ring overruns at the last freeze: a CPU whose count grew since lost
+    /// the oldest part of its stretch.
+    overruns: std::collections::BTreeMap<u32, u64>,
 }
 
 impl Watcher<'_> {
@@ -354,6 +358,7 @@ impl Watcher<'_> {
             sink,
             pending,
             prev_text: prev,
+            overruns,
             ..
         } = self;
         let (o, source, hist, audio) = (*o, *source, &*hist, &audio[..]);
@@ -366,6 +371,23 @@ impl Watcher<'_> {
             }
             None => (None, 0),
         };
+        // A ring that wrapped since the last look holds that CPU's events only from its
+        // first one on: a cycle before that is not seen whole (a busy build's events
+        // pushed the audio threads' out), and is `no-trace`, never "unexplained".
+        let now_over = rec.as_ref().map(|r| r.overruns()).unwrap_or_default();
+        let wrapped: std::collections::BTreeSet<u32> = now_over
+            .iter()
+            .filter(|(c, n)| **n > overruns.get(c).copied().unwrap_or(0))
+            .map(|(c, _)| *c)
+            .collect();
+        let lost: u64 = now_over
+            .iter()
+            .map(|(c, n)| n.saturating_sub(overruns.get(c).copied().unwrap_or(0)))
+            .sum();
+        *overruns = now_over;
+        let whole_from = text
+            .as_deref()
+            .and_then(|t| recorder::complete_from(&recorder::cpu_firsts(t), &wrapped));
         let taken: Vec<Pending> = pending.drain(..).filter(|p| p.t_ns <= now).collect();
         let from = taken
             .iter()
@@ -420,6 +442,7 @@ impl Watcher<'_> {
                 None => hist.candidates(p.t_ns, 4),
             };
             let reaches = |c: &explain::Cycle| span.is_some_and(|(a, _)| a <= c.start_ns);
+            let whole = |c: &explain::Cycle| whole_from.is_none_or(|(_, t)| t <= c.start_ns);
             let e: Explained = if window_text.is_none() {
                 explain::no_trace(&cands, "the flight recorder is off")
             } else if cands.is_empty() {
@@ -431,6 +454,15 @@ impl Watcher<'_> {
                 explain::no_trace(
                     &cands,
                     "the trace does not reach back to the late cycle (raise --buffer-kb)",
+                )
+            } else if !cands.last().is_some_and(whole) {
+                explain::no_trace(
+                    &cands,
+                    &format!(
+                        "the ring overwrote {lost} events since the last look, CPU{}'s up to \
+                         after the late cycle began (a busy machine: raise --buffer-kb)",
+                        whole_from.map_or(0, |x| x.0)
+                    ),
                 )
             } else {
                 let e = explain::explain(&recs, &cands, audio);
@@ -454,7 +486,7 @@ impl Watcher<'_> {
             {
                 kept = sink.keep_window(w);
             }
-            sink.xrun(&e, p.t_ns, source, kept.clone(), blind);
+            sink.xrun(&e, p.t_ns, source, kept.clone(), blind, p.cycle.is_none());
         }
     }
 }

@@ -21,6 +21,8 @@ pub struct Sink {
     /// The server's own count of errors, where it has one (PipeWire: pw-top's ERR).
     pub server_errors: Option<u64>,
     xruns: Vec<XrunEvent>,
+    /// Reports folded into an xrun already counted (the same late cycle).
+    reports_merged: u64,
     options: BTreeMap<String, String>,
     wall_offset: i64,
     pw_nodes: BTreeMap<String, u64>,
@@ -71,6 +73,7 @@ impl Sink {
             pw_note: None,
             server_errors: None,
             xruns: vec![],
+            reports_merged: 0,
             options,
             wall_offset: crate::sys::mono_to_unix_ns(),
             pw_nodes: BTreeMap::new(),
@@ -109,7 +112,21 @@ impl Sink {
         source: &str,
         window: Option<String>,
         _blind: u64,
+        mergeable: bool,
     ) {
+        // One late cycle is one xrun, however many reports the server sent for it
+        // (JACK's notifications carry no cycle of their own; PipeWire's each name
+        // theirs, and are never merged).
+        if mergeable
+            && let Some(c) = e.cycle
+            && self
+                .xruns
+                .last()
+                .is_some_and(|x| x.cycle_start_ns == Some(c.start_ns))
+        {
+            self.reports_merged += 1;
+            return;
+        }
         let index = self.xruns.len() as u64 + 1;
         let wall_ns = (t_ns as i64 + self.wall_offset).max(0) as u64;
         let wall = crate::sys::utc_at_ns(wall_ns);
@@ -194,6 +211,7 @@ impl Sink {
             cpu_s: own_cpu_s(),
             server_errors: self.server_errors,
             watch_culprit,
+            reports_merged: self.reports_merged,
         };
         let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?;
         crate::output::write_atomic(&self.dir.join(results::SUMMARY_JSON), text.as_bytes())
@@ -334,6 +352,43 @@ mod tests {
             process: None,
             policy: "nice 0".into(),
         }
+    }
+
+    /// The case: three reports with one identical cycle start were three
+    /// xruns. One late cycle is one xrun; the other reports are counted apart.
+    #[test]
+    fn one_late_cycle_is_one_xrun_however_many_reports() {
+        let d = crate::testkit::private_dir("watch-merge");
+        let o = WatchOptions {
+            server: None,
+            duration_ns: None,
+            out: None,
+            before_ns: 500_000_000,
+            after_ns: 100_000_000,
+            ring: 64,
+            keep: 0,
+            buffer_kb: 1024,
+            no_snapshot: false,
+        };
+        let mut sink = Sink::create(&d, &o).unwrap();
+        let c = |start_ns| crate::watch::explain::Cycle {
+            start_ns,
+            deadline_ns: start_ns + 5_333_000,
+            frame: None,
+        };
+        let e = |start| {
+            let mut e = crate::watch::explain::no_trace(&[c(start)], "test");
+            e.cycle = Some(c(start));
+            e
+        };
+        sink.xrun(&e(1_000_000_000), 1_006_000_000, "jack", None, 0, true);
+        sink.xrun(&e(1_000_000_000), 1_006_100_000, "jack", None, 0, true);
+        sink.xrun(&e(1_000_000_000), 1_006_200_000, "jack", None, 0, true);
+        sink.xrun(&e(1_005_333_000), 1_011_000_000, "jack", None, 0, true);
+        assert_eq!((sink.xruns.len(), sink.reports_merged), (2, 2));
+        let lines = std::fs::read_to_string(d.join(results::EVENTS_JSONL)).unwrap();
+        assert_eq!(lines.lines().count(), 2);
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]

@@ -206,17 +206,24 @@ impl Recorder {
 
     /// Events the ring overwrote (overwrite mode: the oldest, by design), summed.
     pub fn overwritten(&self) -> u64 {
+        self.overruns().values().sum()
+    }
+
+    /// Each CPU's count of events its ring overwrote so far (`per_cpu/cpuN/stats`).
+    pub fn overruns(&self) -> std::collections::BTreeMap<u32, u64> {
         let Ok(rd) = std::fs::read_dir(self.session.instance.join("per_cpu")) else {
-            return 0;
+            return Default::default();
         };
         rd.flatten()
-            .filter_map(|e| std::fs::read_to_string(e.path().join("stats")).ok())
-            .flat_map(|s| {
-                s.lines()
-                    .filter_map(|l| l.strip_prefix("overrun:")?.trim().parse::<u64>().ok())
-                    .collect::<Vec<_>>()
+            .filter_map(|e| {
+                let cpu: u32 = e.file_name().to_str()?.strip_prefix("cpu")?.parse().ok()?;
+                let s = std::fs::read_to_string(e.path().join("stats")).ok()?;
+                let n = s
+                    .lines()
+                    .find_map(|l| l.strip_prefix("overrun:")?.trim().parse::<u64>().ok())?;
+                Some((cpu, n))
             })
-            .sum()
+            .collect()
     }
 
     /// Stops and removes the instance.
@@ -272,18 +279,47 @@ pub fn window(text: &str, from: u64, to: u64) -> (String, Option<(u64, u64)>) {
     (out, span)
 }
 
+/// Each CPU's first timestamp in a trace text.
+pub fn cpu_firsts(text: &str) -> std::collections::BTreeMap<u32, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    for l in text.lines().filter(|l| !l.starts_with('#')) {
+        if let Some((cpu, ts)) = line_cpu_ts(l) {
+            out.entry(cpu).or_insert(ts);
+        }
+    }
+    out
+}
+
+/// From when a frozen text holds every event of every CPU: a CPU whose ring wrapped
+/// since the last look (`wrapped`) lost what came before its first event there, so a
+/// story told from earlier would miss that CPU's part. None when no ring wrapped.
+pub fn complete_from(
+    firsts: &std::collections::BTreeMap<u32, u64>,
+    wrapped: &std::collections::BTreeSet<u32>,
+) -> Option<(u32, u64)> {
+    wrapped
+        .iter()
+        .filter_map(|c| firsts.get(c).map(|t| (*c, *t)))
+        .max_by_key(|x| x.1)
+}
+
 /// The timestamp of any trace line (`... [001] d..2. 123.456789: event: ...`).
 fn line_ts(l: &str) -> Option<u64> {
+    line_cpu_ts(l).map(|x| x.1)
+}
+
+/// The CPU and timestamp of any trace line.
+fn line_cpu_ts(l: &str) -> Option<(u32, u64)> {
     // After the CPU column (" [003] "), which a command name cannot fake: it is the
     // first " [digits] " in the line (a comm of 15 bytes at most holds no such thing
     // followed by the flags and a timestamp; the full parser anchors the same way).
     let b = l.as_bytes();
     let mut i = 0;
-    let rest = loop {
+    let (cpu, rest) = loop {
         let p = l[i..].find(" [")? + i + 2;
         let e = l[p..].find(']')? + p;
         if e > p && b[p..e].iter().all(u8::is_ascii_digit) && l[e + 1..].starts_with(' ') {
-            break &l[e + 1..];
+            break (l[p..e].parse::<u32>().ok()?, &l[e + 1..]);
         }
         i = p;
     };
@@ -297,13 +333,30 @@ fn line_ts(l: &str) -> Option<u64> {
                 return None;
             }
             let fv: u64 = f.parse().ok()?;
-            Some(s * 1_000_000_000 + fv * 10u64.pow(9 - f.len() as u32))
+            Some((cpu, s * 1_000_000_000 + fv * 10u64.pow(9 - f.len() as u32)))
         })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A busy CPU whose ring wrapped holds only its latest stretch: the text is whole
+    /// only from that CPU's first event on, whatever a quiet CPU still holds.
+    #[test]
+    fn a_wrapped_cpu_makes_the_text_whole_only_from_its_first_event() {
+        let t = "# tracer: nop\n\
+ <idle>-0 [000] d..2. 90.000000: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=b next_pid=2 next_prio=120\n\
+ cc1-77 [001] d..2. 99.500000: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=b next_pid=2 next_prio=120\n\
+ cc1-77 [001] d..2. 99.600000: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=b next_pid=2 next_prio=120\n";
+        let f = cpu_firsts(t);
+        assert_eq!(f.get(&0), Some(&90_000_000_000));
+        assert_eq!(f.get(&1), Some(&99_500_000_000));
+        let none = std::collections::BTreeSet::new();
+        assert_eq!(complete_from(&f, &none), None);
+        let one: std::collections::BTreeSet<u32> = [1].into();
+        assert_eq!(complete_from(&f, &one), Some((1, 99_500_000_000)));
+    }
 
     #[test]
     fn a_window_keeps_its_span_and_the_header() {

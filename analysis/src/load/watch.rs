@@ -18,12 +18,13 @@ pub const MAX_WINDOWS: usize = 1000;
 
 /// Every cause, in the order the report lists them (and the plot its lanes); here so
 /// report and plot both take it from below.
-pub const CAUSES: [Cause; 7] = [
+pub const CAUSES: [Cause; 8] = [
     Cause::SelfWork,
     Cause::Preempted,
     Cause::PiChain,
     Cause::Blocked,
     Cause::Interrupt,
+    Cause::LateWakeup,
     Cause::Unexplained,
     Cause::NoTrace,
 ];

@@ -24,6 +24,7 @@ pub fn cause_color(c: Cause) -> RGBColor {
         Cause::PiChain => RGBColor(148, 103, 189),
         Cause::Blocked => RGBColor(140, 86, 75),
         Cause::Interrupt => RGBColor(44, 160, 44),
+        Cause::LateWakeup => RGBColor(23, 190, 207),
         Cause::Unexplained => RGBColor(90, 90, 90),
         Cause::NoTrace => RGBColor(175, 175, 175),
     }
@@ -37,6 +38,7 @@ fn short_meaning(c: Cause) -> &'static str {
         Cause::PiChain => "a PI lock's holder could not run",
         Cause::Blocked => "waited on another task",
         Cause::Interrupt => "interrupt handlers took its CPU",
+        Cause::LateWakeup => "woken late: its CPU stayed idle",
         Cause::Unexplained => "no audio thread was behind",
         Cause::NoTrace => "recorder off or blind",
     }

@@ -22,6 +22,11 @@ pub fn meaning(c: Cause) -> &'static str {
         Cause::PiChain => "the late thread waited on a PI lock whose holder could not run",
         Cause::Blocked => "the late thread waited on something another task released late",
         Cause::Interrupt => "interrupt handlers took the late thread's CPU",
+        Cause::LateWakeup => {
+            "the late thread was woken but its CPU stayed idle past the deadline: the \
+             wake-up came late (deep idle, a delayed IPI or timer); the idle task is never \
+             a culprit"
+        }
         Cause::Unexplained => {
             "no client's or server's audio thread was behind at the deadline (a late driver \
              or timer, or a cause outside the trace)"

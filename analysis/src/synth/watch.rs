@@ -294,6 +294,7 @@ pub fn summary(x: &[XrunEvent]) -> WatchSummary {
         cpu_s: CPU_S,
         server_errors: None,
         watch_culprit: 0,
+        reports_merged: 0,
     }
 }
 

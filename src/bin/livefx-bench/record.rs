@@ -265,8 +265,7 @@ pub fn markdown(rows: &[Row], data: &Path) -> String {
         ));
     }
     s.push_str(&format!(
-        "\nEvery pair is a line of `{}`, appended by `livefx-bench calibrate` as it is judged; \
-         this table is rebuilt from all of them by `livefx-bench table --write README.md --write docs/verdicts.md`.\n",
+        "\nEach pair: a line of `{}`; the table: `livefx-bench table`.\n",
         data.display()
     ));
     s

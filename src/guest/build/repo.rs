@@ -53,6 +53,8 @@ fn read_user(tree: &Path, owner: Option<(u32, u32)>, args: &[&str]) -> Result<St
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_OPTIONAL_LOCKS", "0")
         .env("HOME", "/nonexistent")
+        // A working directory the owner can enter (the caller's may be root's 0700).
+        .current_dir(tree)
         .args(SAFE)
         .arg("-C")
         .arg(tree)
