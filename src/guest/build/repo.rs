@@ -64,18 +64,7 @@ fn read_user(tree: &Path, owner: Option<(u32, u32)>, args: &[&str]) -> Result<St
         // it changes the uid).
         c.gid(gid).uid(uid);
     }
-    let o = c
-        .output()
-        .map_err(|e| format!("cannot run git (apt-get install git): {e}"))?;
-    if !o.status.success() {
-        return Err(format!(
-            "`git {}` in {}: {}",
-            args.join(" "),
-            tree.display(),
-            String::from_utf8_lossy(&o.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&o.stdout).trim_end().to_string())
+    super::worktree::stdout_of(&mut c, tree, args)
 }
 
 impl OwnRepo {

@@ -32,11 +32,15 @@ pub fn bisect_root() -> PathBuf {
 /// `git -C dir args…`, its stdout; an error with git's own words. Never a hook, an
 /// fsmonitor or an automatic gc (`repo::SAFE`).
 pub fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let o = Command::new("git")
-        .args(super::repo::SAFE)
-        .arg("-C")
-        .arg(dir)
-        .args(args)
+    let mut c = Command::new("git");
+    c.args(super::repo::SAFE).arg("-C").arg(dir).args(args);
+    stdout_of(&mut c, dir, args)
+}
+
+/// Runs a git command `c` (made with `args`, in `dir`): its stdout, trimmed; an error
+/// with git's own words. Shared with `repo`'s read of the user's repository.
+pub fn stdout_of(c: &mut Command, dir: &Path, args: &[&str]) -> Result<String, String> {
+    let o = c
         .output()
         .map_err(|e| format!("cannot run git (apt-get install git): {e}"))?;
     if !o.status.success() {
