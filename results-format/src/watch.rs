@@ -220,7 +220,15 @@ pub struct WatchSummary {
     /// several times): one late cycle is one xrun, however many reports it brought.
     #[serde(default)]
     pub reports_merged: u64,
+    /// Xruns counted here but not written to events.jsonl: it holds at most
+    /// `EVENTS_MAX` lines, so that a session of days has a bounded file.
+    #[serde(default)]
+    pub events_unwritten: u64,
 }
+
+/// The most lines watch writes to events.jsonl (about 1 kB each: ~100 MB); xruns past
+/// it are counted in summary.json (`events_unwritten`), not written.
+pub const EVENTS_MAX: u64 = 100_000;
 
 /// run.json's `watch` section: what was watched.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -95,6 +95,16 @@ fn run(o: &WatchOptions) -> Result<i32, String> {
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGHUP,
     ] {
+        // The first signal ends the watch in order; a second one, while the end is
+        // stuck (a JACK server starved by spinners does not answer the client's close),
+        // ends the process at once. Registered first: it sees the flag before this
+        // signal sets it.
+        signal_hook::flag::register_conditional_shutdown(
+            sig,
+            crate::exit::EXIT_INTERRUPTED,
+            stop.clone(),
+        )
+        .map_err(|e| format!("cannot install a signal handler: {e}"))?;
         signal_hook::flag::register(sig, stop.clone())
             .map_err(|e| format!("cannot install a signal handler: {e}"))?;
     }
@@ -165,6 +175,9 @@ fn run(o: &WatchOptions) -> Result<i32, String> {
             last_refresh = Instant::now();
         }
         if stop.load(Ordering::SeqCst) {
+            eprintln!(
+                "xrunrig watch: stopping (Ctrl-C again ends at once; what is written stays, marked incomplete until the summary is)"
+            );
             break "interrupted".to_string();
         }
         if client.notes.is_gone() {
@@ -193,23 +206,23 @@ fn run(o: &WatchOptions) -> Result<i32, String> {
         sink.pw_note = p.finish();
     }
     let duration_s = t0.elapsed().as_secs_f64();
-    if let Some(r) = &recorder {
+    // The tracing instance goes first and the results are written before the client
+    // asks its server anything more: a server that stops answering (starved by
+    // spinners) then leaves nothing of watch's behind a second Ctrl-C but the client.
+    if let Some(r) = recorder {
         sink.recorder.blind_ns = r.blind_ns;
         sink.recorder.blind_max_ns = r.blind_max_ns;
         sink.recorder.lost_events = r.overwritten();
+        match r.end() {
+            Ok(lines) => sink.restored = lines,
+            Err(e) => eprintln!("xrunrig watch: {e}"),
+        }
     }
     let clients = client.clients();
     let section_threads: Vec<_> = audio.iter().map(|a| a.task.clone()).collect();
     let server_name = Some(client.server.clone());
     let (rate, period) = (client.rate, client.period_now());
     let offset = client.offset_ns;
-    client.close();
-    if let Some(r) = recorder {
-        match r.end() {
-            Ok(lines) => sink.restored = lines,
-            Err(e) => eprintln!("xrunrig watch: {e}"),
-        }
-    }
     let summary = sink.finish(out::Finish {
         server: server_kind,
         server_name,
@@ -225,6 +238,7 @@ fn run(o: &WatchOptions) -> Result<i32, String> {
     crate::output::mark_complete(&out_dir)?;
     crate::output::console::report(&out::verdict(&summary, &out_dir));
     crate::output::console::document(&summary);
+    client.close();
     Ok(0)
 }
 

@@ -20,9 +20,13 @@ pub struct Sink {
     pub pw_note: Option<String>,
     /// The server's own count of errors, where it has one (PipeWire: pw-top's ERR).
     pub server_errors: Option<u64>,
-    xruns: Vec<XrunEvent>,
+    /// What summary.json needs of the xruns, tallied as they come: memory stays
+    /// bounded over a session of days, the counts exact.
+    tally: Tally,
     /// Reports folded into an xrun already counted (the same late cycle).
     reports_merged: u64,
+    /// events.jsonl's bound (`EVENTS_MAX`; smaller in tests).
+    events_max: u64,
     options: BTreeMap<String, String>,
     wall_offset: i64,
     pw_nodes: BTreeMap<String, u64>,
@@ -72,8 +76,9 @@ impl Sink {
             restored: vec![],
             pw_note: None,
             server_errors: None,
-            xruns: vec![],
+            tally: Tally::default(),
             reports_merged: 0,
+            events_max: results::watch::EVENTS_MAX,
             options,
             wall_offset: crate::sys::mono_to_unix_ns(),
             pw_nodes: BTreeMap::new(),
@@ -87,7 +92,7 @@ impl Sink {
 
     /// Writes a window into the next `xruns/NNNN/`; its folder name.
     pub fn keep_window(&mut self, text: &str) -> Option<String> {
-        let name = format!("{:04}", self.xruns.len() + 1);
+        let name = format!("{:04}", self.tally.xruns + 1);
         let d = self.dir.join(results::watch::XRUNS_DIR).join(&name);
         let p = d.join(results::watch::WINDOW_TRACE);
         let r = std::fs::create_dir_all(&d)
@@ -119,15 +124,12 @@ impl Sink {
         // theirs, and are never merged).
         if mergeable
             && let Some(c) = e.cycle
-            && self
-                .xruns
-                .last()
-                .is_some_and(|x| x.cycle_start_ns == Some(c.start_ns))
+            && self.tally.last_cycle_start == Some(c.start_ns)
         {
             self.reports_merged += 1;
             return;
         }
-        let index = self.xruns.len() as u64 + 1;
+        let index = self.tally.xruns + 1;
         let wall_ns = (t_ns as i64 + self.wall_offset).max(0) as u64;
         let wall = crate::sys::utc_at_ns(wall_ns);
         let ev = XrunEvent {
@@ -154,43 +156,34 @@ impl Sink {
             culprit_ns: e.culprit_ns,
             window,
         };
-        match serde_json::to_string(&ev) {
-            Ok(line) => {
-                let _ = writeln!(self.events, "{line}");
-                let _ = self.events.flush();
+        if index <= self.events_max {
+            match serde_json::to_string(&ev) {
+                Ok(line) => {
+                    let _ = writeln!(self.events, "{line}");
+                    let _ = self.events.flush();
+                }
+                Err(err) => eprintln!("xrunrig watch: cannot write xrun {index}: {err}"),
             }
-            Err(err) => eprintln!("xrunrig watch: cannot write xrun {index}: {err}"),
+            if index == self.events_max {
+                eprintln!(
+                    "xrunrig watch: events.jsonl holds {index} xruns, its bound: later xruns are counted in summary.json, not written"
+                );
+            }
+        } else {
+            self.tally.unwritten += 1;
         }
         // 2026-12-01T14:03:22.418123Z -> 14:03:22.418
         let clock = wall.get(11..23).unwrap_or(&wall);
         crate::note!("xruns {index} · last {clock}: {}", e.short);
-        self.xruns.push(ev);
+        self.tally.add(&ev, std::process::id() as i32);
     }
 
     /// summary.json and run.json; the summary.
     pub fn finish(&mut self, f: Finish) -> Result<WatchSummary, String> {
-        let mut by_cause: BTreeMap<String, u64> = BTreeMap::new();
-        let mut culprits: BTreeMap<String, u64> = BTreeMap::new();
-        let mut by_client: BTreeMap<String, u64> = BTreeMap::new();
-        for x in &self.xruns {
-            *by_cause.entry(x.cause.label().into()).or_default() += 1;
-            if let Some(c) = &x.culprit {
-                *culprits.entry(c.named()).or_default() += 1;
-            }
-            let who = x
-                .client
-                .clone()
-                .unwrap_or_else(|| "(no late thread found)".into());
-            *by_client.entry(who).or_default() += 1;
-        }
-        let watch_culprit = own_culprits(&self.xruns, std::process::id() as i32);
-        let mut by_culprit: Vec<(String, u64)> = culprits.into_iter().collect();
+        let t = &self.tally;
+        let mut by_culprit: Vec<(String, u64)> =
+            t.culprits.iter().map(|(k, v)| (k.clone(), *v)).collect();
         by_culprit.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        let explained = self
-            .xruns
-            .iter()
-            .filter(|x| !matches!(x.cause, Cause::NoTrace | Cause::Unexplained))
-            .count() as u64;
         let summary = WatchSummary {
             format: results::FORMAT_VERSION,
             kind: results::watch::KIND_WATCH.into(),
@@ -200,18 +193,19 @@ impl Sink {
             period: f.period,
             duration_s: f.duration_s,
             cycles: self.cycles,
-            xruns: self.xruns.len() as u64,
-            explained,
+            xruns: t.xruns,
+            explained: t.explained,
             windows_kept: self.windows_kept,
-            by_cause,
+            by_cause: t.by_cause.clone(),
             by_culprit,
-            by_client,
+            by_client: t.by_client.clone(),
             recorder: self.recorder.clone(),
             ended: f.ended.into(),
             cpu_s: own_cpu_s(),
             server_errors: self.server_errors,
-            watch_culprit,
+            watch_culprit: t.watch_culprit,
             reports_merged: self.reports_merged,
+            events_unwritten: t.unwritten,
         };
         let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?;
         crate::output::write_atomic(&self.dir.join(results::SUMMARY_JSON), text.as_bytes())
@@ -268,12 +262,54 @@ fn own_cpu_s() -> f64 {
     tv(u.ru_utime) + tv(u.ru_stime)
 }
 
-/// The xruns whose culprit was process `me` (watch itself).
-fn own_culprits(xruns: &[XrunEvent], me: i32) -> u64 {
-    xruns
-        .iter()
-        .filter(|x| x.culprit.as_ref().and_then(|c| c.pid) == Some(me))
-        .count() as u64
+/// The most distinct culprit and client names tallied; the rest under `OTHERS`
+/// (a session of days can meet many short-lived processes).
+const NAMES_MAX: usize = 1000;
+const OTHERS: &str = "(others, past the 1000 names kept)";
+
+/// summary.json's counts, kept as the xruns come.
+#[derive(Default)]
+struct Tally {
+    xruns: u64,
+    explained: u64,
+    watch_culprit: u64,
+    unwritten: u64,
+    last_cycle_start: Option<u64>,
+    by_cause: BTreeMap<String, u64>,
+    culprits: BTreeMap<String, u64>,
+    by_client: BTreeMap<String, u64>,
+}
+
+impl Tally {
+    /// One xrun; `me` is watch's own pid (an xrun whose culprit is watch itself).
+    fn add(&mut self, x: &XrunEvent, me: i32) {
+        self.xruns += 1;
+        self.last_cycle_start = x.cycle_start_ns;
+        if !matches!(x.cause, Cause::NoTrace | Cause::Unexplained) {
+            self.explained += 1;
+        }
+        if x.culprit.as_ref().and_then(|c| c.pid) == Some(me) {
+            self.watch_culprit += 1;
+        }
+        *self.by_cause.entry(x.cause.label().into()).or_default() += 1;
+        if let Some(c) = &x.culprit {
+            bump(&mut self.culprits, c.named());
+        }
+        let who = x
+            .client
+            .clone()
+            .unwrap_or_else(|| "(no late thread found)".into());
+        bump(&mut self.by_client, who);
+    }
+}
+
+fn bump(m: &mut BTreeMap<String, u64>, name: String) {
+    let key = if m.len() < NAMES_MAX || m.contains_key(&name) {
+        name
+    } else {
+        OTHERS.to_string()
+    };
+    *m.entry(key).or_default() += 1;
 }
 
 /// The end of a watch in plain words: how many xruns, their causes and culprits, what
@@ -302,6 +338,13 @@ pub fn verdict(s: &WatchSummary, dir: &Path) -> String {
         }
         for (who, n) in s.by_culprit.iter().take(5) {
             out.push_str(&format!("  {n:>4} culprit {who}\n"));
+        }
+        if s.events_unwritten > 0 {
+            out.push_str(&format!(
+                "  {} of them counted but not in events.jsonl (its bound of {} lines)\n",
+                s.events_unwritten,
+                results::watch::EVENTS_MAX
+            ));
         }
         if s.watch_culprit > 0 {
             out.push_str(&format!(
@@ -385,9 +428,68 @@ mod tests {
         sink.xrun(&e(1_000_000_000), 1_006_100_000, "jack", None, 0, true);
         sink.xrun(&e(1_000_000_000), 1_006_200_000, "jack", None, 0, true);
         sink.xrun(&e(1_005_333_000), 1_011_000_000, "jack", None, 0, true);
-        assert_eq!((sink.xruns.len(), sink.reports_merged), (2, 2));
+        assert_eq!((sink.tally.xruns, sink.reports_merged), (2, 2));
         let lines = std::fs::read_to_string(d.join(results::EVENTS_JSONL)).unwrap();
         assert_eq!(lines.lines().count(), 2);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// A session of days: events.jsonl stops at its bound, the counts go on exact, and
+    /// the names tallied stop growing.
+    #[test]
+    fn events_and_names_are_bounded_and_the_counts_exact() {
+        let d = crate::testkit::private_dir("watch-bound");
+        let o = WatchOptions {
+            server: None,
+            duration_ns: None,
+            out: None,
+            before_ns: 500_000_000,
+            after_ns: 100_000_000,
+            ring: 64,
+            keep: 0,
+            buffer_kb: 1024,
+            no_snapshot: false,
+        };
+        let mut sink = Sink::create(&d, &o).unwrap();
+        sink.events_max = 3;
+        for i in 0..5u64 {
+            let start = 1_000_000_000 + i * 10_000_000;
+            let mut e = crate::watch::explain::no_trace(
+                &[crate::watch::explain::Cycle {
+                    start_ns: start,
+                    deadline_ns: start + 5_333_000,
+                    frame: None,
+                }],
+                "test",
+            );
+            e.cycle = None;
+            sink.xrun(&e, start + 6_000_000, "jack", None, 0, true);
+        }
+        let lines = std::fs::read_to_string(d.join(results::EVENTS_JSONL)).unwrap();
+        assert_eq!(lines.lines().count(), 3);
+        let f = Finish {
+            server: "jack",
+            server_name: None,
+            rate: 48000,
+            period: 256,
+            duration_s: 1.0,
+            ended: "duration",
+            started: String::new(),
+            clients: vec![],
+            threads: vec![],
+            clock_offset_ns: 0,
+        };
+        let s = sink.finish(f).unwrap();
+        assert_eq!((s.xruns, s.events_unwritten), (5, 2));
+        assert_eq!(s.by_cause.values().sum::<u64>(), 5);
+        assert!(verdict(&s, &d).contains("2 of them counted but not in events.jsonl"));
+        let mut m = BTreeMap::new();
+        for i in 0..NAMES_MAX + 10 {
+            bump(&mut m, format!("p{i}"));
+        }
+        bump(&mut m, "p0".into());
+        assert_eq!(m.len(), NAMES_MAX + 1);
+        assert_eq!((m["p0"], m[OTHERS]), (2, 10));
         let _ = std::fs::remove_dir_all(&d);
     }
 
@@ -407,7 +509,11 @@ mod tests {
             x(None),
             x(Some(task(42, None))),
         ];
-        assert_eq!(own_culprits(&xs, 42), 2);
+        let mut t = Tally::default();
+        for x in &xs {
+            t.add(x, 42);
+        }
+        assert_eq!((t.xruns, t.watch_culprit), (5, 2));
         let mut s = WatchSummary {
             xruns: 5,
             duration_s: 10.0,

@@ -329,7 +329,13 @@ pub fn load(
             "{bad_lines} lines of events.jsonl are not xruns this xrunrig reads; skipped"
         ));
     }
-    if xruns != summary.xruns && path.is_file() {
+    if summary.events_unwritten > 0 && xruns + summary.events_unwritten == summary.xruns {
+        warnings.push(format!(
+            "events.jsonl holds the first {xruns} of the {} xruns (its bound); the {} after \
+             them are in summary.json's counts only",
+            summary.xruns, summary.events_unwritten
+        ));
+    } else if xruns != summary.xruns && path.is_file() {
         warnings.push(format!(
             "summary.json counts {} xruns, events.jsonl holds {xruns}: the report shows events.jsonl's",
             summary.xruns

@@ -295,6 +295,7 @@ pub fn summary(x: &[XrunEvent]) -> WatchSummary {
         server_errors: None,
         watch_culprit: 0,
         reports_merged: 0,
+        events_unwritten: 0,
     }
 }
 
