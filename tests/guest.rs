@@ -887,9 +887,36 @@ fn livefx_push_ipi_dropouts_follow_the_setting_on_6_12() {
             2 * no_m >= no_n,
             "{backend}: NO_RT_PUSH_IPI/pi lost cycles in {no_m} of {no_n} caught bursts (want >= 50 %)"
         );
+        // The seed's mechanism, from each miss's trace: the holder boosted by a live
+        // worker yet queued behind the hog (no push IPI to move it). RT_PUSH_IPI removes
+        // that, not every miss: an emulated machine on a host too slow for it also misses
+        // with the callback's own work late (measured: 45 misses under RT_PUSH_IPI/pi,
+        // none of them this one, with three busy loops on the host; CI saw 38).
+        let events = std::fs::read_to_string(out.join("events.jsonl")).unwrap();
+        let starved = |setting: &str| -> usize {
+            events
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter(|e| {
+                    e["kind"] == "deadline_miss" && e["setting"] == setting && e["variant"] == "pi"
+                })
+                .filter(|e| {
+                    let why = e["why"].as_str().unwrap_or("");
+                    why.contains(" boosted to ") && why.contains("behind 'irq-hog'")
+                })
+                .count()
+        };
+        let (rt_s, no_s) = (starved("RT_PUSH_IPI"), starved("NO_RT_PUSH_IPI"));
+        eprintln!(
+            "{backend}: caught bursts that cost cycles: RT_PUSH_IPI/pi {rt_m} of {rt_n}, NO_RT_PUSH_IPI/pi {no_m} of {no_n}; misses with the boosted holder queued behind the hog: {rt_s} against {no_s}"
+        );
         assert!(
-            10 * rt_m <= rt_n,
-            "{backend}: RT_PUSH_IPI/pi lost cycles in {rt_m} of {rt_n} caught bursts (want <= 10 %)"
+            no_s >= 5,
+            "{backend}: NO_RT_PUSH_IPI/pi had {no_s} misses with the boosted holder behind the hog: the rig did not bite"
+        );
+        assert!(
+            10 * rt_s <= no_s,
+            "{backend}: RT_PUSH_IPI/pi had {rt_s} misses with the boosted holder behind the hog, NO_RT_PUSH_IPI/pi {no_s} (want at most a tenth)"
         );
         for setting in ["RT_PUSH_IPI", "NO_RT_PUSH_IPI"] {
             let r = row(setting, "no-pi");
@@ -923,7 +950,6 @@ fn livefx_push_ipi_dropouts_follow_the_setting_on_6_12() {
             }
         }
         // Every miss is a trace_marker line in its trial's kept trace, by cycle.
-        let events = std::fs::read_to_string(out.join("events.jsonl")).unwrap();
         let mut checked = 0;
         for l in events.lines() {
             let e: Value = serde_json::from_str(l).unwrap();

@@ -186,3 +186,41 @@ fn a_dead_runs_instance_is_removed() {
         text(&o)
     );
 }
+
+/// A journal of a dead pid naming a live run's instance is refused: the instance a
+/// journal may remove is its own process's (`xrunrig-PID` with the journal's pid). The
+/// live run here is a stand-in whose command line says xrunrig, as a run's does.
+#[test]
+fn a_dead_pids_journal_never_takes_a_live_runs_instance() {
+    assert_root(ROOT);
+    let _g = serial();
+    ensure_tracefs();
+    let d = tmp("tie");
+    let mut live = std::process::Command::new("sh")
+        .args(["-c", "sleep 60", "xrunrig-stand-in"])
+        .spawn()
+        .unwrap();
+    let inst = Path::new(TRACEFS).join(format!("instances/xrunrig-{}", live.id()));
+    let _ = std::fs::remove_dir(&inst);
+    std::fs::create_dir(&inst).unwrap();
+    let dead = 999999997u32;
+    std::fs::write(
+        d.join(format!("trace-journal-{dead}.json")),
+        serde_json::json!({"version": 2, "pid": dead, "started": "s",
+            "boot_id": boot_id(), "root": TRACEFS, "mounted_by_us": false,
+            "instance": inst})
+        .to_string(),
+    )
+    .unwrap();
+    let o = xrunrig(&["restore"], &d, &d);
+    let kept = inst.exists();
+    let _ = live.kill();
+    let _ = live.wait();
+    let _ = std::fs::remove_dir(&inst);
+    assert!(kept, "the live run's instance was removed: {}", text(&o));
+    assert!(
+        text(&o).contains("not its own process's"),
+        "says why: {}",
+        text(&o)
+    );
+}

@@ -125,6 +125,13 @@ pub fn check(j: &Journal, mounts: &[PathBuf], boot_now: Option<&str>) -> Result<
             j.instance, j.root
         ));
     }
+    if name != format!("xrunrig-{}", j.pid) {
+        return Err(format!(
+            "its instance '{}' is not its own process's (pid {}): a journal removes only the \
+             instance of the process that wrote it",
+            j.instance, j.pid
+        ));
+    }
     if !mounts.iter().any(|m| m == root) {
         // Instances left in another mount of the same tracefs are found by pid.
         return Ok(Plan::Gone {
@@ -145,6 +152,20 @@ pub fn check(j: &Journal, mounts: &[PathBuf], boot_now: Option<&str>) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A journal of a dead pid naming a live run's instance: refused, nothing touched.
+    #[test]
+    fn an_instance_is_removed_only_by_its_own_pids_journal() {
+        let mut k = j();
+        k.instance = "/sys/kernel/tracing/instances/xrunrig-43".into();
+        let mounts = [PathBuf::from("/sys/kernel/tracing")];
+        let e = check(&k, &mounts, Some("boot-a")).unwrap_err();
+        assert!(e.contains("not its own process's (pid 42)"), "{e}");
+        assert!(matches!(
+            check(&j(), &mounts, Some("boot-a")),
+            Ok(Plan::Undo { .. })
+        ));
+    }
 
     fn j() -> Journal {
         Journal {

@@ -20,27 +20,26 @@ const TRACEFS_MAGIC: i64 = 0x7472_6163;
 
 /// This process's journal.
 pub fn journal_path() -> PathBuf {
-    journal_path_for(std::process::id())
+    crate::knobs::state_dir().join(journal_name(std::process::id()))
 }
 
-fn journal_path_for(pid: u32) -> PathBuf {
-    crate::knobs::state_dir().join(format!("{}-{pid}.json", trace_journal::PREFIX))
+fn journal_name(pid: u32) -> String {
+    format!("{}-{pid}.json", trace_journal::PREFIX)
 }
 
-/// The journals in the state directory, this process's excluded.
-fn journal_files() -> Vec<PathBuf> {
-    let own = journal_path();
-    let Ok(rd) = std::fs::read_dir(crate::knobs::state_dir()) else {
-        return vec![];
-    };
-    let mut v: Vec<PathBuf> = rd
-        .flatten()
-        .filter(|e| trace_journal::is_journal_name(&e.file_name().to_string_lossy()))
-        .map(|e| e.path())
-        .filter(|p| *p != own)
-        .collect();
-    v.sort();
-    v
+/// The state directory the journals live in, checked as the knob journal's is
+/// (`knobs::state`): every read, write and removal goes through its descriptor.
+fn state() -> Result<crate::knobs::StateDir, String> {
+    crate::knobs::state()
+}
+
+/// The journals in the state directory (their names), this process's excluded.
+fn journal_files(dir: &crate::knobs::StateDir) -> Vec<String> {
+    let own = journal_name(std::process::id());
+    dir.names()
+        .into_iter()
+        .filter(|n| trace_journal::is_journal_name(n) && *n != own)
+        .collect()
 }
 
 /// The sessions in progress in this process, for `emergency_restore`.
@@ -68,29 +67,13 @@ pub fn mounted_at() -> Option<PathBuf> {
     mount_points().into_iter().next()
 }
 
-fn write_journal(path: &Path, j: &Journal) -> std::io::Result<()> {
-    if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d)?;
-    }
-    let tmp = path.with_extension("json.tmp");
-    let _ = std::fs::remove_file(&tmp);
-    {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        // create_new: never through a link someone left at the temporary name.
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(
-            serde_json::to_string_pretty(j)
-                .unwrap_or_default()
-                .as_bytes(),
-        )?;
-        let _ = f.sync_all();
-    }
-    std::fs::rename(&tmp, path)
+fn write_journal(dir: &crate::knobs::StateDir, j: &Journal) -> std::io::Result<()> {
+    dir.write_atomic(
+        &journal_name(j.pid),
+        serde_json::to_string_pretty(j)
+            .unwrap_or_default()
+            .as_bytes(),
+    )
 }
 
 pub fn write_file(path: &Path, value: &str) -> Result<(), String> {
@@ -222,6 +205,24 @@ fn undo_instance(root: &Path, name: &str, unmount: bool) -> Result<Vec<String>, 
         lines.push(format!("trace instance {} removed", inst.display()));
     }
     if unmount && mount_points().iter().any(|m| m == root) {
+        // The last user unmounts: another xrunrig (or any tool) still tracing in an
+        // instance of this mount keeps it, and is told nothing is pulled from under it.
+        let others: Vec<String> = std::fs::read_dir(&instances)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !others.is_empty() {
+            lines.push(format!(
+                "tracefs at {} left mounted (this run had mounted it): instances {} still \
+                 there",
+                root.display(),
+                others.join(", ")
+            ));
+            return Ok(lines);
+        }
         umount(root)?;
         lines.push(format!(
             "tracefs at {} unmounted (this run had mounted it)",
@@ -261,8 +262,18 @@ fn undo(j: &Journal) -> Result<Vec<String>, String> {
 pub fn recover() -> Result<Vec<String>, String> {
     let mut lines = Vec::new();
     let mut refused = Vec::new();
-    for path in journal_files() {
-        let text = match read_capped(&path) {
+    let dir = state()?;
+    for name in journal_files(&dir) {
+        let path = dir.join(&name);
+        let refuse = |e: String| {
+            format!(
+                "trace journal {} refused: {e}; nothing in it was touched. Drop it with \
+                 `xrunrig restore --discard {}`",
+                path.display(),
+                path.display()
+            )
+        };
+        let text = match read_capped(&dir, &name) {
             Ok(t) => t,
             Err(e) => {
                 refused.push(format!("trace journal {}: {e}", path.display()));
@@ -272,29 +283,25 @@ pub fn recover() -> Result<Vec<String>, String> {
         let j = match trace_journal::parse(&text) {
             Ok(j) => j,
             Err(e) => {
-                refused.push(format!(
-                    "trace journal {} refused: {e}; nothing in it was touched. Drop it with \
-                     `xrunrig restore --discard {}`",
-                    path.display(),
-                    path.display()
-                ));
+                refused.push(refuse(e));
                 continue;
             }
         };
+        // The file's name, the journal's pid and its instance's name say one process:
+        // a journal naming a dead pid cannot take a live run's instance with it.
+        if name != journal_name(j.pid) && name != format!("{}.json", trace_journal::PREFIX) {
+            refused.push(refuse(format!("it says pid {}, its name another", j.pid)));
+            continue;
+        }
         if j.pid != std::process::id() && crate::sys::pid_is_xrunrig(j.pid) {
             continue; // a live run's
         }
         match undo(&j) {
             Ok(l) => {
                 lines.extend(l);
-                let _ = std::fs::remove_file(&path);
+                let _ = dir.remove(&name);
             }
-            Err(e) => refused.push(format!(
-                "trace journal {} refused: {e}; nothing in it was touched. Drop it with \
-                 `xrunrig restore --discard {}`",
-                path.display(),
-                path.display()
-            )),
+            Err(e) => refused.push(refuse(e)),
         }
     }
     // Instances of processes that died without their journal (a state directory that
@@ -342,31 +349,35 @@ pub fn warn_recovered(r: Result<Vec<String>, String>) {
     }
 }
 
-/// Reads a journal file without following a link, up to the size cap.
-fn read_capped(path: &Path) -> Result<String, String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|e| format!("cannot read it: {e}"))?;
-    let mut s = String::new();
-    f.take(trace_journal::MAX_BYTES as u64 + 1)
-        .read_to_string(&mut s)
-        .map_err(|e| format!("cannot read it: {e}"))?;
-    Ok(s)
+/// Reads a journal file through the state directory's descriptor (a link is refused),
+/// up to the size cap.
+fn read_capped(dir: &crate::knobs::StateDir, name: &str) -> Result<String, String> {
+    let b = dir
+        .read(name)
+        .map_err(|e| format!("cannot read it: {e}"))?
+        .ok_or("it is gone")?;
+    if b.len() > trace_journal::MAX_BYTES {
+        return Err(format!(
+            "it is {} bytes, more than any trace journal ({})",
+            b.len(),
+            trace_journal::MAX_BYTES
+        ));
+    }
+    String::from_utf8(b).map_err(|_| "it is not text".to_string())
 }
 
 /// `xrunrig restore --discard`: drops every trace journal not of a live process,
 /// returning a line for each (what it named, left as it is).
 pub fn discard(only: Option<&str>) -> Vec<String> {
     let mut out = Vec::new();
-    for path in journal_files() {
-        if only.is_some_and(|n| path.file_name().and_then(|f| f.to_str()) != Some(n)) {
+    let Ok(dir) = state() else {
+        return out;
+    };
+    for name in journal_files(&dir) {
+        if only.is_some_and(|n| name != n) {
             continue;
         }
-        let text = read_capped(&path).unwrap_or_default();
+        let text = read_capped(&dir, &name).unwrap_or_default();
         let what = match trace_journal::parse(&text) {
             Ok(j) if crate::sys::pid_is_xrunrig(j.pid) => continue,
             Ok(j) => format!(
@@ -375,8 +386,8 @@ pub fn discard(only: Option<&str>) -> Vec<String> {
             ),
             Err(e) => format!("an unreadable trace journal ({e})"),
         };
-        if std::fs::remove_file(&path).is_ok() {
-            out.push(format!("{}: {what}", path.display()));
+        if dir.remove(&name).is_ok() {
+            out.push(format!("{}: {what}", dir.join(&name).display()));
         }
     }
     out
@@ -388,7 +399,9 @@ pub fn emergency_restore() {
     for j in js {
         match undo(&j) {
             Ok(lines) => {
-                let _ = std::fs::remove_file(journal_path());
+                if let Ok(d) = state() {
+                    let _ = d.remove(&journal_name(j.pid));
+                }
                 for l in lines {
                     eprintln!("xrunrig: {l}");
                 }
@@ -433,7 +446,8 @@ impl Session {
             instance: instance.display().to_string(),
         };
         // On disk before the first change, so a SIGKILL at any later point is undone.
-        write_journal(&journal_path(), &journal).map_err(|e| {
+        let dir = state()?;
+        write_journal(&dir, &journal).map_err(|e| {
             format!(
                 "cannot write the trace journal {}: {e} (set XRUNRIG_STATE_DIR to a writable directory)",
                 journal_path().display()
@@ -477,7 +491,9 @@ impl Session {
         }
         let lines = undo(&self.journal)?;
         self.active = false;
-        let _ = std::fs::remove_file(journal_path());
+        if let Ok(d) = state() {
+            let _ = d.remove(&journal_name(self.journal.pid));
+        }
         if let Ok(mut g) = ACTIVE.lock() {
             g.clear();
         }

@@ -228,6 +228,20 @@ impl StateDir {
         Ok(())
     }
 
+    /// The names of the directory's entries, read through the checked descriptor.
+    pub fn names(&self) -> Vec<String> {
+        // /proc/self/fd/N is the opened directory itself, not the path again.
+        let Ok(rd) = std::fs::read_dir(format!("/proc/self/fd/{}", self.fd.as_raw_fd())) else {
+            return vec![];
+        };
+        let mut v: Vec<String> = rd
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .collect();
+        v.sort();
+        v
+    }
+
     /// Removes `name` (a link itself, never what it points to).
     pub fn remove(&self, name: &str) -> std::io::Result<()> {
         let c = cname(name)?;
