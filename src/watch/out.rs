@@ -397,12 +397,9 @@ mod tests {
         }
     }
 
-    /// The case: three reports with one identical cycle start were three
-    /// xruns. One late cycle is one xrun; the other reports are counted apart.
-    #[test]
-    fn one_late_cycle_is_one_xrun_however_many_reports() {
-        let d = crate::testkit::private_dir("watch-merge");
-        let o = WatchOptions {
+    /// watch's defaults, for a sink in a test.
+    fn options() -> WatchOptions {
+        WatchOptions {
             server: None,
             duration_ns: None,
             out: None,
@@ -412,8 +409,15 @@ mod tests {
             keep: 0,
             buffer_kb: 1024,
             no_snapshot: false,
-        };
-        let mut sink = Sink::create(&d, &o).unwrap();
+        }
+    }
+
+    /// The case: three reports with one identical cycle start were three
+    /// xruns. One late cycle is one xrun; the other reports are counted apart.
+    #[test]
+    fn one_late_cycle_is_one_xrun_however_many_reports() {
+        let d = crate::testkit::private_dir("watch-merge");
+        let mut sink = Sink::create(&d, &options()).unwrap();
         let c = |start_ns| crate::watch::explain::Cycle {
             start_ns,
             deadline_ns: start_ns + 5_333_000,
@@ -439,18 +443,7 @@ mod tests {
     #[test]
     fn events_and_names_are_bounded_and_the_counts_exact() {
         let d = crate::testkit::private_dir("watch-bound");
-        let o = WatchOptions {
-            server: None,
-            duration_ns: None,
-            out: None,
-            before_ns: 500_000_000,
-            after_ns: 100_000_000,
-            ring: 64,
-            keep: 0,
-            buffer_kb: 1024,
-            no_snapshot: false,
-        };
-        let mut sink = Sink::create(&d, &o).unwrap();
+        let mut sink = Sink::create(&d, &options()).unwrap();
         sink.events_max = 3;
         for i in 0..5u64 {
             let start = 1_000_000_000 + i * 10_000_000;
