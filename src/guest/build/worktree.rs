@@ -326,7 +326,9 @@ impl Worktree {
     pub fn checkout(&mut self, commit: &str, extra: &Extra) -> Result<(), TreeError> {
         // A revert left by a killed run would refuse the next one ("in progress").
         let _ = git(&self.dir, &["revert", "--quit"]);
-        git(&self.dir, &["reset", "-q", "--hard"]).map_err(TreeError::Git)?;
+        // To the step's commit, not HEAD: HEAD may name a commit that is gone (the
+        // repository made anew at the same path since this tree was last used).
+        git(&self.dir, &["reset", "-q", "--hard", commit]).map_err(TreeError::Git)?;
         // Files the last step's patches created are no commit's: gone before this one
         // (ignored files, the build's outputs, stay: make rebuilds what changed).
         git(&self.dir, &["clean", "-fdq"]).map_err(TreeError::Git)?;
