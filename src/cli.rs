@@ -709,6 +709,8 @@ impl CompareArgs {
             out: self.out.clone(),
             redact: self.redact,
             calibration: self.calibration.clone(),
+            one_sided: analysis::judge::answer::ONE_SIDED,
+            only: vec![],
         }
     }
 }

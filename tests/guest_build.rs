@@ -375,3 +375,102 @@ fn each_patch_goes_to_the_kernel_before_it_as_run_json_records() {
     assert_ne!(first["key"], second["key"], "two builds, not one");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--until-decided --boots`: the boot is the unit, and the host decides across boots.
+/// The seed's fix against the tarball's 6.12 under NO_RT_PUSH_IPI (pi) is called better
+/// at the first look that can (after 2 boots of each: 10/10 within the bound against
+/// 0/10 here), the boots it made unneeded are not run and leave no directory; the same
+/// kernel twice is never called worse (every trial of both fails the bound: nothing
+/// tells them apart).
+#[test]
+fn until_decided_across_boots_calls_the_fix_better_and_the_same_kernel_twice_never_worse() {
+    if !enabled() {
+        return;
+    }
+    let _one = one();
+    let base = [
+        "rigs/pi-boost-affinity.toml",
+        "--profile",
+        "profiles/rt-push-ipi.toml",
+        "--setting",
+        "NO_RT_PUSH_IPI",
+        "--variant",
+        "pi",
+        "--trials",
+        "5",
+        "--boots",
+        "4",
+        "--until-decided",
+    ];
+    let decided = |out: &Path| -> Value {
+        let c: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("combined.json")).unwrap())
+                .unwrap();
+        c["boots_decided"].clone()
+    };
+    let fix = xrunrig::testkit::private_dir("guest-build-boots-fix").join("r");
+    let mut args = base.to_vec();
+    args.extend([
+        "--kernel",
+        "debian-src:6.12",
+        "--kernel",
+        "debian-src:6.12",
+        "--patch",
+        PATCH,
+    ]);
+    let o = run("boots-fix", &args, &fix);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let d = decided(&fix);
+    assert_eq!(d["answer"], "better", "{d}");
+    assert_eq!(d["looks_max"], 3, "{d}");
+    let looks = d["looks"].as_array().unwrap();
+    let last = looks.last().unwrap();
+    assert_eq!(last["answer"], "better", "{d}");
+    // Only the last look decided, and it was the one the run stopped at.
+    assert!(
+        looks[..looks.len() - 1]
+            .iter()
+            .all(|l| l["answer"] == "inconclusive"),
+        "{d}"
+    );
+    let rounds = last["round"].as_u64().unwrap();
+    assert!((2..=4).contains(&rounds), "{d}");
+    let c: Value =
+        serde_json::from_str(&std::fs::read_to_string(fix.join("combined.json")).unwrap()).unwrap();
+    let ran = c["kernels"].as_array().unwrap();
+    assert_eq!(ran.len() as u64, 2 * rounds, "only the boots run: {c}");
+    let kernel_dir = Path::new(ran[0]["dir"].as_str().unwrap()).parent().unwrap();
+    for n in rounds + 1..=4 {
+        assert!(
+            !kernel_dir.join(format!("boot-{n}")).exists(),
+            "boot {n} was not needed"
+        );
+    }
+    let cmp: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(last["comparison"].as_str().unwrap()).join("compare.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    // The look's level: 2.5 % shared by the 3 looks, the interval said at it.
+    assert!(
+        (cmp["confidence"].as_f64().unwrap() - (1.0 - 0.05 / 3.0)).abs() < 1e-9,
+        "{cmp}"
+    );
+    assert!(
+        show(&o).contains("until decided across boots: better"),
+        "{}",
+        show(&o)
+    );
+
+    let same = xrunrig::testkit::private_dir("guest-build-boots-same").join("r");
+    let mut args = base.to_vec();
+    args.extend(["--kernel", "debian-src:6.12", "--kernel", "debian-src:6.12"]);
+    let o = run("boots-same", &args, &same);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let d = decided(&same);
+    assert!(d["looks"].as_array().is_some_and(|l| !l.is_empty()), "{d}");
+    assert_ne!(d["answer"], "worse", "{d}");
+    assert_ne!(d["answer"], "better", "{d}");
+}

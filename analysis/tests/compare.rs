@@ -98,6 +98,8 @@ fn req(sides: Vec<Vec<PathBuf>>, out: &Path) -> Request {
         out: Some(out.to_path_buf()),
         redact: false,
         calibration: None,
+        one_sided: analysis::judge::answer::ONE_SIDED,
+        only: vec![],
     }
 }
 

@@ -20,6 +20,38 @@ pub struct Combined {
     /// the order they ran. Absent for one boot each.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boots_per_kernel: Option<u32>,
+    /// `--until-decided --boots N`: the second kernel's boots judged against the first's
+    /// after each round of boots, and where it stopped. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boots_decided: Option<BootsDecided>,
+}
+
+/// `--until-decided` across boots: compare's judgement of the boots so far after each
+/// round, at a level the looks share, until one decides.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BootsDecided {
+    /// The rule in words: the looks, each look's level, the overall error rate.
+    pub rule: String,
+    /// Each direction's level at each look, before Holm over the metrics.
+    pub one_sided_per_look: f64,
+    /// The largest number of looks (rounds 2 to N).
+    pub looks_max: u32,
+    pub looks: Vec<BootsLook>,
+    /// compare's answer at the look that decided ("worse", "better", "the same"); None:
+    /// undecided after the last round.
+    pub answer: Option<String>,
+}
+
+/// One look: after `round` boots of each kernel.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BootsLook {
+    pub round: u32,
+    /// compare's answer ("worse", "better", "the same", "inconclusive").
+    pub answer: String,
+    /// compare's one-sentence verdict.
+    pub summary: String,
+    /// The comparison's directory (compare.json, compare.txt, plots).
+    pub comparison: String,
 }
 
 /// An audio rig's summary row with the kernel it came from.

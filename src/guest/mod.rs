@@ -14,6 +14,7 @@ pub mod bzimage;
 pub mod channel;
 pub mod cpio;
 pub mod crash;
+pub mod decided;
 pub mod initramfs;
 pub mod jack;
 pub mod kernel;
@@ -90,6 +91,9 @@ pub struct HostPlan {
     /// Bound on a ready guest's silence: past it, its timers stopped (an emulator
     /// fault, `crash::silence`).
     pub quiet_bound: Duration,
+    /// `--until-decided --boots N`: the kernels' boots judged against each other after
+    /// each round (`decided`), the guests running their trials whole.
+    pub across_boots: Option<decided::BootsRule>,
 }
 
 fn file_name(p: &Path) -> String {
@@ -109,7 +113,29 @@ fn env_secs(name: &str) -> Option<Duration> {
 /// Decides the run on the host (`sweep::Plan`: the guest decides nothing else) and
 /// checks what the guest machine needs.
 pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
+    // With --boots the boot is the unit: the host decides across boots, and each guest
+    // runs its trials whole (no within-boot rule, so one setting is enough).
+    let across = g.boots > 1 && a.choices.until_decided;
+    let whole;
+    let a = if across {
+        let mut c = a.clone();
+        c.choices.until_decided = false;
+        whole = c;
+        &whole
+    } else {
+        a
+    };
     let plan = Plan::new(a, crate::kinds::of)?;
+    let across_boots = if across {
+        // compare's name of what the rig's criterion bounds.
+        let metric = match crate::sweep::decide::criterion(&plan)? {
+            crate::sweep::decide::Criterion::Bound(m) => m.name,
+            crate::sweep::decide::Criterion::Misses(_) => "dropouts".to_string(),
+        };
+        Some(decided::BootsRule::new(g.kernels.len(), g.boots, metric)?)
+    } else {
+        None
+    };
     let rig = &plan.rig;
     let need = rig.cpus_used().iter().max().map_or(1, |m| *m as u32 + 1);
     let cpus = g.cpus.unwrap_or(need.max(4));
@@ -145,13 +171,6 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
         return Err(
             "--guest-watch watches the guest's JACK session: give --backend jack (or a rig whose \
              [livefx] backend is jack)"
-                .into(),
-        );
-    }
-    if g.boots > 1 && plan.choices.until_decided {
-        return Err(
-            "--until-decided stops within one boot of each kernel; with --boots each boot runs \
-             its trials whole: give one or the other"
                 .into(),
         );
     }
@@ -202,6 +221,7 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
         run_bound,
         boot_bound,
         quiet_bound,
+        across_boots,
     };
     p.command = p.command_for(0);
     Ok(p)
@@ -482,11 +502,19 @@ pub fn run_main(a: &RunOptions, g: &GuestOptions) -> i32 {
         }
     };
     let qemu_version = qemu::version(&qemu_bin);
-    let mut runs = vec![];
+    let mut runs: Vec<KernelRun> = vec![];
     let total = dirs.len();
+    let mut across = plan.across_boots.clone().map(|r| {
+        let d = r.record();
+        (r, d)
+    });
+    let mut unrun: Vec<PathBuf> = vec![];
+    // Each run's kernel, by its index in `kernels` (the baseline is 0).
+    let mut of_kernel: Vec<usize> = vec![];
     for (place, (ki, n, dir)) in dirs.into_iter().enumerate() {
-        if stop.load(Ordering::SeqCst) {
-            break;
+        if stop.load(Ordering::SeqCst) || across.as_ref().is_some_and(|(_, d)| d.answer.is_some()) {
+            unrun.push(dir);
+            continue;
         }
         let ctx = run_ctx::Ctx {
             plan: &plan,
@@ -508,9 +536,42 @@ pub fn run_main(a: &RunOptions, g: &GuestOptions) -> i32 {
             eprintln!("xrunrig: {}: {e}", r.kernel.label);
         }
         runs.push(r);
+        of_kernel.push(ki);
+        // A round ends when every kernel has booted n times.
+        if let (Some((rule, d)), Some(base)) = (across.as_mut(), base.as_deref())
+            && (place + 1) % kernels.len() == 0
+            && rule.looks_after(n as u32)
+        {
+            let side = |k: usize| -> Vec<PathBuf> {
+                runs.iter()
+                    .zip(&of_kernel)
+                    .filter(|(r, i)| r.error.is_none() && **i == k)
+                    .map(|(r, _)| r.dir.clone())
+                    .collect()
+            };
+            let sides = [side(0), side(1)];
+            if sides.iter().all(|s| s.len() >= 2) {
+                match decided::look(rule, d, base, n as u32, sides) {
+                    Ok(true) => eprintln!(
+                        "xrunrig: until decided across boots: {} after {n} boots of each",
+                        d.answer.as_deref().unwrap_or("?")
+                    ),
+                    Ok(false) => {}
+                    Err(e) => eprintln!("xrunrig: until decided across boots: round {n}: {e}"),
+                }
+            }
+        }
     }
+    // Boots a decision made unneeded (or an interrupt): their directories, made before
+    // the first boot so a bad --out is refused early, go again (only when empty).
+    for d in &unrun {
+        let _ = std::fs::remove_dir(d);
+    }
+    let boots_decided = across.map(|(_, d)| d);
     match (base, runs.as_slice()) {
-        (Some(base), _) => tables::combined(&plan.plan.rig.name, &base, &runs),
+        (Some(base), _) => {
+            tables::combined(&plan.plan.rig.name, &base, &runs, boots_decided.as_ref())
+        }
         (None, [one]) => tables::document(&one.dir),
         _ => {}
     }
@@ -979,23 +1040,40 @@ mod tests {
         let (_, dirs) = result_dirs(&o, "rig", &[k("6.12.1"), k("6.12.1")], 1);
         let got: Vec<String> = dirs.iter().map(|d| d.2.display().to_string()).collect();
         assert_eq!(got, ["/tmp/b/6.12.1", "/tmp/b/6.12.1-2"]);
-        // --until-decided stops within a boot: refused with --boots, saying so.
-        let e = plan_of(&args(&[
-            "--kernel",
-            "debian:6.12",
-            "--boots",
-            "2",
-            "--until-decided",
-            "--profile",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/rt-push-ipi.toml"),
-            "--variant",
-            "pi",
-        ]))
-        .err()
-        .unwrap();
+        // --until-decided with --boots decides across the boots of two kernels: one
+        // kernel is refused, saying so; two are planned with the guests' own rule off
+        // (each boot runs its trials whole), one setting being enough.
+        let until = |kernels: &[&'static str]| {
+            let mut v = vec![];
+            for k in kernels {
+                v.extend(["--kernel", k]);
+            }
+            v.extend([
+                "--boots",
+                "3",
+                "--until-decided",
+                "--profile",
+                concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/rt-push-ipi.toml"),
+                "--setting",
+                "NO_RT_PUSH_IPI",
+                "--variant",
+                "pi",
+            ]);
+            plan_of(&args(&v))
+        };
+        let e = until(&["debian:6.12"]).err().unwrap();
         assert!(
-            e.contains("--until-decided") && e.contains("--boots"),
+            e.contains("--until-decided with --boots") && e.contains("exactly two --kernel"),
             "{e}"
         );
+        let p = until(&["debian:6.12", "debian:6.12"]).unwrap();
+        assert_eq!(
+            p.across_boots
+                .as_ref()
+                .map(|r| (r.looks_max(), r.metric.as_str())),
+            Some((2, "wait"))
+        );
+        assert!(!p.plan.choices.until_decided && p.plan.until.is_none());
+        assert!(!p.plan_for(&p.whole()).choices.until_decided);
     }
 }

@@ -145,7 +145,12 @@ fn kernel_table(rows: &[Row], labels: &[String]) -> String {
 }
 
 /// combined.json in the parent directory.
-pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
+pub fn combined(
+    rig: &str,
+    base: &Path,
+    runs: &[KernelRun],
+    boots_decided: Option<&results::combined::BootsDecided>,
+) {
     let mut rows: Vec<Row> = vec![];
     let mut labels: Vec<String> = vec![];
     for r in runs {
@@ -189,6 +194,9 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
     }
     if let Some(d) = runs.iter().find_map(|r| r.decided.as_ref()) {
         out.push_str(&format!("until decided: {}\n", d.rule));
+    }
+    if let Some(d) = boots_decided {
+        out.push_str(&super::decided::render(d));
     }
     let mut text = format!("\nall kernels ({rig}):\n{out}");
     for r in runs {
@@ -250,6 +258,7 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
             .collect(),
         livefx_rows,
         boots_per_kernel: runs.iter().find_map(|r| r.place.as_ref().map(|p| p.boots)),
+        boots_decided: boots_decided.cloned(),
     };
     if let Err(e) = crate::output::write_json(&base.join(COMBINED_JSON), &v) {
         eprintln!("xrunrig: {e}");
@@ -258,7 +267,7 @@ pub fn combined(rig: &str, base: &Path, runs: &[KernelRun]) {
     if let Some(n) = v.boots_per_kernel {
         let order: Vec<String> = runs.iter().map(|r| r.label()).collect();
         text.push_str(&format!(
-            "{n} boots of each kernel, in this order: {}; each boot is a run of its own: \
+            "{n} boots of each kernel at most, run in this order: {}; each boot is a run of its own: \
              `xrunrig compare {}` judges the kernels' boots against each other\n",
             order.join(", "),
             base.display()

@@ -370,6 +370,7 @@ mod tests {
             rows: vec![],
             livefx_rows: vec![],
             boots_per_kernel: kernels.iter().find_map(|k| k.1).map(|_| 2),
+            boots_decided: None,
         };
         std::fs::write(
             d.join(results::combined::COMBINED_JSON),

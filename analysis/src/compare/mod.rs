@@ -46,6 +46,12 @@ pub struct Request {
     pub redact: bool,
     /// A calibration file to use instead of the cache's.
     pub calibration: Option<PathBuf>,
+    /// Each direction's level before Holm: `judge::answer::ONE_SIDED` (95 % intervals),
+    /// less for one of several looks at the same runs (`--until-decided --boots`).
+    pub one_sided: f64,
+    /// Only these metrics (by name: "wait", "dropouts"), Holm over them alone; empty:
+    /// all. `--until-decided --boots` judges the rig's criterion, as it does in a boot.
+    pub only: Vec<String>,
 }
 
 impl Request {
@@ -57,6 +63,8 @@ impl Request {
             out: out.map(Path::to_path_buf),
             redact: false,
             calibration: None,
+            one_sided: crate::judge::answer::ONE_SIDED,
+            only: vec![],
         }
     }
 }
@@ -65,7 +73,18 @@ pub fn run(r: &Request) -> Result<Outcome, String> {
     // Every refusal comes before anything is written.
     let paths = load::expand(&r.sides)?;
     let sides = load::load(&paths, r.redact)?;
-    let metrics = load::metrics(&sides);
+    let mut metrics = load::metrics(&sides);
+    if !r.only.is_empty() {
+        let names: Vec<String> = metrics.iter().map(|m| m.key.2.clone()).collect();
+        metrics.retain(|m| r.only.contains(&m.key.2));
+        if metrics.is_empty() {
+            return Err(format!(
+                "no metric {} in these runs; they have: {}",
+                r.only.join(", "),
+                names.join(", ")
+            ));
+        }
+    }
     let mut problems = Vec::new();
     let cal = calibration::find(sides.base(), r.calibration.as_deref(), &mut problems)?;
     let cal_name = cal.as_ref().map(|(_, p)| p.display().to_string());
@@ -74,6 +93,7 @@ pub fn run(r: &Request) -> Result<Outcome, String> {
         &sides,
         cal.as_ref().map(|(c, _)| c).zip(cal_name.as_deref()),
         r.threshold,
+        r.one_sided,
     );
     let all: Vec<PathBuf> = paths.iter().flatten().cloned().collect();
     let out = out_dir(&all, r.out.as_deref())?;
@@ -129,6 +149,13 @@ impl Outcome {
 /// not printed: the caller prints its text or its JSON document (`xrunrig compare
 /// --json`).
 pub fn outcome(r: &Request) -> Result<Outcome, String> {
+    if !(r.one_sided > 0.0 && r.one_sided <= crate::judge::answer::ONE_SIDED) {
+        return Err(format!(
+            "a comparison's one-sided level {} is outside (0, {}]",
+            r.one_sided,
+            crate::judge::answer::ONE_SIDED
+        ));
+    }
     if !(r.threshold.is_finite() && r.threshold >= 0.0) {
         return Err(format!(
             "--threshold {}: give a percentage of 0 or more, e.g. 10",

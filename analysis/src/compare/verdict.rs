@@ -28,6 +28,9 @@ pub struct Verdicts {
     pub between: Vec<(Scale, Between)>,
     /// The threshold, in percent.
     pub threshold: f64,
+    /// Each direction's level before Holm (`judge::answer::ONE_SIDED` unless a
+    /// sequential look spends less).
+    pub one_sided: f64,
 }
 
 struct Pair<'a> {
@@ -62,6 +65,7 @@ pub fn judge(
     sides: &Sides,
     calibration: Option<(&Calibration, &str)>,
     threshold: f64,
+    one_sided: f64,
 ) -> Verdicts {
     let labels = sides.labels();
     let mut pairs: Vec<Pair> = Vec::new();
@@ -150,7 +154,7 @@ pub fn judge(
         .iter()
         .filter_map(|p| p.test.as_ref().ok().map(|t| t.judged))
         .collect();
-    let calls = judge::answer::answers(&judged);
+    let calls = judge::answer::answers(&judged, one_sided);
     let mut next = calls.iter();
     let mut v = Verdicts {
         rows: Vec::new(),
@@ -164,6 +168,7 @@ pub fn judge(
         tested: judged.len(),
         between: Vec::new(),
         threshold,
+        one_sided,
     };
     for p in &pairs {
         let call = p.test.as_ref().ok().and_then(|_| next.next().copied());
@@ -180,7 +185,7 @@ pub fn judge(
                 v.between.push(b);
             }
         }
-        let (row, sentence) = one(p, call, answer, &labels, threshold);
+        let (row, sentence) = one(p, call, answer, &labels, threshold, one_sided);
         v.rows.push(row);
         v.verdicts.push(sentence);
         v.answers.push(answer);
@@ -194,7 +199,11 @@ impl Verdicts {
     /// The verdict in one sentence, ending with the exit code.
     pub fn summary(&self) -> String {
         let t = self.threshold;
-        let family = format!("95 % intervals, Holm-adjusted over {} test(s)", self.tested);
+        let family = format!(
+            "{} intervals, Holm-adjusted over {} test(s)",
+            judge::answer::confidence_label(self.one_sided),
+            self.tested
+        );
         match self.answer {
             None => "inconclusive: the sides hold no metric both can be judged on (the cycle \
                      files or samples.jsonl are gone): exit code 4."
@@ -235,18 +244,18 @@ fn p_cell(p: f64) -> String {
 /// What would decide a change of the size seen, from the spread estimated: how many
 /// runs a side, interleaved, if the new runs came out as these did. None when the change
 /// seen is not beyond the threshold, or beyond 64 times these runs.
-fn needed(j: &judge::Judged, runs: usize, threshold: f64) -> Option<String> {
-    use judge::answer::{ONE_SIDED, log_threshold, quantile};
+fn needed(j: &judge::Judged, runs: usize, threshold: f64, one_sided: f64) -> Option<String> {
+    use judge::answer::{log_threshold, quantile};
     let th = log_threshold(threshold);
     let m = match &j.counts {
-        Some(judge::counts::Exact::Rates(c)) => c.scale_needed(th.exp(), ONE_SIDED)?,
+        Some(judge::counts::Exact::Rates(c)) => c.scale_needed(th.exp(), one_sided)?,
         Some(judge::counts::Exact::Hangs(_)) => return None,
         None => {
             let gap = j.effect.d - th;
             if gap <= 0.0 || !j.effect.se.is_finite() {
                 return None;
             }
-            let z = quantile(1.0 - ONE_SIDED, f64::INFINITY);
+            let z = quantile(1.0 - one_sided, f64::INFINITY);
             let m = (z * j.effect.se / gap).powi(2).ceil().max(1.0);
             if m > 64.0 {
                 return None;
@@ -269,6 +278,7 @@ fn one(
     answer: Answer,
     labels: &[String],
     threshold: f64,
+    one_sided: f64,
 ) -> (Vec<String>, String) {
     let i = p.side;
     let criterion = !p.suffix.is_empty();
@@ -374,9 +384,12 @@ fn one(
                 ": change {}, {} interval {} to {}",
                 judge::answer::fmt_change(j.effect.d),
                 if adjusted {
-                    "95 % Holm-adjusted"
+                    format!(
+                        "{} Holm-adjusted",
+                        judge::answer::confidence_label(one_sided)
+                    )
                 } else {
-                    "95 %"
+                    judge::answer::confidence_label(one_sided)
                 },
                 judge::answer::fmt_change(lo),
                 judge::answer::fmt_change(hi),
@@ -401,7 +414,7 @@ fn one(
                 x += &format!(" (Holm-adjusted {} of worse)", fmt_p(c.p_worse));
             }
             if answer == Answer::Inconclusive
-                && let Some(need) = needed(j, ra.max(rb), threshold)
+                && let Some(need) = needed(j, ra.max(rb), threshold, one_sided)
             {
                 x += &format!("; {need}");
             }

@@ -4,7 +4,7 @@
 use super::load::{Sides, kernel_of};
 use super::verdict::Verdicts;
 use crate::doc::{self, Block, Doc};
-use crate::judge::answer::CONFIDENCE;
+use crate::judge::answer::confidence_label;
 use crate::load::Results;
 use crate::out::Ctx;
 use crate::redact::Redactor;
@@ -17,6 +17,7 @@ pub fn document(
     problems: &[String],
 ) -> Doc {
     let labels = sides.labels();
+    let change_head = format!("change [{}]", confidence_label(v.one_sided));
     let mut d = Doc {
         title: format!("xrunrig compare: {}", sides.base().rig),
         subtitle: None,
@@ -56,8 +57,8 @@ pub fn document(
                 "Value: the median trial over a side's runs (a hung trial counts as slower than \
                  any), for audio latencies the geometric mean of each trial's p99, dropouts per \
                  hour of audio; a criterion as the trials that kept it. Change: B against A \
-                 with its {:.0} % interval. p: Holm-adjusted p of worse beyond the threshold.",
-                100.0 * CONFIDENCE
+                 with its {} interval. p: Holm-adjusted p of worse beyond the threshold.",
+                confidence_label(v.one_sided)
             )),
             Block::Table {
                 head: [
@@ -68,7 +69,7 @@ pub fn document(
                     } else {
                         labels[1].as_str()
                     },
-                    "change [95 %]",
+                    change_head.as_str(),
                     "p",
                     "answer",
                 ]
@@ -94,11 +95,11 @@ pub fn method(v: &Verdicts) -> String {
          (count + ½) per hour; a trial criterion: the odds that a trial fails it, a hung or \
          failed trial failing; trial values: each finished trial's value), each run's \
          estimate the mean over its trials, a side's the mean over its runs. The run-to-run \
-         spread: {}. A metric is worse (better) when the {:.0} % interval of its change lies \
+         spread: {}. A metric is worse (better) when the {} interval of its change lies \
          wholly above +{t}% (below −{t}%), Holm-adjusted over the metrics tested; the same \
          when it lies wholly inside ±{t}%; otherwise inconclusive.",
         spreads(v),
-        100.0 * CONFIDENCE
+        confidence_label(v.one_sided)
     )
 }
 
@@ -223,7 +224,7 @@ pub fn write(
     ctx.write("compare.html", &html)?;
     let json = serde_json::json!({
         "baseline": sides.sides[0].label, "threshold_percent": v.threshold,
-        "confidence": CONFIDENCE, "correction": "holm",
+        "confidence": 1.0 - 2.0 * v.one_sided, "correction": "holm",
         "answer": v.answer.map(|a| a.word()), "tests": v.tested,
         "regressions": v.regressions, "improvements": v.improvements,
         "same": v.same, "inconclusive": v.inconclusive,

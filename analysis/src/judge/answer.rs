@@ -16,6 +16,14 @@ pub const THRESHOLD: f64 = 10.0;
 /// The one-sided level of each call, before Holm: (1 − CONFIDENCE) / 2.
 pub const ONE_SIDED: f64 = (1.0 - CONFIDENCE) / 2.0;
 
+/// The two-sided confidence, in percent, of intervals taken at `one_sided` a side
+/// ("95 %" at 0.025; "99.5 %" at a sequential look's 0.0025).
+pub fn confidence_label(one_sided: f64) -> String {
+    let c = 100.0 * (1.0 - 2.0 * one_sided);
+    let s = format!("{c:.3}");
+    format!("{} %", s.trim_end_matches('0').trim_end_matches('.'))
+}
+
 /// A comparison's answer, for one metric or for a whole comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Answer {
@@ -244,17 +252,17 @@ pub fn judge_hangs(h: super::counts::Hangs, theta: f64) -> Judged {
 /// Holm's step-down levels: each p's one-sided level α/(m − r) at its rank r, or, for a
 /// p at or after the rank where the step-down stopped, that rank's level (so that its
 /// interval at the level agrees with its answer).
-fn holm_levels(ps: &[f64]) -> Vec<f64> {
+fn holm_levels(ps: &[f64], one_sided: f64) -> Vec<f64> {
     let m = ps.len();
     let mut order: Vec<usize> = (0..m).collect();
     order.sort_by(|&a, &b| ps[a].total_cmp(&ps[b]));
-    let mut out = vec![ONE_SIDED; m];
+    let mut out = vec![one_sided; m];
     let mut stop = m;
     for (r, &i) in order.iter().enumerate() {
-        if stop == m && ps[i] >= ONE_SIDED / (m - r) as f64 {
+        if stop == m && ps[i] >= one_sided / (m - r) as f64 {
             stop = r;
         }
-        out[i] = ONE_SIDED / (m - r.min(stop)) as f64;
+        out[i] = one_sided / (m - r.min(stop)) as f64;
     }
     out
 }
@@ -264,27 +272,29 @@ fn holm_levels(ps: &[f64]) -> Vec<f64> {
 /// false call among them stays within it; the same where the metric's two one-sided
 /// tests both are (an intersection-union test: every metric "same" at that level makes
 /// the comparison "same" at that level, no adjustment needed). Each answer comes with the
-/// interval it was taken from.
-pub fn answers(judged: &[Judged]) -> Vec<Call> {
+/// interval it was taken from. `one_sided` is each direction's level before Holm:
+/// `ONE_SIDED` (a 95 % interval), or less where several looks share it (`--until-decided
+/// --boots`).
+pub fn answers(judged: &[Judged], one_sided: f64) -> Vec<Call> {
     let pw: Vec<f64> = judged.iter().map(|j| j.p_worse).collect();
     let pb: Vec<f64> = judged.iter().map(|j| j.p_better).collect();
     let (worse, better) = (crate::stats::holm(&pw), crate::stats::holm(&pb));
-    let (lw, lb) = (holm_levels(&pw), holm_levels(&pb));
+    let (lw, lb) = (holm_levels(&pw, one_sided), holm_levels(&pb, one_sided));
     judged
         .iter()
         .enumerate()
         .map(|(i, j)| {
-            let answer = if worse[i] < ONE_SIDED {
+            let answer = if worse[i] < one_sided {
                 Answer::Worse
-            } else if better[i] < ONE_SIDED {
+            } else if better[i] < one_sided {
                 Answer::Better
-            } else if j.p_same < ONE_SIDED {
+            } else if j.p_same < one_sided {
                 Answer::Same
             } else {
                 Answer::Inconclusive
             };
             let (l, h) = if answer == Answer::Same {
-                (ONE_SIDED, ONE_SIDED)
+                (one_sided, one_sided)
             } else {
                 (lw[i], lb[i])
             };
@@ -295,7 +305,7 @@ pub fn answers(judged: &[Judged]) -> Vec<Call> {
                 p_better: better[i],
                 lo,
                 hi,
-                adjusted: l < ONE_SIDED || h < ONE_SIDED,
+                adjusted: l < one_sided || h < one_sided,
             }
         })
         .collect()
@@ -345,18 +355,18 @@ mod tests {
         let th = log_threshold(10.0);
         // A +50 % change known to ±10 %: worse.
         let j = judge(e(1.5f64.ln(), 0.05), th);
-        assert_eq!(answers(&[j])[0].answer, Answer::Worse);
+        assert_eq!(answers(&[j], ONE_SIDED)[0].answer, Answer::Worse);
         // A +50 % change known only to ±100 %: the point is past the threshold, the
         // interval is not: inconclusive (the old rule would have called it).
         let j = judge(e(1.5f64.ln(), 0.5), th);
-        assert_eq!(answers(&[j])[0].answer, Answer::Inconclusive);
+        assert_eq!(answers(&[j], ONE_SIDED)[0].answer, Answer::Inconclusive);
         assert!(j.lo < th && j.hi > th);
         // No change, known to ±2 %: the same.
         let j = judge(e(0.0, 0.01), th);
-        assert_eq!(answers(&[j])[0].answer, Answer::Same);
+        assert_eq!(answers(&[j], ONE_SIDED)[0].answer, Answer::Same);
         // An improvement.
         let j = judge(e(-1.0, 0.1), th);
-        assert_eq!(answers(&[j])[0].answer, Answer::Better);
+        assert_eq!(answers(&[j], ONE_SIDED)[0].answer, Answer::Better);
     }
 
     #[test]
@@ -385,24 +395,43 @@ mod tests {
         let th = 0.0;
         let z = Normal::standard().inverse_cdf(0.98);
         let j = judge(e(z * 0.1, 0.1), th);
-        assert_eq!(answers(&[j])[0].answer, Answer::Worse);
-        let both = answers(&[j, j]);
+        assert_eq!(answers(&[j], ONE_SIDED)[0].answer, Answer::Worse);
+        let both = answers(&[j, j], ONE_SIDED);
         assert!(both.iter().all(|a| a.answer != Answer::Worse), "{both:?}");
         // The interval printed is the one decided on: with Holm it no longer clears 0.
-        assert!(answers(&[j])[0].lo > th);
+        assert!(answers(&[j], ONE_SIDED)[0].lo > th);
         assert!(both.iter().all(|a| a.lo <= th && a.adjusted), "{both:?}");
+    }
+
+    /// A look that spends less than 2.5 % a side (one of several `--until-decided
+    /// --boots` looks) calls only what clears its own level, and says its interval so.
+    #[test]
+    fn a_smaller_level_calls_less_and_names_its_interval() {
+        let th = log_threshold(10.0);
+        // z = (0.6 − 0.0953) / 0.2 ≈ 2.52: p ≈ 0.006, below 0.025, above 0.0025.
+        let j = judge(e(0.6, 0.2), th);
+        assert_eq!(answers(&[j], ONE_SIDED)[0].answer, Answer::Worse);
+        let c = answers(&[j], ONE_SIDED / 10.0)[0];
+        assert_eq!(c.answer, Answer::Inconclusive);
+        assert!(
+            c.lo < th,
+            "the interval at the look's level reaches below the threshold"
+        );
+        assert_eq!(confidence_label(ONE_SIDED), "95 %");
+        assert_eq!(confidence_label(ONE_SIDED / 10.0), "99.5 %");
+        assert_eq!(confidence_label(ONE_SIDED / 3.0), "98.333 %");
     }
 
     #[test]
     fn holm_levels_agree_with_the_answers() {
         // Three p's: 0.001 (level 0.025/3), 0.011 (0.025/2), 0.02 (stops: 0.025/1 would
         // pass, but Holm's adjusted p of the third is 0.022 < 0.025: called too).
-        let l = holm_levels(&[0.011, 0.001, 0.02]);
+        let l = holm_levels(&[0.011, 0.001, 0.02], ONE_SIDED);
         assert!((l[1] - 0.025 / 3.0).abs() < 1e-15);
         assert!((l[0] - 0.025 / 2.0).abs() < 1e-15);
         assert!((l[2] - 0.025).abs() < 1e-15);
         // Stopped at the second: the third shares the second's level.
-        let l = holm_levels(&[0.001, 0.02, 0.021]);
+        let l = holm_levels(&[0.001, 0.02, 0.021], ONE_SIDED);
         assert!(
             (l[1] - 0.0125).abs() < 1e-15 && (l[2] - 0.0125).abs() < 1e-15,
             "{l:?}"
@@ -424,12 +453,12 @@ mod tests {
             df: f64::INFINITY,
         };
         let j = judge_counts(c, log_threshold(10.0));
-        let calls = answers(&[j, judge(e(0.0, 0.5), log_threshold(10.0))]);
+        let calls = answers(&[j, judge(e(0.0, 0.5), log_threshold(10.0))], ONE_SIDED);
         assert_eq!(calls[0].answer, Answer::Worse, "{j:?}");
         assert!(calls[0].lo > log_threshold(10.0), "{:?}", calls[0]);
         // 0 against 3: not called either way.
         let j = judge_counts(Counts { kb: 3.0, ..c }, log_threshold(10.0));
-        assert_eq!(answers(&[j])[0].answer, Answer::Inconclusive);
+        assert_eq!(answers(&[j], ONE_SIDED)[0].answer, Answer::Inconclusive);
     }
 
     #[test]
@@ -445,8 +474,14 @@ mod tests {
     #[test]
     fn a_zero_standard_error_is_decided_by_the_estimate() {
         let th = log_threshold(10.0);
-        assert_eq!(answers(&[judge(e(1.0, 0.0), th)])[0].answer, Answer::Worse);
-        assert_eq!(answers(&[judge(e(0.0, 0.0), th)])[0].answer, Answer::Same);
+        assert_eq!(
+            answers(&[judge(e(1.0, 0.0), th)], ONE_SIDED)[0].answer,
+            Answer::Worse
+        );
+        assert_eq!(
+            answers(&[judge(e(0.0, 0.0), th)], ONE_SIDED)[0].answer,
+            Answer::Same
+        );
     }
 
     #[test]

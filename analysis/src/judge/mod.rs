@@ -435,7 +435,10 @@ mod tests {
         };
         let t = test(&m, ("s", "v", "wait"), Across::OneRun, 10.0).unwrap();
         assert!(t.judged.p_worse < 0.004, "{:?}", t.judged);
-        assert_eq!(answer::answers(&[t.judged])[0].answer, Answer::Worse);
+        assert_eq!(
+            answer::answers(&[t.judged], answer::ONE_SIDED)[0].answer,
+            Answer::Worse
+        );
     }
 
     #[test]
@@ -469,14 +472,20 @@ mod tests {
         };
         let t = runs_of(&m).unwrap();
         assert!(matches!(t.between, Between::Runs { .. }), "{:?}", t.between);
-        assert_eq!(answer::answers(&[t.judged])[0].answer, Answer::Worse);
+        assert_eq!(
+            answer::answers(&[t.judged], answer::ONE_SIDED)[0].answer,
+            Answer::Worse
+        );
         // The same counts, but B's runs spread from 1 to 300: inconclusive.
         let m = MetricRuns {
             b: vec![ev(1), ev(33), ev(300)],
             ..m
         };
         let t = runs_of(&m).unwrap();
-        assert_eq!(answer::answers(&[t.judged])[0].answer, Answer::Inconclusive);
+        assert_eq!(
+            answer::answers(&[t.judged], answer::ONE_SIDED)[0].answer,
+            Answer::Inconclusive
+        );
     }
 
     #[test]
@@ -493,10 +502,16 @@ mod tests {
         };
         let t = runs_of(&m).unwrap();
         assert!(matches!(t.between, Between::Assumed { .. }));
-        assert_eq!(answer::answers(&[t.judged])[0].answer, Answer::Inconclusive);
+        assert_eq!(
+            answer::answers(&[t.judged], answer::ONE_SIDED)[0].answer,
+            Answer::Inconclusive
+        );
         // Shared (one run, interleaved): the same counts are clearly worse.
         let t = test(&m, ("s", "v", "d"), Across::OneRun, 10.0).unwrap();
-        assert_eq!(answer::answers(&[t.judged])[0].answer, Answer::Worse);
+        assert_eq!(
+            answer::answers(&[t.judged], answer::ONE_SIDED)[0].answer,
+            Answer::Worse
+        );
     }
 
     #[test]
@@ -550,7 +565,10 @@ mod tests {
             "{:?}",
             t.between
         );
-        assert_eq!(answer::answers(&[t.judged])[0].answer, Answer::Worse);
+        assert_eq!(
+            answer::answers(&[t.judged], answer::ONE_SIDED)[0].answer,
+            Answer::Worse
+        );
         // Another metric's key: the calibration does not hold it, the assumption applies.
         let t = test(
             &m,

@@ -569,7 +569,7 @@ pub fn contrasts(cs: &[Case]) -> (Vec<String>, Vec<(String, Answer2)>) {
         .flat_map(|l| [&l.rate, &l.lat])
         .filter_map(|t| t.as_ref().and_then(|t| t.as_ref().ok()).map(|t| t.judged))
         .collect();
-    let calls = judge::answer::answers(&judged);
+    let calls = judge::answer::answers(&judged, judge::answer::ONE_SIDED);
     let tests = calls.len();
     let mut next = calls.into_iter();
     let mut out = Vec::new();

@@ -203,7 +203,7 @@ pub fn contrast(
         .iter()
         .filter_map(|x| x.2.as_ref().ok().map(|t| t.judged))
         .collect();
-    let calls = judge::answer::answers(&judged);
+    let calls = judge::answer::answers(&judged, judge::answer::ONE_SIDED);
     let mut next = calls.iter();
     let mut parts = Vec::new();
     let mut each = Vec::new();
