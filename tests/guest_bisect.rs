@@ -351,7 +351,10 @@ fn commit(dir: &Path, path: &str, subject: &str, edit: &dyn Fn(String) -> String
 /// The history: [0] the tarball, [1] the fix, then 16 changes. Returns the commits,
 /// the breaking one's index and the one that does not build.
 struct History {
+    /// A user's repository, as under sudo: `nobody`'s, with hooks and an fsmonitor
+    /// that leave a line in `marks/ran` when anything runs them.
     dir: PathBuf,
+    marks: PathBuf,
     shas: Vec<String>,
     breaks: usize,
     unbuildable: usize,
@@ -452,13 +455,87 @@ fn history() -> &'static History {
             };
             shas.push(sha);
         }
+        let marks = give_to_a_user(&dir);
         History {
             dir,
             shas,
             breaks,
             unbuildable,
+            marks,
         }
     })
+}
+
+const NOBODY: u32 = 65534;
+
+/// `dir` given to `nobody` with recording hooks and fsmonitor, as a user's tree is under
+/// sudo: the bisection must build it, and write nothing into it, as that user. Returns
+/// the marks directory (`ran`: what ran a hook; `before`: the time the tree was handed
+/// over).
+fn give_to_a_user(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let marks = dir.with_file_name("marks");
+    let _ = std::fs::remove_dir_all(&marks);
+    std::fs::create_dir_all(&marks).unwrap();
+    std::fs::set_permissions(&marks, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let recorder = marks.join("record.sh");
+    std::fs::write(
+        &recorder,
+        format!("#!/bin/sh\necho \"$0 $*\" >> {}/ran\n", marks.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&recorder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let hooks = dir.join(".git/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    for h in [
+        "post-checkout",
+        "reference-transaction",
+        "post-commit",
+        "pre-commit",
+        "post-rewrite",
+        "pre-auto-gc",
+        "post-index-change",
+        "prepare-commit-msg",
+        "commit-msg",
+    ] {
+        std::fs::copy(&recorder, hooks.join(h)).unwrap();
+    }
+    git(
+        dir,
+        &["config", "core.fsmonitor", recorder.to_str().unwrap()],
+    );
+    let o = Command::new("chown")
+        .args(["-R", &format!("{NOBODY}:{NOBODY}")])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::write(marks.join("before"), b"").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    marks
+}
+
+/// Nothing under the user's `.git` newer than the hand-over, no hook ran, and every
+/// file of theirs is still theirs.
+fn untouched(h: &History) {
+    let newer = Command::new("find")
+        .arg(h.dir.join(".git"))
+        .arg("-newer")
+        .arg(h.marks.join("before"))
+        .output()
+        .unwrap();
+    let newer = String::from_utf8_lossy(&newer.stdout).trim().to_string();
+    assert!(newer.is_empty(), "written under the user's .git: {newer}");
+    let ran = std::fs::read_to_string(h.marks.join("ran")).unwrap_or_default();
+    assert!(ran.is_empty(), "a hook or the fsmonitor ran: {ran}");
+    let foreign = Command::new("find")
+        .arg(&h.dir)
+        .arg("!")
+        .args(["-uid", &NOBODY.to_string()])
+        .output()
+        .unwrap();
+    let foreign = String::from_utf8_lossy(&foreign.stdout).trim().to_string();
+    assert!(foreign.is_empty(), "no longer the user's: {foreign}");
 }
 
 fn bisect(tag: &str, args: &[&str], out: &Path) -> (Output, f64) {
@@ -601,6 +678,25 @@ fn bisect_names_the_breaking_commit_skips_the_unbuildable_one_and_confirms_by_re
         "{log}"
     );
     assert!(text.contains("first bad commit:"), "{text}");
+    // A whole bisection, its confirmation included, on a user's tree: nothing of
+    // theirs written or run, and the kernel built as them (its tree is theirs).
+    untouched(h);
+    // Whatever the steps' builds wrote in the build tree was written as the user: no
+    // file there newer than the hand-over is root's but the configuration fragment
+    // root writes for make to read.
+    let tree_dir = dirs.iter().next().unwrap();
+    let by_root = Command::new("find")
+        .arg(tree_dir)
+        .arg("-newer")
+        .arg(h.marks.join("before"))
+        .args(["-uid", "0", "!", "-name", ".xrunrig-guest.config"])
+        .output()
+        .unwrap();
+    let by_root = String::from_utf8_lossy(&by_root.stdout).trim().to_string();
+    assert!(
+        by_root.is_empty(),
+        "the build tree written as root: {by_root}"
+    );
     eprintln!(
         "test: {} commits bisected in {wall:.0} s ({} steps, builds {:.0} s, runs {:.0} s)",
         d.range,

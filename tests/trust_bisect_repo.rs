@@ -107,6 +107,8 @@ fn a_bisections_git_writes_nothing_into_a_tree_owned_by_another_user() {
     std::thread::sleep(std::time::Duration::from_millis(20));
 
     let cache = testkit::private_dir("bisect-repo-cache");
+    // As /var/cache/xrunrig/kbuild is: root's, that others may enter.
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o755)).unwrap();
     // SAFETY: this test binary's one test; no other thread reads the environment.
     unsafe { std::env::set_var("XRUNRIG_KBUILD_DIR", &cache) };
     let own = OwnRepo::open(&user, &cache.join("bisect")).unwrap();
@@ -153,6 +155,29 @@ fn a_bisections_git_writes_nothing_into_a_tree_owned_by_another_user() {
         .filter(|f| std::fs::symlink_metadata(f).is_ok_and(|m| m.uid() != NOBODY))
         .collect();
     assert!(foreign.is_empty(), "no longer the user's: {foreign:?}");
+    // The bisection's own repository and its build tree are the user's too: git (and
+    // patch and make) ran there as the user, not as root.
+    let mut made = vec![own.git_dir.clone(), tree.dir.clone()];
+    walk(&own.git_dir, &mut made);
+    walk(&tree.dir, &mut made);
+    let roots: Vec<_> = made
+        .iter()
+        .filter(|f| std::fs::symlink_metadata(f).is_ok_and(|m| m.uid() != NOBODY))
+        .collect();
+    assert!(
+        roots.is_empty(),
+        "made as root in the bisection's own places: {roots:?}"
+    );
+    // A patch applied in the tree is applied as its owner too.
+    let p = base.join("add-g.patch");
+    std::fs::write(&p, "--- a/g\n+++ b/g\n@@ -0,0 +1 @@\n+g\n").unwrap();
+    let patch = xrunrig::guest::build::patches::read(&p).unwrap();
+    xrunrig::guest::build::patches::apply(&patch, &tree.dir, "test", &mut std::io::sink()).unwrap();
+    assert_eq!(
+        std::fs::metadata(tree.dir.join("g")).unwrap().uid(),
+        NOBODY,
+        "patch ran as the tree's owner"
+    );
     let _ = std::fs::remove_dir_all(&base);
     let _ = std::fs::remove_dir_all(&cache);
 }

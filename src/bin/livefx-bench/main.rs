@@ -9,12 +9,16 @@
 //!   livefx-bench calibrate  `xrunrig compare` on ≥ 60 A/A pairs of sides (how many it
 //!                       calls different) and on A/B pairs with a real disturbance
 //!   livefx-bench spread every metric's between-run spread over a calibrate's A/A runs
+//!   livefx-bench boots  `--until-decided --boots` repeated in a 6.12 guest: the seed's
+//!                       fix (called better?) and the same kernel twice (never worse?)
 //!   livefx-bench table  the A/A and A/B table, rebuilt from every pair calibrate kept
-//!                       in docs/measurements/ (and written into README.md and
-//!                       docs/verdicts.md with --write)
+//!                       in docs/measurements/, and the boots table from every run
+//!                       boots kept (written into README.md and docs/verdicts.md with
+//!                       --write)
 //!
 //! `livefx-bench help SUBCOMMAND` lists the options.
 
+mod boots;
 mod calibrate;
 mod cyclic;
 mod floor;
@@ -51,6 +55,8 @@ enum Cmd {
     Watch(watch::Args),
     /// `xrunrig compare` on A/A pairs (false calls) and A/B pairs (caught or not).
     Calibrate(calibrate::Args),
+    /// `--until-decided --boots` repeated: the seed's fix, and the same kernel twice.
+    Boots(boots::Args),
     /// Every metric's between-run spread over all the A/A runs a calibrate left.
     Spread(spread::Args),
     /// The A/A and A/B table rebuilt from every pair calibrate recorded.
@@ -65,6 +71,7 @@ fn main() {
         Cmd::Watch(a) => watch::main(&a),
         Cmd::Calibrate(a) => calibrate::main(&a),
         Cmd::Spread(a) => spread::main(&a),
+        Cmd::Boots(a) => boots::main(&a),
         Cmd::Table(a) => record::table_main(&a),
     };
     std::process::exit(code);

@@ -65,7 +65,7 @@ pub struct Pair {
 
 /// Appends `p` as one line and syncs it: a killed measurement loses at most the pair
 /// it was running.
-pub fn append(path: &Path, p: &Pair) -> Result<(), String> {
+pub fn append<T: Serialize>(path: &Path, p: &T) -> Result<(), String> {
     if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
     }
@@ -81,8 +81,8 @@ pub fn append(path: &Path, p: &Pair) -> Result<(), String> {
         .map_err(|e| format!("cannot append to {}: {e}", path.display()))
 }
 
-/// Every pair recorded in `path`; a line that does not parse is an error naming it.
-pub fn read(path: &Path) -> Result<Vec<Pair>, String> {
+/// Every line recorded in `path`; a line that does not parse is an error naming it.
+pub fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, String> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -277,12 +277,17 @@ pub const END: &str = "<!-- end measured -->";
 /// `text` with what lies between BEGIN and END replaced by `table`; an error when the
 /// markers are missing or out of order.
 pub fn splice(text: &str, table: &str) -> Result<String, String> {
-    let b = text.find(BEGIN).ok_or("no begin marker")?;
+    splice_at(text, BEGIN, table)
+}
+
+/// `text` with what lies between `begin` and the END after it replaced by `table`.
+pub fn splice_at(text: &str, begin: &str, table: &str) -> Result<String, String> {
+    let b = text.find(begin).ok_or("no begin marker")?;
     let e = text[b..]
         .find(END)
         .ok_or("no end marker after the begin marker")?
         + b;
-    Ok(format!("{}{BEGIN}\n{table}{}", &text[..b], &text[e..]))
+    Ok(format!("{}{begin}\n{table}{}", &text[..b], &text[e..]))
 }
 
 #[derive(clap::Args)]
@@ -293,10 +298,14 @@ pub struct TableArgs {
     /// A file whose marked block is replaced by the table (repeatable).
     #[arg(long)]
     write: Vec<PathBuf>,
+    /// The boots measurements (`livefx-bench boots`): their table replaces the block
+    /// marked for it, in each --write file that has one.
+    #[arg(long, default_value = crate::boots::DEFAULT_DATA)]
+    boots_data: PathBuf,
 }
 
 pub fn table_main(a: &TableArgs) -> i32 {
-    let pairs = match read(&a.data) {
+    let pairs: Vec<Pair> = match read(&a.data) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("livefx-bench table: {e}");
@@ -305,10 +314,25 @@ pub fn table_main(a: &TableArgs) -> i32 {
     };
     let table = markdown(&rows(&pairs), &a.data);
     print!("{table}");
+    let boots = match crate::boots::lines(&a.boots_data) {
+        Ok(l) => crate::boots::markdown(&l, &a.boots_data),
+        Err(e) => {
+            eprintln!("livefx-bench table: {e}");
+            return 2;
+        }
+    };
+    print!("\n{boots}");
     for f in &a.write {
         let done = std::fs::read_to_string(f)
             .map_err(|e| e.to_string())
             .and_then(|t| splice(&t, &table))
+            .and_then(|t| {
+                if t.contains(crate::boots::BEGIN) {
+                    splice_at(&t, crate::boots::BEGIN, &boots)
+                } else {
+                    Ok(t)
+                }
+            })
             .and_then(|t| std::fs::write(f, t).map_err(|e| e.to_string()));
         if let Err(e) = done {
             eprintln!(
@@ -364,7 +388,7 @@ mod tests {
         ] {
             append(&f, &p).unwrap();
         }
-        let back = read(&f).unwrap();
+        let back: Vec<Pair> = read(&f).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         let r = rows(&back);
         assert_eq!(r.len(), 3);

@@ -15,9 +15,10 @@ pub const RECIPE: &str = "x86_64_defconfig + kernel/configs/kvm_guest.config + x
 
 fn run_logged(tree: &Path, args: &[&str], log: &mut std::fs::File) -> Result<(), String> {
     let _ = writeln!(log, "$ {}", args.join(" "));
-    let o = Command::new(args[0])
-        .args(&args[1..])
-        .current_dir(tree)
+    let mut c = Command::new(args[0]);
+    c.args(&args[1..]).current_dir(tree);
+    super::worktree::as_owner_of(&mut c, tree);
+    let o = c
         .output()
         .map_err(|e| format!("cannot run {}: {e}", args[0]))?;
     let _ = log.write_all(&o.stdout);
@@ -186,6 +187,9 @@ pub fn make(tree: &Path, log_path: &Path, what: &str) -> Result<(), Failure> {
         .current_dir(tree)
         .stdout(Stdio::piped())
         .stdin(Stdio::null());
+    // A bisection's tree is the user's: make (and all the tree's Makefiles and scripts
+    // run) as them, not as root.
+    super::worktree::as_owner_of(&mut cmd, tree);
     // A killed xrunrig must not leave make writing into a tree the next run (a resumed
     // bisection) builds in: make gets SIGTERM when its parent dies.
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.

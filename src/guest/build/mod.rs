@@ -11,7 +11,7 @@
 //! new patch touches is compiled again.
 
 mod make;
-mod patches;
+pub mod patches;
 pub mod repo;
 mod source;
 pub mod worktree;

@@ -143,7 +143,24 @@ fn run(p: &Patch, tree: &Path, dry: bool) -> std::io::Result<std::process::Outpu
     if dry {
         c.arg("--dry-run");
     }
-    c.arg("-i").arg(&p.path).current_dir(tree).output()
+    // The text read here, given on stdin: patch may run as the tree's owner
+    // (`worktree::as_owner_of`), who need not be able to read the file.
+    c.current_dir(tree)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    super::worktree::as_owner_of(&mut c, tree);
+    let mut child = c.spawn()?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let text = p.text.clone();
+    // Written from a thread: patch may answer before it has read it all.
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(text.as_bytes());
+    });
+    let o = child.wait_with_output();
+    let _ = writer.join();
+    o
 }
 
 /// `patch --dry-run` of `p` in `tree` (which it leaves as it is).

@@ -102,6 +102,8 @@ impl OwnRepo {
         let git_dir = root.join("repos").join(key);
         if !git_dir.join("HEAD").exists() {
             std::fs::create_dir_all(&git_dir).map_err(|e| format!("{}: {e}", git_dir.display()))?;
+            // The user's, so that git runs in it as them (`worktree::as_owner_of`).
+            super::worktree::give(&git_dir, owner)?;
             // An empty template: no sample hooks, no description.
             git(&git_dir, &["init", "-q", "--bare", "--template="])?;
         }
@@ -120,6 +122,8 @@ impl OwnRepo {
         if std::fs::read_to_string(&path).ok().as_deref() != Some(alt.as_str()) {
             std::fs::write(&path, alt).map_err(|e| format!("{}: {e}", path.display()))?;
         }
+        // Everything root wrote here, and a repository an older xrunrig made as root.
+        super::worktree::give(&git_dir, owner)?;
         Ok(OwnRepo {
             user,
             user_objects,
@@ -146,6 +150,13 @@ impl OwnRepo {
                 &format!("{r}^{{commit}}"),
             ],
         )
+    }
+
+    /// Who git, patch and make run as in the own repository and its build tree: the
+    /// user's repository's owner when root runs and it is someone else's; None: the
+    /// caller itself.
+    pub fn owner(&self) -> Option<(u32, u32)> {
+        self.owner
     }
 
     /// `git args` in the own repository.

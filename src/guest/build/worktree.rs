@@ -34,7 +34,55 @@ pub fn bisect_root() -> PathBuf {
 pub fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
     let mut c = Command::new("git");
     c.args(super::repo::SAFE).arg("-C").arg(dir).args(args);
+    as_owner_of(&mut c, dir);
     stdout_of(&mut c, dir, args)
+}
+
+/// The owner of `dir` when root runs and `dir` is someone else's: the bisection's own
+/// repository and build tree belong to the user whose tree is bisected, so git, patch
+/// and make run there as that user, never as root.
+pub fn owner_of(dir: &Path) -> Option<(u32, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let m = std::fs::metadata(dir).ok()?;
+    (me == 0 && m.uid() != 0).then_some((m.uid(), m.gid()))
+}
+
+/// `c`, a command that works in `dir`, as `dir`'s owner (`owner_of`), with no config,
+/// home or working directory of root's.
+pub fn as_owner_of(c: &mut Command, dir: &Path) {
+    use std::os::unix::process::CommandExt;
+    if let Some((uid, gid)) = owner_of(dir) {
+        c.env("HOME", "/nonexistent")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .current_dir(dir)
+            // gid before uid; std drops root's supplementary groups with the uid.
+            .gid(gid)
+            .uid(uid);
+    }
+}
+
+/// `dir` and everything in it given to `owner` (what root copied or moved in).
+pub fn give(dir: &Path, owner: Option<(u32, u32)>) -> Result<(), String> {
+    let Some((uid, gid)) = owner else {
+        return Ok(());
+    };
+    let o = Command::new("chown")
+        .arg("-R")
+        .arg("--no-dereference")
+        .arg(format!("{uid}:{gid}"))
+        .arg(dir)
+        .output()
+        .map_err(|e| format!("cannot run chown: {e}"))?;
+    if !o.status.success() {
+        return Err(format!(
+            "cannot give {} to uid {uid}: {}",
+            dir.display(),
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    Ok(())
 }
 
 /// Runs a git command `c` (made with `args`, in `dir`): its stdout, trimmed; an error
@@ -169,6 +217,11 @@ impl Worktree {
         };
         let repo_common = std::fs::canonicalize(&own.git_dir)
             .map_err(|e| format!("{}: {e}", own.git_dir.display()))?;
+        let owner = own.owner();
+        // A tree an older xrunrig made as root: the user's, like its repository.
+        if dir.exists() && owner.is_some() && owner_of(&dir) != owner {
+            give(&dir, owner)?;
+        }
         if dir.exists() && common_dir(&dir).as_deref() == Some(repo_common.as_path()) {
             w.started_from = Some(format!("this bisection's tree {}", dir.display()));
             w.settle()?;
@@ -193,6 +246,9 @@ impl Worktree {
         };
         std::fs::create_dir_all(dir.parent().expect("trees"))
             .map_err(|e| format!("{}: {e}", root.display()))?;
+        // Made here, empty, and given to the user: git adds the worktree into it as them.
+        std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        give(&dir, owner)?;
         own.git(&[
             "worktree",
             "add",
@@ -245,6 +301,7 @@ impl Worktree {
                 for m in [super::DONE, super::READY, super::PROVENANCE] {
                     let _ = std::fs::remove_file(dir.join(m));
                 }
+                give(&dir, owner)?;
                 w.started_from = Some(src.display().to_string());
                 w.sync(commit)?;
             }
