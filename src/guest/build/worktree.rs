@@ -207,6 +207,11 @@ impl Worktree {
         let logs = root.join("logs");
         std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
         let log_path = logs.join(format!("{key}.log"));
+        // A tree's log grows with every step of every bisection: past 16 MB it starts
+        // again, the previous one kept as `.log.1` (bounded at two).
+        if std::fs::metadata(&log_path).is_ok_and(|m| m.len() > 16 << 20) {
+            let _ = std::fs::rename(&log_path, log_path.with_extension("log.1"));
+        }
         let mut w = Worktree {
             repo: repo.clone(),
             own: own.clone(),
@@ -436,6 +441,11 @@ impl Worktree {
         if !k.join(KEPT).exists() {
             return None;
         }
+        // Used now: the last to go when the kept kernels are pruned (`prune_kept`).
+        let _ = std::fs::File::options()
+            .write(true)
+            .open(k.join(KEPT))
+            .and_then(|f| f.set_modified(std::time::SystemTime::now()));
         let mut b: KernelBuild = std::fs::read_to_string(k.join(super::PROVENANCE))
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok())?;
@@ -496,6 +506,14 @@ impl Worktree {
         };
         let kept = bisect_root().join("kernels").join(&key);
         keep(&self.dir, &kept, &info).map_err(TreeError::Transient)?;
+        let gone = prune_kept(&bisect_root().join("kernels"), keep_kernels(), &kept);
+        if gone > 0 {
+            let _ = writeln!(
+                log,
+                "== removed the {gone} least recently used kept kernel(s): at most {} are kept",
+                keep_kernels()
+            );
+        }
         let _ = writeln!(
             log,
             "== built in {:.1} s, kept in {}",
@@ -504,6 +522,45 @@ impl Worktree {
         );
         super::kernel_from_tree(source, &kept, info).map_err(TreeError::Content)
     }
+}
+
+/// How many step kernels the cache keeps (about 34 MB each for the guest config):
+/// `XRUNRIG_BISECT_KEEP_KERNELS`, else 64.
+pub fn keep_kernels() -> usize {
+    std::env::var("XRUNRIG_BISECT_KEEP_KERNELS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n: &usize| n >= 1)
+        .unwrap_or(64)
+}
+
+/// Removes the least recently used kept kernels in `dir` (by their mark's time: made
+/// or last used) until at most `n` are left, never `except` (the one just kept), and
+/// any half-kept `.part`; returns how many went. Runs under the build lock.
+pub fn prune_kept(dir: &Path, n: usize, except: &Path) -> usize {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut kept: Vec<(std::time::SystemTime, PathBuf)> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p != except && p.extension().is_none())
+        .filter_map(|p| {
+            let t = std::fs::metadata(p.join(KEPT)).ok()?.modified().ok()?;
+            Some((t, p))
+        })
+        .collect();
+    // `except` counts towards n.
+    let room = n.saturating_sub(1);
+    if kept.len() <= room {
+        return 0;
+    }
+    kept.sort();
+    let extra = kept.len() - room;
+    kept.into_iter()
+        .take(extra)
+        .filter(|(_, p)| std::fs::remove_dir_all(p).is_ok())
+        .count()
 }
 
 /// A process (other than this one) whose working directory is `dir` or below it: git
@@ -588,6 +645,34 @@ mod tests {
         // Git works in the tree again.
         git(&d, &["add", "-A"]).unwrap();
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// The least recently used kept kernels go first, the one just kept never, and a
+    /// directory without the mark (not a kept kernel) is left alone.
+    #[test]
+    fn kept_kernels_are_pruned_least_recently_used_first() {
+        let d = crate::testkit::private_dir("prune-kept");
+        let t0 = std::time::SystemTime::now() - std::time::Duration::from_secs(1000);
+        for (i, name) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+            std::fs::create_dir_all(d.join(name)).unwrap();
+            let f = std::fs::File::create(d.join(name).join(KEPT)).unwrap();
+            // b is the oldest, then a (used since), c, d, e.
+            let age = match *name {
+                "a" => 30,
+                "b" => 0,
+                _ => 10 * (i as u64 + 1) + 30,
+            };
+            f.set_modified(t0 + std::time::Duration::from_secs(age)).unwrap();
+        }
+        std::fs::create_dir_all(d.join("other")).unwrap();
+        let gone = prune_kept(&d, 3, &d.join("e"));
+        assert_eq!(gone, 2);
+        let left: Vec<bool> = ["a", "b", "c", "d", "e", "other"]
+            .iter()
+            .map(|n| d.join(n).exists())
+            .collect();
+        assert_eq!(left, [false, false, true, true, true, true]);
+        assert_eq!(prune_kept(&d, 3, &d.join("e")), 0);
     }
 
     #[test]
