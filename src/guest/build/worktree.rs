@@ -662,7 +662,8 @@ mod tests {
                 "b" => 0,
                 _ => 10 * (i as u64 + 1) + 30,
             };
-            f.set_modified(t0 + std::time::Duration::from_secs(age)).unwrap();
+            f.set_modified(t0 + std::time::Duration::from_secs(age))
+                .unwrap();
         }
         std::fs::create_dir_all(d.join("other")).unwrap();
         let gone = prune_kept(&d, 3, &d.join("e"));
