@@ -31,6 +31,11 @@ pub struct Args {
     /// Run only these variants of the rig (repeatable; default: all of them).
     #[arg(long)]
     variant: Vec<String>,
+    /// An argument given to every `xrunrig run` (repeatable, in order), e.g.
+    /// `--run-arg=--inject-every --run-arg 1000` for an overrun a second: the xruns whose
+    /// explanation watch's CPU per xrun is measured on.
+    #[arg(long, allow_hyphen_values = true)]
+    run_arg: Vec<String>,
 }
 
 /// The private server's name: fixed, so a killed bench's JACK registry slot is taken
@@ -103,6 +108,20 @@ fn side_line(figs: &[RowFigs]) -> [String; 5] {
         med(figs.iter().map(|f| f.xruns_per_min), 1),
         med(figs.iter().map(|f| f.misses_per_min), 1),
     ]
+}
+
+/// watch's CPU per xrun it counted, in ms: its CPU over the round less what it costs
+/// idle over as long (`idle`'s rate), divided by the xruns. None without xruns.
+fn per_xrun_ms(
+    w: &results::watch::WatchSummary,
+    idle: &results::watch::WatchSummary,
+) -> Option<f64> {
+    let idle_rate = if idle.duration_s > 0.0 {
+        idle.cpu_s / idle.duration_s
+    } else {
+        0.0
+    };
+    (w.xruns > 0).then(|| 1000.0 * (w.cpu_s - idle_rate * w.duration_s) / w.xruns as f64)
 }
 
 /// watch's CPU as % of one core.
@@ -196,6 +215,7 @@ struct Env {
     rig: PathBuf,
     variants: Vec<String>,
     seconds: f64,
+    run_args: Vec<String>,
 }
 
 /// `xrunrig run RIG --backend jack` into `out`; its summary.json.
@@ -210,6 +230,7 @@ fn run_rig(env: &Env, out: &Path) -> Result<results::livefx::Summary, String> {
     for v in &env.variants {
         c.args(["--variant", v]);
     }
+    c.args(&env.run_args);
     let o = c
         .env(jack_server::SERVER_ENV, SERVER)
         .env("XRUNRIG_STATE_DIR", &env.state)
@@ -353,6 +374,7 @@ fn bench(a: &Args) -> Result<(), String> {
         rig: a.rig.clone(),
         variants: a.variant.clone(),
         seconds: a.seconds,
+        run_args: a.run_arg.clone(),
     };
     let jackd = Jackd::start(a.period, base.join("jackd.log"))?;
     println!(
@@ -447,6 +469,10 @@ fn print_table(done: &[Outcome], idle: &results::watch::WatchSummary) {
         "B: watch's CPU, % of one core: {} (cpu_s / duration_s per round)",
         med(ws.iter().map(|w| cpu_pct(w)), 3)
     );
+    println!(
+        "B: watch's CPU per xrun it counted, ms: {} ((cpu_s − idle's CPU rate × duration_s) / xruns per round)",
+        med(ws.iter().map(|w| per_xrun_ms(w, idle)), 2)
+    );
     let counts: Vec<String> = b
         .iter()
         .map(|o| {
@@ -531,5 +557,14 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(cpu_pct(&w), Some(0.5));
+        // 0.05 s idle over 10 s; 0.35 s over 20 s with 50 xruns: (0.35 − 0.1) / 50.
+        let busy = results::watch::WatchSummary {
+            cpu_s: 0.35,
+            duration_s: 20.0,
+            xruns: 50,
+            ..Default::default()
+        };
+        assert!((per_xrun_ms(&busy, &w).unwrap() - 5.0).abs() < 1e-9);
+        assert_eq!(per_xrun_ms(&w, &w), None);
     }
 }
