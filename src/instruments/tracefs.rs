@@ -508,3 +508,52 @@ impl Drop for Session {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run that mounted tracefs unmounts it only when no instance is left in it: with
+    /// another run's instance still there it says so and leaves the mount; the last one
+    /// out unmounts. A mount of the test's own (tracefs mounted again at a private
+    /// point shares the instances); root only.
+    #[test]
+    fn the_last_instance_out_unmounts_and_not_before() {
+        if !crate::testkit::root() {
+            return;
+        }
+        let at = crate::testkit::private_dir("tracefs-last-user");
+        mount_tracefs(&at).unwrap();
+        assert!(mount_points().contains(&at));
+        let (a, b) = ("xrunrig-4000000001", "xrunrig-4000000002");
+        for n in [a, b] {
+            std::fs::create_dir(at.join("instances").join(n)).unwrap();
+        }
+        let lines = undo_instance(&at, a, true).unwrap();
+        assert!(!at.join("instances").join(a).exists(), "{lines:?}");
+        assert!(mount_points().contains(&at), "unmounted under b: {lines:?}");
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("left mounted") && l.contains(b)),
+            "{lines:?}"
+        );
+        let lines = undo_instance(&at, b, true).unwrap();
+        let others: Vec<String> = std::fs::read_dir(at.join("instances"))
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if others.is_empty() {
+            assert!(!mount_points().contains(&at), "the last one out: {lines:?}");
+            assert!(lines.iter().any(|l| l.contains("unmounted")), "{lines:?}");
+        } else {
+            // Some other tool is tracing on this machine: the mount stays, saying whose.
+            assert!(mount_points().contains(&at), "{lines:?} {others:?}");
+            let _ = umount(&at);
+        }
+        let _ = std::fs::remove_dir(&at);
+    }
+}
