@@ -17,13 +17,14 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq)]
 pub struct BootsRule {
     pub boots: u32,
-    /// compare's metric the rule judges ("wait", "dropouts").
-    pub metric: String,
+    /// compare's metrics the rule judges: a thread rig's bounded one ("wait"), an
+    /// audio rig's "dropouts" and "trials finished" (a hung trial fails it too).
+    pub metrics: Vec<String>,
 }
 
 impl BootsRule {
     /// Checked at the CLI edge's plan: two kernels, two boots or more.
-    pub fn new(kernels: usize, boots: u32, metric: String) -> Result<BootsRule, String> {
+    pub fn new(kernels: usize, boots: u32, metrics: Vec<String>) -> Result<BootsRule, String> {
         if kernels != 2 {
             return Err(format!(
                 "--until-decided with --boots judges a candidate kernel's boots against a \
@@ -33,7 +34,7 @@ impl BootsRule {
         if boots < 2 {
             return Err("--until-decided with --boots needs --boots 2 or more".into());
         }
-        Ok(BootsRule { boots, metric })
+        Ok(BootsRule { boots, metrics })
     }
 
     /// Looks after rounds 2 to N.
@@ -60,7 +61,7 @@ impl BootsRule {
              better or the same; over the whole run a wrong \"worse\", a wrong \"better\" and \
              a wrong \"the same\" each at most 2.5 % (Bonferroni over the looks)",
             n = self.boots,
-            metric = self.metric,
+            metric = self.metrics.join(" and "),
             looks = self.looks_max(),
             lvl = self.one_sided(),
             conf = confidence_label(self.one_sided()),
@@ -96,7 +97,7 @@ pub fn look(
         redact: false,
         calibration: None,
         one_sided: rule.one_sided(),
-        only: vec![rule.metric.clone()],
+        only: rule.metrics.clone(),
     };
     let o = analysis::compare::outcome(&r)?;
     let summary = o
@@ -152,7 +153,7 @@ mod tests {
 
     #[test]
     fn the_looks_share_the_level_and_two_kernels_are_needed() {
-        let m = || "wait".to_string();
+        let m = || vec!["wait".to_string()];
         let r = BootsRule::new(2, 6, m()).unwrap();
         assert_eq!(r.looks_max(), 5);
         assert!((r.one_sided() * 5.0 - ONE_SIDED).abs() < 1e-15);

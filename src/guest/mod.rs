@@ -128,11 +128,13 @@ pub fn plan(a: &RunOptions, g: &GuestOptions) -> Result<HostPlan, String> {
     let plan = Plan::new(a, crate::kinds::of)?;
     let across_boots = if across {
         // compare's name of what the rig's criterion bounds.
-        let metric = match crate::sweep::decide::criterion(&plan)? {
-            crate::sweep::decide::Criterion::Bound(m) => m.name,
-            crate::sweep::decide::Criterion::Misses(_) => "dropouts".to_string(),
+        let metrics = match crate::sweep::decide::criterion(&plan)? {
+            crate::sweep::decide::Criterion::Bound(m) => vec![m.name],
+            crate::sweep::decide::Criterion::Misses(_) => {
+                vec!["dropouts".to_string(), "trials finished".to_string()]
+            }
         };
-        Some(decided::BootsRule::new(g.kernels.len(), g.boots, metric)?)
+        Some(decided::BootsRule::new(g.kernels.len(), g.boots, metrics)?)
     } else {
         None
     };
@@ -1070,10 +1072,33 @@ mod tests {
         assert_eq!(
             p.across_boots
                 .as_ref()
-                .map(|r| (r.looks_max(), r.metric.as_str())),
-            Some((2, "wait"))
+                .map(|r| (r.looks_max(), r.metrics.clone())),
+            Some((2, vec!["wait".to_string()]))
         );
         assert!(!p.plan.choices.until_decided && p.plan.until.is_none());
         assert!(!p.plan_for(&p.whole()).choices.until_decided);
+        // An audio rig's criterion (no deadline miss): compare's dropouts and the
+        // trials that finished (a hung trial fails it too).
+        let p = plan_of(&[
+            concat!(env!("CARGO_MANIFEST_DIR"), "/rigs/livefx-push-ipi.toml"),
+            "--kernel",
+            "debian:6.12",
+            "--kernel",
+            "debian:6.12",
+            "--boots",
+            "2",
+            "--until-decided",
+            "--profile",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/rt-push-ipi.toml"),
+            "--setting",
+            "NO_RT_PUSH_IPI",
+            "--variant",
+            "pi",
+        ])
+        .unwrap();
+        assert_eq!(
+            p.across_boots.map(|r| r.metrics),
+            Some(vec!["dropouts".to_string(), "trials finished".to_string()])
+        );
     }
 }
