@@ -160,8 +160,12 @@ impl Recorder {
                 })
             }
             Mode::LiveRead => {
-                // Not cleared after: what comes during the read stays for the next one.
-                let text = read_chunked(&inst.join("trace"))
+                // A consuming read of what came since the last look (`trace_pipe`), not
+                // the whole ring again: an xrun costs the events since the one before,
+                // and the window's earlier part is in that look's text (the caller keeps
+                // it), as after a snapshot swap.
+                let cap = (self.buffer_kb as usize) << 10 << 4;
+                let text = read_pipe(&inst.join("trace_pipe"), cap)
                     .map_err(|e| format!("cannot read the trace: {e}"))?;
                 Ok(Frozen {
                     text,
@@ -248,6 +252,30 @@ fn read_chunked(path: &std::path::Path) -> std::io::Result<String> {
             Ok(0) => break,
             Ok(n) => out.extend_from_slice(&buf[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Reads what a `trace_pipe` holds now, 16 KiB a call (as `read_chunked`), without
+/// waiting for more: until it is empty, or `cap` bytes (events keep coming while it is
+/// read; what is left is the next look's).
+fn read_pipe(path: &std::path::Path, cap: usize) -> std::io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 16 * 1024];
+    while out.len() < cap {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
             Err(e) => return Err(e),
         }
     }
