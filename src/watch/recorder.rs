@@ -4,8 +4,8 @@
 //! window around it is frozen and kept. Where the kernel has the snapshot buffer
 //! (CONFIG_TRACER_SNAPSHOT: Debian's kernels) freezing is a buffer swap and the
 //! recorder is never blind; where it has not but reading `trace` need not pause the
-//! ring (the `pause-on-trace` option, 0: Linux 5.10 on), the ring is read while it goes
-//! on recording, also never blind; else (or with `--no-snapshot`) tracing stops while
+//! ring (the `pause-on-trace` option, 0: Linux 5.10 on), the ring is read (consumed,
+//! through `trace_pipe`) while it goes on recording, also never blind; else (or with `--no-snapshot`) tracing stops while
 //! the buffer is read, then restarts, and the blind time is recorded. The instance is journaled
 //! (`instruments::tracefs`): every exit path, and the next start after a kill -9,
 //! removes it.
