@@ -15,6 +15,7 @@
 mod support;
 
 use serde_json::Value;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -392,6 +393,59 @@ fn a_recorder_that_stops_to_read_says_how_long_it_was_blind() {
         "stop: only {n_named} of {} xruns in the overruns' windows named 'self' (the rest \
          no-trace or wrong); blind {blind} ns in all, longest {max} ns",
         inside.len()
+    );
+}
+
+/// A flood of scheduler events (a pipe between two processes, thousands of wake-ups a
+/// second on both CPUs) through a small ring (`--buffer-kb 64`) overwrites the events of
+/// most late cycles before watch looks: those xruns are `no-trace`, saying the ring
+/// overwrote events and how many, never "unexplained" or a wrong name; each xrun is
+/// still counted.
+#[test]
+fn a_flooded_ring_says_no_trace_never_unexplained() {
+    assert_root(ROOT);
+    let _g = serial();
+    let mut flood = Command::new("nice")
+        .args(["-n", "19", "sh", "-c", "yes | cat > /dev/null"])
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let s = scenario_with("flood", &["--buffer-kb", "64"], OWN_OVERRUN, &[], 8);
+    // The pipeline's group: sh, yes and cat.
+    // SAFETY: kill(2) on a process group this test made.
+    unsafe { libc::kill(-(flood.id() as i32), libc::SIGKILL) };
+    let _ = flood.wait();
+    let Some(s) = s else {
+        return;
+    };
+    let own: Vec<_> = s.client_truth.iter().collect();
+    let named = |e: &Value| {
+        e["cause"] == "self"
+            && s.client_truth
+                .iter()
+                .any(|w| e["late"]["tid"].as_i64() == Some(w.3) && overlaps(e, w))
+    };
+    let lost = |e: &Value| {
+        e["cause"] == "no-trace"
+            && e["why"].as_str().is_some_and(|w| {
+                w.contains("the ring overwrote") || w.contains("does not reach back")
+            })
+    };
+    check("flood", &s, &own, |e| named(e) || lost(e));
+    let n_lost = s.events.iter().filter(|e| lost(e)).count();
+    assert!(
+        n_lost > 0,
+        "flood: no xrun lost its window to the flood; by cause {}",
+        s.summary["by_cause"]
+    );
+    assert_eq!(
+        s.events
+            .iter()
+            .filter(|e| e["cause"] == "unexplained")
+            .count(),
+        0,
+        "flood: an xrun whose window was overwritten called unexplained; by cause {}",
+        s.summary["by_cause"]
     );
 }
 

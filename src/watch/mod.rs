@@ -389,11 +389,15 @@ impl Watcher<'_> {
         // first one on: a cycle before that is not seen whole (a busy build's events
         // pushed the audio threads' out), and is `no-trace`, never "unexplained".
         let now_over = rec.as_ref().map(|r| r.overruns()).unwrap_or_default();
-        let wrapped: std::collections::BTreeSet<u32> = now_over
+        let mut wrapped: std::collections::BTreeSet<u32> = now_over
             .iter()
             .filter(|(c, n)| **n > overruns.get(c).copied().unwrap_or(0))
             .map(|(c, _)| *c)
             .collect();
+        // What the text itself says was lost (a consuming read's gap marks).
+        if let Some(t) = text.as_deref() {
+            wrapped.extend(recorder::lost_cpus(t));
+        }
         let lost: u64 = now_over
             .iter()
             .map(|(c, n)| n.saturating_sub(overruns.get(c).copied().unwrap_or(0)))

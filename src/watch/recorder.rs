@@ -307,15 +307,33 @@ pub fn window(text: &str, from: u64, to: u64) -> (String, Option<(u64, u64)>) {
     (out, span)
 }
 
-/// Each CPU's first timestamp in a trace text.
+/// Each CPU's first timestamp in a trace text from which its events are unbroken: a
+/// `CPU:N [LOST M EVENTS]` line (the ring overwrote what the reader had not read yet;
+/// `trace_pipe` prints it where the gap is, after the events of its last page read)
+/// starts that CPU again at its next event.
 pub fn cpu_firsts(text: &str) -> std::collections::BTreeMap<u32, u64> {
     let mut out = std::collections::BTreeMap::new();
     for l in text.lines().filter(|l| !l.starts_with('#')) {
-        if let Some((cpu, ts)) = line_cpu_ts(l) {
+        if let Some(cpu) = lost_line(l) {
+            out.remove(&cpu);
+        } else if let Some((cpu, ts)) = line_cpu_ts(l) {
             out.entry(cpu).or_insert(ts);
         }
     }
     out
+}
+
+/// The CPUs whose events a trace text says were lost (`CPU:N [LOST M EVENTS]`).
+pub fn lost_cpus(text: &str) -> std::collections::BTreeSet<u32> {
+    text.lines().filter_map(lost_line).collect()
+}
+
+/// N of a `CPU:N [LOST M EVENTS]` line.
+fn lost_line(l: &str) -> Option<u32> {
+    let rest = l.strip_prefix("CPU:")?;
+    let (n, tail) = rest.split_once(' ')?;
+    tail.starts_with("[LOST ").then_some(())?;
+    n.parse().ok()
 }
 
 /// From when a frozen text holds every event of every CPU: a CPU whose ring wrapped
@@ -384,6 +402,25 @@ mod tests {
         assert_eq!(complete_from(&f, &none), None);
         let one: std::collections::BTreeSet<u32> = [1].into();
         assert_eq!(complete_from(&f, &one), Some((1, 99_500_000_000)));
+    }
+
+    /// A consuming read's gap mark: the events of that CPU before it are not continuous
+    /// with those after, so its text is whole only from its first event after the mark,
+    /// and the CPU counts as wrapped.
+    #[test]
+    fn a_lost_events_mark_starts_that_cpu_again() {
+        let t = " cc1-77 [001] d..2. 90.000000: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=b next_pid=2 next_prio=120\n\
+CPU:1 [LOST 5120 EVENTS]\n\
+ cc1-77 [001] d..2. 99.600000: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=b next_pid=2 next_prio=120\n\
+ <idle>-0 [000] d..2. 95.000000: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=b next_pid=2 next_prio=120\n";
+        let f = cpu_firsts(t);
+        assert_eq!(f.get(&1), Some(&99_600_000_000));
+        assert_eq!(f.get(&0), Some(&95_000_000_000));
+        let lost = lost_cpus(t);
+        assert_eq!(lost, [1].into());
+        assert_eq!(complete_from(&f, &lost), Some((1, 99_600_000_000)));
+        assert_eq!(lost_line("CPU:12 [LOST 3 EVENTS]"), Some(12));
+        assert_eq!(lost_line("CPU:1 something"), None);
     }
 
     #[test]
