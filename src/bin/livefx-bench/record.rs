@@ -313,7 +313,10 @@ pub fn table_main(a: &TableArgs) -> i32 {
         }
     };
     let table = markdown(&rows(&pairs), &a.data);
-    print!("{table}");
+    // Written through an error-returning call: a closed pipe (`| head`) must not stop
+    // the --write files from being written.
+    let mut stdout = std::io::stdout();
+    let _ = write!(stdout, "{table}");
     let boots = match crate::boots::lines(&a.boots_data) {
         Ok(l) => crate::boots::markdown(&l, &a.boots_data),
         Err(e) => {
@@ -321,7 +324,7 @@ pub fn table_main(a: &TableArgs) -> i32 {
             return 2;
         }
     };
-    print!("\n{boots}");
+    let _ = write!(stdout, "\n{boots}");
     for f in &a.write {
         let done = std::fs::read_to_string(f)
             .map_err(|e| e.to_string())
