@@ -38,7 +38,10 @@ fn run_logged(tree: &Path, args: &[&str], log: &mut std::fs::File) -> Result<(),
 /// not have (the kernel's Kconfig refused them: a dependency is missing).
 pub fn configure(tree: &Path, log: &mut std::fs::File) -> Result<Vec<String>, String> {
     let frag = tree.join(".xrunrig-guest.config");
-    std::fs::write(&frag, FRAGMENT).map_err(|e| format!("{}: {e}", frag.display()))?;
+    // Root writes into a tree that may be a user's: never through a link there.
+    super::worktree::open_beneath(tree, ".xrunrig-guest.config", true)
+        .and_then(|mut f| f.write_all(FRAGMENT.as_bytes()))
+        .map_err(|e| format!("{}: {e}", frag.display()))?;
     run_logged(tree, &["make", "x86_64_defconfig"], log)?;
     let mut merge = vec![
         "scripts/kconfig/merge_config.sh",

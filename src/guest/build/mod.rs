@@ -390,10 +390,11 @@ fn build_into(
 
 /// The tree's version as its Makefile says (None when make cannot tell).
 fn kernelversion(tree: &Path) -> Option<String> {
-    std::process::Command::new("make")
-        .args(["-s", "kernelversion"])
-        .current_dir(tree)
-        .output()
+    let mut c = std::process::Command::new("make");
+    c.args(["-s", "kernelversion"]).current_dir(tree);
+    // The tree's Makefile: as the tree's owner, as every make there.
+    worktree::as_owner_of(&mut c, tree);
+    c.output()
         .ok()
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())

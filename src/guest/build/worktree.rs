@@ -63,6 +63,66 @@ pub fn as_owner_of(c: &mut Command, dir: &Path) {
     }
 }
 
+/// `rel` inside `tree` opened by root without following any link on the way and
+/// without leaving `tree` (`openat2` RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), and only
+/// if it is a regular file: a build tree is its user's, and what their Makefiles
+/// leave there (a link to /etc/shadow named `vmlinux`) must not make root read or
+/// write elsewhere. `write`: created or truncated, mode 0644.
+pub fn open_beneath(tree: &Path, rel: &str, write: bool) -> std::io::Result<std::fs::File> {
+    use std::ffi::CString;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let c = |s: &str| {
+        CString::new(s).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
+    };
+    let t = c(&tree.display().to_string())?;
+    // SAFETY: a valid NUL-terminated path; the fd is owned below.
+    let d = unsafe {
+        libc::open(
+            t.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if d < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd we own.
+    let dir = unsafe { OwnedFd::from_raw_fd(d) };
+    let flags = if write {
+        libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC
+    } else {
+        libc::O_RDONLY | libc::O_NONBLOCK
+    } | libc::O_CLOEXEC
+        | libc::O_NOFOLLOW;
+    // SAFETY: open_how is plain data; zeroed is valid.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = flags as u64;
+    how.mode = if write { 0o644 } else { 0 };
+    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS;
+    let r = c(rel)?;
+    // SAFETY: valid fd, NUL-terminated path and a live open_how of the size given.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            r.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd we own.
+    let f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd as i32) });
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other(format!(
+            "{}: not a regular file",
+            tree.join(rel).display()
+        )));
+    }
+    Ok(f)
+}
+
 /// `dir` and everything in it given to `owner` (what root copied or moved in).
 pub fn give(dir: &Path, owner: Option<(u32, u32)>) -> Result<(), String> {
     let Some((uid, gid)) = owner else {
@@ -486,7 +546,11 @@ impl Worktree {
             make::Failure::Content(s) => TreeError::Content(s),
             make::Failure::Transient(s) => TreeError::Transient(s),
         })?;
-        let cfg = std::fs::read(self.dir.join(".config"))
+        let cfg = open_beneath(&self.dir, ".config", false)
+            .and_then(|mut f| {
+                let mut v = vec![];
+                std::io::Read::read_to_end(&mut f, &mut v).map(|_| v)
+            })
             .map_err(|e| TreeError::Content(format!("{}: .config: {e}", self.dir.display())))?;
         let key = self.key(commit, extra);
         let info = KernelBuild {
@@ -587,8 +651,10 @@ fn keep(tree: &Path, kept: &Path, info: &KernelBuild) -> Result<(), String> {
         let to = part.join(f);
         std::fs::create_dir_all(to.parent().expect("a file in a folder"))
             .map_err(|e| format!("{}: {e}", to.display()))?;
-        if tree.join(f).exists() {
-            std::fs::copy(tree.join(f), &to).map_err(|e| format!("{f}: {e}"))?;
+        // Through `open_beneath`: the tree is its user's, the copy root's.
+        if let Ok(mut from) = open_beneath(tree, f, false) {
+            let mut out = std::fs::File::create(&to).map_err(|e| format!("{f}: {e}"))?;
+            std::io::copy(&mut from, &mut out).map_err(|e| format!("{f}: {e}"))?;
         }
     }
     std::fs::write(
@@ -674,6 +740,56 @@ mod tests {
             .collect();
         assert_eq!(left, [false, false, true, true, true, true]);
         assert_eq!(prune_kept(&d, 3, &d.join("e")), 0);
+    }
+
+    /// Root reads and writes a user's build tree only through `open_beneath`: a link
+    /// anywhere on the way, a path out of the tree or something not a regular file is
+    /// refused.
+    #[test]
+    fn open_beneath_refuses_links_escapes_and_fifos() {
+        let d = crate::testkit::private_dir("open-beneath");
+        std::fs::create_dir_all(d.join("arch/x86")).unwrap();
+        std::fs::write(d.join("arch/x86/bzImage"), b"kernel").unwrap();
+        let outside = d.with_extension("secret");
+        std::fs::write(&outside, b"secret").unwrap();
+        std::os::unix::fs::symlink(&outside, d.join("vmlinux")).unwrap();
+        std::os::unix::fs::symlink(d.join("arch"), d.join("linked")).unwrap();
+        let mut s = String::new();
+        std::io::Read::read_to_string(
+            &mut open_beneath(&d, "arch/x86/bzImage", false).unwrap(),
+            &mut s,
+        )
+        .unwrap();
+        assert_eq!(s, "kernel");
+        assert!(
+            open_beneath(&d, "vmlinux", false).is_err(),
+            "a link at the end"
+        );
+        assert!(
+            open_beneath(&d, "linked/x86/bzImage", false).is_err(),
+            "a link on the way"
+        );
+        assert!(
+            open_beneath(&d, "../open-beneath.secret", false).is_err(),
+            "out of the tree"
+        );
+        assert!(
+            open_beneath(&d, "vmlinux", true).is_err(),
+            "no write through a link"
+        );
+        assert_eq!(std::fs::read(&outside).unwrap(), b"secret");
+        let fifo = std::ffi::CString::new(d.join("fifo").display().to_string()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        assert!(
+            open_beneath(&d, "fifo", false).is_err(),
+            "a FIFO would hang root"
+        );
+        let mut w = open_beneath(&d, "new.config", true).unwrap();
+        std::io::Write::write_all(&mut w, b"x").unwrap();
+        assert_eq!(std::fs::read(d.join("new.config")).unwrap(), b"x");
+        let _ = std::fs::remove_dir_all(&d);
+        let _ = std::fs::remove_file(&outside);
     }
 
     #[test]
