@@ -32,6 +32,14 @@ fn short_side(s: &Side) -> String {
                 .file_name()
                 .map_or("?".into(), |n| n.to_string_lossy().to_string())
         });
+    // A patch's subject can be long: the legend keeps a line that fits the plot (the
+    // whole name is in compare.txt and the method line).
+    const MAX: usize = 52;
+    let k = if k.chars().count() > MAX {
+        format!("{}…", k.chars().take(MAX - 1).collect::<String>())
+    } else {
+        k
+    };
     if s.runs.len() > 1 {
         format!("{k}, {} runs", s.runs.len())
     } else {
