@@ -720,7 +720,11 @@ mod tests {
 
     /// A plan file as the guest reads it: written, read back through `Plan::from_file`.
     fn guest_reads(f: &PlanFile) -> Plan {
-        let d = crate::testkit::private_dir("plan-file");
+        // One directory a call: tests run in parallel, and one's cleanup must not take
+        // another's file away.
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let d = crate::testkit::private_dir(&format!("plan-file-{n}"));
         let path = d.join("p0.json");
         std::fs::write(&path, serde_json::to_vec(f).unwrap()).unwrap();
         let p = Plan::from_file(&path, crate::kinds::of).unwrap();
@@ -1045,14 +1049,14 @@ mod tests {
         // --until-decided with --boots decides across the boots of two kernels: one
         // kernel is refused, saying so; two are planned with the guests' own rule off
         // (each boot runs its trials whole), one setting being enough.
-        let until = |kernels: &[&'static str]| {
-            let mut v = vec![];
+        let until_of = |rig: &'static str, kernels: &[&'static str], boots: &'static str| {
+            let mut v = vec![rig];
             for k in kernels {
                 v.extend(["--kernel", k]);
             }
             v.extend([
                 "--boots",
-                "3",
+                boots,
                 "--until-decided",
                 "--profile",
                 concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/rt-push-ipi.toml"),
@@ -1061,7 +1065,14 @@ mod tests {
                 "--variant",
                 "pi",
             ]);
-            plan_of(&args(&v))
+            plan_of(&v)
+        };
+        let until = |kernels: &[&'static str]| {
+            until_of(
+                concat!(env!("CARGO_MANIFEST_DIR"), "/rigs/pi-boost-affinity.toml"),
+                kernels,
+                "3",
+            )
         };
         let e = until(&["debian:6.12"]).err().unwrap();
         assert!(
@@ -1079,22 +1090,11 @@ mod tests {
         assert!(!p.plan_for(&p.whole()).choices.until_decided);
         // An audio rig's criterion (no deadline miss): compare's dropouts and the
         // trials that finished (a hung trial fails it too).
-        let p = plan_of(&[
+        let p = until_of(
             concat!(env!("CARGO_MANIFEST_DIR"), "/rigs/livefx-push-ipi.toml"),
-            "--kernel",
-            "debian:6.12",
-            "--kernel",
-            "debian:6.12",
-            "--boots",
+            &["debian:6.12", "debian:6.12"],
             "2",
-            "--until-decided",
-            "--profile",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/rt-push-ipi.toml"),
-            "--setting",
-            "NO_RT_PUSH_IPI",
-            "--variant",
-            "pi",
-        ])
+        )
         .unwrap();
         assert_eq!(
             p.across_boots.map(|r| r.metrics),
