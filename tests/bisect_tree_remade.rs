@@ -5,23 +5,13 @@
 //! bisection stopped at once with "`git reset -q --hard`: Could not parse object
 //! 'HEAD'").
 
+mod support;
+
 use std::path::Path;
-use std::process::Command;
+use support::git::git as sh;
 use xrunrig::guest::build::repo::OwnRepo;
 use xrunrig::guest::build::worktree::{Extra, Worktree};
 use xrunrig::testkit;
-
-fn sh(dir: &Path, args: &[&str]) -> String {
-    let o = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
-}
 
 /// A repository at `dir` made from nothing, its commits' files named `tag`.
 fn history(dir: &Path, tag: &str) -> Vec<String> {

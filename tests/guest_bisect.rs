@@ -466,76 +466,19 @@ fn history() -> &'static History {
     })
 }
 
-const NOBODY: u32 = 65534;
-
 /// `dir` given to `nobody` with recording hooks and fsmonitor, as a user's tree is under
 /// sudo: the bisection must build it, and write nothing into it, as that user. Returns
-/// the marks directory (`ran`: what ran a hook; `before`: the time the tree was handed
-/// over).
+/// the marks directory (`ran`: what ran a hook; `before`: the hand-over's time).
 fn give_to_a_user(dir: &Path) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
     let marks = dir.with_file_name("marks");
-    let _ = std::fs::remove_dir_all(&marks);
-    std::fs::create_dir_all(&marks).unwrap();
-    std::fs::set_permissions(&marks, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let recorder = marks.join("record.sh");
-    std::fs::write(
-        &recorder,
-        format!("#!/bin/sh\necho \"$0 $*\" >> {}/ran\n", marks.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(&recorder, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let hooks = dir.join(".git/hooks");
-    std::fs::create_dir_all(&hooks).unwrap();
-    for h in [
-        "post-checkout",
-        "reference-transaction",
-        "post-commit",
-        "pre-commit",
-        "post-rewrite",
-        "pre-auto-gc",
-        "post-index-change",
-        "prepare-commit-msg",
-        "commit-msg",
-    ] {
-        std::fs::copy(&recorder, hooks.join(h)).unwrap();
-    }
-    git(
-        dir,
-        &["config", "core.fsmonitor", recorder.to_str().unwrap()],
-    );
-    let o = Command::new("chown")
-        .args(["-R", &format!("{NOBODY}:{NOBODY}")])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    std::fs::write(marks.join("before"), b"").unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(20));
+    support::git::hand_to_nobody(dir, &marks);
     marks
 }
 
 /// Nothing under the user's `.git` newer than the hand-over, no hook ran, and every
 /// file of theirs is still theirs.
 fn untouched(h: &History) {
-    let newer = Command::new("find")
-        .arg(h.dir.join(".git"))
-        .arg("-newer")
-        .arg(h.marks.join("before"))
-        .output()
-        .unwrap();
-    let newer = String::from_utf8_lossy(&newer.stdout).trim().to_string();
-    assert!(newer.is_empty(), "written under the user's .git: {newer}");
-    let ran = std::fs::read_to_string(h.marks.join("ran")).unwrap_or_default();
-    assert!(ran.is_empty(), "a hook or the fsmonitor ran: {ran}");
-    let foreign = Command::new("find")
-        .arg(&h.dir)
-        .arg("!")
-        .args(["-uid", &NOBODY.to_string()])
-        .output()
-        .unwrap();
-    let foreign = String::from_utf8_lossy(&foreign.stdout).trim().to_string();
-    assert!(foreign.is_empty(), "no longer the user's: {foreign}");
+    support::git::untouched(&h.dir, &h.marks);
 }
 
 fn bisect(tag: &str, args: &[&str], out: &Path) -> (Output, f64) {

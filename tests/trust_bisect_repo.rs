@@ -10,24 +10,11 @@ mod support;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use xrunrig::guest::build::repo::OwnRepo;
 use xrunrig::guest::build::worktree::{Extra, Worktree};
 use xrunrig::testkit;
 
-const NOBODY: u32 = 65534;
-
-fn sh(dir: &Path, args: &[&str]) -> String {
-    let o = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
-}
+use support::git::{NOBODY, git as sh, hand_to_nobody, untouched};
 
 fn walk(p: &Path, out: &mut Vec<PathBuf>) {
     if let Ok(rd) = std::fs::read_dir(p) {
@@ -68,43 +55,8 @@ fn a_bisections_git_writes_nothing_into_a_tree_owned_by_another_user() {
         sh(&user, &["commit", "-q", "-m", &format!("change {i}")]);
         commits.push(sh(&user, &["rev-parse", "HEAD"]));
     }
-    // Hooks and an fsmonitor that leave a mark when anything runs them.
-    let recorder = marks.join("record.sh");
-    std::fs::write(
-        &recorder,
-        format!("#!/bin/sh\necho \"$0 $*\" >> {}/ran\n", marks.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(&recorder, std::fs::Permissions::from_mode(0o755)).unwrap();
-    for h in [
-        "post-checkout",
-        "reference-transaction",
-        "post-commit",
-        "pre-commit",
-        "post-rewrite",
-        "pre-auto-gc",
-        "post-index-change",
-        "pre-merge-commit",
-        "prepare-commit-msg",
-        "commit-msg",
-    ] {
-        let p = user.join(".git/hooks").join(h);
-        std::fs::copy(&recorder, &p).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    sh(
-        &user,
-        &["config", "core.fsmonitor", recorder.to_str().unwrap()],
-    );
-    let o = Command::new("chown")
-        .args(["-R", &format!("{NOBODY}:{NOBODY}")])
-        .arg(&user)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let before = marks.join("before");
-    std::fs::write(&before, b"").unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(20));
+    // Hooks and an fsmonitor that leave a mark when anything runs them; nobody's.
+    hand_to_nobody(&user, &marks);
 
     let cache = testkit::private_dir("bisect-repo-cache");
     // As /var/cache/xrunrig/kbuild is: root's, that others may enter.
@@ -138,23 +90,7 @@ fn a_bisections_git_writes_nothing_into_a_tree_owned_by_another_user() {
         tree.started_from
     );
 
-    let newer = Command::new("find")
-        .arg(user.join(".git"))
-        .args(["-newer"])
-        .arg(&before)
-        .output()
-        .unwrap();
-    let newer = String::from_utf8_lossy(&newer.stdout).trim().to_string();
-    assert!(newer.is_empty(), "written under the user's .git: {newer}");
-    let ran = std::fs::read_to_string(marks.join("ran")).unwrap_or_default();
-    assert!(ran.is_empty(), "a hook or the fsmonitor ran: {ran}");
-    let mut files = vec![user.clone()];
-    walk(&user, &mut files);
-    let foreign: Vec<_> = files
-        .iter()
-        .filter(|f| std::fs::symlink_metadata(f).is_ok_and(|m| m.uid() != NOBODY))
-        .collect();
-    assert!(foreign.is_empty(), "no longer the user's: {foreign:?}");
+    untouched(&user, &marks);
     // The bisection's own repository and its build tree are the user's too: git (and
     // patch and make) ran there as the user, not as root.
     let mut made = vec![own.git_dir.clone(), tree.dir.clone()];

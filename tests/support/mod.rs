@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests.
 
+pub mod git;
 pub mod guest;
 pub mod jackd;
 pub mod lava;
