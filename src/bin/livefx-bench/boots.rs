@@ -196,16 +196,7 @@ pub fn markdown(lines: &[Line], data: &Path) -> String {
     for ((pair, args, cond), ls) in &rows {
         let n = ls.len();
         let count = |w: Option<&str>| ls.iter().filter(|l| l.answer.as_deref() == w).count();
-        let median = |mut v: Vec<f64>| -> f64 {
-            v.sort_by(f64::total_cmp);
-            if v.is_empty() {
-                f64::NAN
-            } else if v.len() % 2 == 1 {
-                v[v.len() / 2]
-            } else {
-                (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
-            }
-        };
+        let median = |v: Vec<f64>| crate::stats::median_spread(&v).map_or(f64::NAN, |m| m.0);
         let what = if pair == "fix" {
             "6.12 against 6.12 with the seed's fix"
         } else {
