@@ -319,8 +319,18 @@ pub struct RestoreArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// The rig file (rigs/*.toml).
-    pub rig: PathBuf,
+    /// The rig file (rigs/*.toml); not with --from.
+    #[arg(required_unless_present = "from")]
+    pub rig: Option<PathBuf>,
+    /// Run again a run recorded in DIR (its run.json): the rig and profile as they ran
+    /// (their recorded text), its options and backend. Only --out, --json, --max-time
+    /// and --kernel (with its --patch) may be given beside it; --kernel runs it on that
+    /// kernel instead of the recorded one.
+    #[arg(long, value_name = "DIR", conflicts_with_all = FROM_CONFLICTS)]
+    pub from: Option<PathBuf>,
+    /// Set by `--from`: the run repeated (recorded in run.json).
+    #[arg(skip)]
+    pub rerun_of: Option<results::run::RerunOf>,
     /// Profile of settings to sweep (profiles/*.toml). Without it, nothing is changed.
     #[arg(long)]
     pub profile: Option<PathBuf>,
@@ -429,6 +439,32 @@ pub struct RunArgs {
     pub json: bool,
 }
 
+/// What `--from` repeats from the recorded run, so it is not given beside it.
+const FROM_CONFLICTS: [&str; 22] = [
+    "rig",
+    "profile",
+    "trials",
+    "variant",
+    "setting",
+    "settings_as_is",
+    "until_decided",
+    "cpus",
+    "memory",
+    "modules",
+    "accel",
+    "append",
+    "boots",
+    "backend",
+    "device",
+    "period",
+    "rate",
+    "duration",
+    "inject_every",
+    "inject_factor",
+    "loopback",
+    "guest_watch",
+];
+
 /// A trial's length: more than 0, at most `MAX_TRIAL_NS`.
 fn positive_duration(s: &str) -> Result<u64, String> {
     match parse_cli_duration(s)? {
@@ -520,10 +556,12 @@ impl RunArgs {
                 watch: self.guest_watch,
                 boots: self.boots,
             }),
-            rig: self.rig,
+            // Present unless --from, which `rerun::resolve` replaces by the recorded rig.
+            rig: self.rig.unwrap_or_default(),
             profile: self.profile,
             out: self.out,
             choices: Choices {
+                rerun_of: self.rerun_of,
                 trials: self.trials,
                 variants: self.variant,
                 settings: self.setting,

@@ -20,6 +20,7 @@ pub mod knobs;
 pub mod livefx;
 pub mod options;
 pub mod output;
+pub mod rerun;
 pub mod rig;
 pub mod run;
 pub mod shell;

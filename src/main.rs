@@ -6,7 +6,13 @@ fn main() {
     let cli = Cli::parse_args();
     console::set(cli.cmd.json(), cli.quiet);
     let code = match cli.cmd {
-        Cmd::Run(a) => xrunrig::run::main(&a.into_options()),
+        Cmd::Run(a) => match xrunrig::rerun::resolve(*a) {
+            Ok(a) => xrunrig::run::main(&a.into_options()),
+            Err(e) => {
+                eprintln!("xrunrig run: {e}");
+                xrunrig::exit::EXIT_REFUSED
+            }
+        },
         Cmd::Check(a) => xrunrig::check::main(&a.into_options()),
         Cmd::Restore(a) => xrunrig::check::restore_main(a.discard),
         Cmd::Doctor(a) => xrunrig::doctor::main(&a.into_options()),
@@ -29,7 +35,16 @@ fn main() {
                 2
             }
         },
-        Cmd::Calibrate(a) => xrunrig::calibrate::main(&a.into_options()),
+        Cmd::Calibrate(mut a) => match xrunrig::rerun::resolve(a.run.clone()) {
+            Ok(r) => {
+                a.run = r;
+                xrunrig::calibrate::main(&a.into_options())
+            }
+            Err(e) => {
+                eprintln!("xrunrig calibrate: {e}");
+                xrunrig::exit::EXIT_REFUSED
+            }
+        },
         Cmd::Export(ExportCmd::Kcidb(a)) => {
             let opts = kcidb::Options {
                 origin: a.origin,

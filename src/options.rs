@@ -101,6 +101,9 @@ pub struct Choices {
     /// decided (or can no longer be); `trials` is the maximum.
     pub until_decided: bool,
     pub audio: AudioOptions,
+    /// `run --from DIR`: the run this one repeats (recorded in run.json).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_of: Option<results::run::RerunOf>,
 }
 
 /// Command-line overrides of an audio rig's settings; None: the profile's or the rig's.

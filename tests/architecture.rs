@@ -197,6 +197,7 @@ const ROOMS: &[&str] = &[
     "run",
     "calibrate",
     "cli",
+    "rerun",
     "shell",
 ];
 

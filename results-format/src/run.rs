@@ -73,6 +73,13 @@ pub struct RunDoc {
     pub mlockall: Option<Mlockall>,
     #[serde(default, deserialize_with = "section")]
     pub profile: Option<ProfileInfo>,
+    /// Set when the run was `xrunrig run --from DIR`: the run it repeated.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "section"
+    )]
+    pub rerun_of: Option<RerunOf>,
     #[serde(default, deserialize_with = "section")]
     pub rig: Option<RigInfo>,
     #[serde(default, deserialize_with = "section")]
@@ -235,6 +242,23 @@ pub struct ProfileInfo {
     pub path: Option<String>,
     #[serde(default, deserialize_with = "lenient::text")]
     pub sha256: Option<String>,
+    /// The profile file as it was run (absent in runs from before it was recorded).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::text"
+    )]
+    pub text: Option<String>,
+}
+
+/// The run a `run --from DIR` repeated: its directory as given and its command, so that
+/// a rerun of a rerun repeats the first run's options.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RerunOf {
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub dir: Option<String>,
+    #[serde(default, deserialize_with = "lenient::texts")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -118,6 +118,7 @@ fn prepare(o: &BisectOptions) -> Result<(BisectDoc, Bench<'_>), String> {
             max_time_ns: None,
             until_decided: false,
             audio: o.audio.clone(),
+            rerun_of: None,
         },
         guest: Some(o.guest.clone()),
     };

@@ -92,6 +92,7 @@ pub fn patch_run_json(
     if let (Some(pr), Some(path)) = (doc.profile.as_mut(), &a.profile) {
         pr.path = Some(path.display().to_string());
     }
+    doc.rerun_of = a.choices.rerun_of.clone();
     doc.guest = Some(guest);
     if let Some(e) = error {
         doc.error = Some(e.to_string());

@@ -369,6 +369,7 @@ fn merged_doc(
                 .path
                 .as_ref()
                 .map(|_| crate::output::provenance::sha256_hex(&p.text)),
+            text: p.path.as_ref().map(|_| p.text.clone()),
         }),
         ..Default::default()
     });

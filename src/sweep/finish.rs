@@ -49,7 +49,14 @@ pub fn run_json(p: &Prepared, sw: &Swept, extra: RunExtra) -> RunDoc {
                 .path
                 .as_ref()
                 .map(|_| sha256_hex(&p.plan.profile.text)),
+            text: p
+                .plan
+                .profile
+                .path
+                .as_ref()
+                .map(|_| p.plan.profile.text.clone()),
         }),
+        rerun_of: p.plan.choices.rerun_of.clone(),
         trials: Some(p.plan.trials.into()),
         variants: p
             .plan

@@ -89,6 +89,7 @@ pub fn run_json(
             name: Some("rt-push-ipi".into()),
             path: None,
             sha256: None,
+            text: None,
         }),
         trials: Some(trials.into()),
         variants: variants
