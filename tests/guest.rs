@@ -571,6 +571,60 @@ fn interrupt_kills_the_guest() {
 }
 
 /// Bad input is refused before anything boots, with a message that says what to do.
+/// `run --from DIR` of a guest run (issue 37): booted again in the recorded kernel, with
+/// the recorded rig (its text), options and guest shape; the rerun names the run it
+/// repeated.
+#[test]
+fn a_guest_run_is_run_again_from_its_run_json() {
+    if !guest_tests_enabled() {
+        return;
+    }
+    let _one = one_guest();
+    let first = tmp("rerun-first");
+    run_in_guest_locked(
+        &[
+            "rigs/pi-inversion.toml",
+            "--kernel",
+            "debian:6.12",
+            "--cpus",
+            "4",
+            "--variant",
+            "inherit",
+            "--trials",
+            "2",
+        ],
+        &first,
+    );
+    let again = tmp("rerun-again");
+    let o = support::guest::attempt(&again, 0, || {
+        xrunrig()
+            .args(["run", "--from"])
+            .arg(&first)
+            .arg("--out")
+            .arg(&again)
+            .output()
+            .unwrap()
+    });
+    let text = show(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let (a, b) = (json(&first.join("run.json")), json(&again.join("run.json")));
+    for k in ["sha256", "text", "name"] {
+        assert_eq!(a["rig"][k], b["rig"][k], "rig {k}");
+    }
+    assert_eq!(a["trials"], b["trials"]);
+    assert_eq!(a["variants"], b["variants"]);
+    for k in ["kernel", "kernel_release", "cpus", "accel"] {
+        assert_eq!(a["guest"][k], b["guest"][k], "guest {k}\n{text}");
+    }
+    check_guest_block(&b, "6.12.", b["rig"]["path"].as_str().unwrap());
+    assert_eq!(b["rerun_of"]["dir"], first.display().to_string());
+    assert_eq!(b["rerun_of"]["command"], a["command"]);
+    let sum = json(&again.join("summary.json"));
+    assert_eq!(wait_row(&sum, "as-is", "inherit").1, 2, "{text}");
+    let _ = std::fs::remove_dir_all(&first);
+    let _ = std::fs::remove_dir_all(&again);
+}
+
 #[test]
 fn refuses_before_booting() {
     let o = xrunrig()
