@@ -22,6 +22,13 @@ pub struct RunDoc {
     pub doctor: Option<DoctorSection>,
     #[serde(default, deserialize_with = "lenient::text")]
     pub ended: Option<String>,
+    /// The machine around the run: virtualisation, the other processes' CPU share.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "section"
+    )]
+    pub environment: Option<Environment>,
     /// Why the run ended early, when it did.
     #[serde(default, deserialize_with = "lenient::text")]
     pub error: Option<String>,
@@ -249,6 +256,21 @@ pub struct ProfileInfo {
         deserialize_with = "lenient::text"
     )]
     pub text: Option<String>,
+}
+
+/// What ran beside the run, as evidence for its reader: a virtual machine shares its
+/// host, and other processes' CPU time can explain misses no kernel setting caused.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// The hypervisor this machine runs under (from DMI or the CPU's `hypervisor` flag);
+    /// None on bare metal.
+    #[serde(default, deserialize_with = "lenient::text")]
+    pub virtualised: Option<String>,
+    /// Percent of all CPUs' time used by other processes while the trials ran: /proc/stat's
+    /// busy time less this process's own (its threads and children), sampled at the start
+    /// and end of the sweep, outside the real-time path.
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub others_cpu_percent: Option<f64>,
 }
 
 /// The run a `run --from DIR` repeated: its directory as given and its command, so that

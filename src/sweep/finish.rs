@@ -57,6 +57,10 @@ pub fn run_json(p: &Prepared, sw: &Swept, extra: RunExtra) -> RunDoc {
                 .map(|_| p.plan.profile.text.clone()),
         }),
         rerun_of: p.plan.choices.rerun_of.clone(),
+        environment: Some(results::run::Environment {
+            virtualised: provenance::virtualisation(),
+            others_cpu_percent: sw.others_cpu_percent,
+        }),
         trials: Some(p.plan.trials.into()),
         variants: p
             .plan

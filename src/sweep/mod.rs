@@ -95,4 +95,6 @@ pub struct Swept {
     pub features_after: SchedFeatures,
     /// mlockall's outcome, for run.json.
     pub mlockall: Result<(), String>,
+    /// Other processes' share of all CPUs' time during the sweep (run.json's environment).
+    pub others_cpu_percent: Option<f64>,
 }

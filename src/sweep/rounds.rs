@@ -34,6 +34,8 @@ pub fn sweep(
         );
     }
     let mlockall = crate::sys::mlockall();
+    // Read twice, at the start and the end, by this normal-priority thread only.
+    let cpu_at_start = crate::output::provenance::CpuTimes::now();
     if let Err(e) = &mlockall {
         eprintln!(
             "xrunrig: warning: mlockall failed ({e}): page faults may add latency (recorded in run.json)"
@@ -172,7 +174,11 @@ pub fn sweep(
     restored.extend(knobs::restore_leftovers()?);
     let features_after = features_json();
     let (ended, _) = crate::sys::utc_now();
+    let others_cpu_percent = cpu_at_start
+        .zip(crate::output::provenance::CpuTimes::now())
+        .and_then(|(a, b)| a.others_percent(&b));
     Ok(Swept {
+        others_cpu_percent,
         records,
         in_force,
         restored,

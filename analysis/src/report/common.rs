@@ -185,6 +185,35 @@ pub fn emulated_note(run: &RunDoc) -> Option<String> {
     })
 }
 
+/// Other processes' share of the CPUs above which the verdict says the run was loaded:
+/// a tenth of the machine is more than a quiet desktop uses beside an audio session.
+pub const LOADED_PERCENT: f64 = 10.0;
+
+/// What the verdict says of the machine around the run, when it could explain the
+/// result: a hypervisor under it, other processes' CPU time beside it.
+pub fn environment_notes(run: &RunDoc) -> Vec<String> {
+    let Some(e) = run.environment.as_ref() else {
+        return vec![];
+    };
+    let mut out = vec![];
+    if let Some(hv) = &e.virtualised {
+        out.push(format!(
+            "Virtualised: this machine runs under {hv}. Its host and the host's other \
+             guests can take CPU time from it at any moment, which no setting here \
+             controls; misses may be theirs."
+        ));
+    }
+    if let Some(p) = e.others_cpu_percent.filter(|p| *p >= LOADED_PERCENT) {
+        out.push(format!(
+            "Under load: other processes used {p:.0} % of all CPUs' time while the trials \
+             ran (/proc/stat's busy time less xrunrig's own, at the start and end of the \
+             trials). Misses may be theirs, not the kernel's: run it again with the \
+             machine otherwise idle before reporting it."
+        ));
+    }
+    out
+}
+
 pub fn kernel(run: &RunDoc, has_run: bool) -> Vec<Block> {
     if !has_run {
         return vec![Block::Para("run.json is missing: kernel unknown.".into())];
@@ -307,6 +336,19 @@ mod tests {
 
     fn run(json: &str) -> RunDoc {
         RunDoc::from_json(json).unwrap()
+    }
+
+    #[test]
+    fn the_verdict_names_a_hypervisor_and_a_load_it_could_be_explained_by() {
+        assert!(environment_notes(&run("{}")).is_empty());
+        let quiet = run(r#"{"environment":{"others_cpu_percent":9.9}}"#);
+        assert!(environment_notes(&quiet).is_empty());
+        let n = environment_notes(&run(
+            r#"{"environment":{"virtualised":"KVM","others_cpu_percent":10.0}}"#,
+        ));
+        assert_eq!(n.len(), 2, "{n:?}");
+        assert!(n[0].starts_with("Virtualised: this machine runs under KVM."));
+        assert!(n[1].starts_with("Under load: other processes used 10 % "));
     }
 
     #[test]

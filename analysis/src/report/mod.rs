@@ -79,6 +79,9 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
     if let Some(note) = common::emulated_note(&res.run) {
         verdict_blocks.push(Block::Para(note));
     }
+    for note in common::environment_notes(&res.run) {
+        verdict_blocks.push(Block::Para(note));
+    }
     doc.section("Verdict", verdict_blocks);
     doc.section("What ran", vec![what_ran]);
     doc.section(
