@@ -92,6 +92,15 @@ fn a_recorded_run_is_run_again_from_its_run_json() {
     assert_eq!(o.status.code(), Some(0));
     std::fs::remove_dir_all(&sent).unwrap();
     let a = run_json(&first);
+    // Its report ends with how to run it again.
+    let r = xrunrig(&state).arg("report").arg(&first).output().unwrap();
+    assert_eq!(r.status.code(), Some(0), "{}", show("report", &r));
+    let report = std::fs::read_to_string(first.join("report.txt")).unwrap();
+    let tail = report
+        .split("Reproduce")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(tail.contains("xrunrig run --from first"), "{tail}");
 
     let second = state.join("second");
     let o = xrunrig(&state)

@@ -214,6 +214,36 @@ pub fn environment_notes(run: &RunDoc) -> Vec<String> {
     out
 }
 
+/// The "Reproduce" section of a run's report: `xrunrig run --from` on this directory
+/// (the rig and profile from run.json's text, the same options and backend), on this
+/// kernel or another, and the command as it was given. None for what is not a run
+/// (a watch session, a run.json without the rig's text).
+pub fn reproduce(run: &RunDoc, dir_name: &str) -> Option<Vec<Block>> {
+    if run.watch.is_some() || run.command.len() < 2 {
+        return None;
+    }
+    run.rig.as_ref()?.text.as_ref()?;
+    let given = match &run.rerun_of {
+        Some(r) if !r.command.is_empty() => r.command.join(" "),
+        _ => run.command.join(" "),
+    };
+    Some(vec![
+        Block::Para(
+            "Run it again from this directory's run.json: the rig and profile as they ran \
+             (their recorded text, checked against their sha256), the same options and \
+             backend. Give --kernel to run it in a guest kernel instead of the recorded one; \
+             --out to choose where the rerun goes."
+                .into(),
+        ),
+        Block::Pre(vec![
+            format!("xrunrig run --from {dir_name}"),
+            format!("xrunrig run --from {dir_name} --kernel debian:6.12"),
+        ]),
+        Block::Para("The command as it was given (its paths are the sender's):".into()),
+        Block::Pre(vec![given]),
+    ])
+}
+
 pub fn kernel(run: &RunDoc, has_run: bool) -> Vec<Block> {
     if !has_run {
         return vec![Block::Para("run.json is missing: kernel unknown.".into())];
@@ -336,6 +366,25 @@ mod tests {
 
     fn run(json: &str) -> RunDoc {
         RunDoc::from_json(json).unwrap()
+    }
+
+    #[test]
+    fn a_run_ends_with_how_to_run_it_again() {
+        let r = run(
+            r#"{"command":["xrunrig","run","/home/a/x.toml","--trials","3"],
+                       "rig":{"text":"name = 'x'"}}"#,
+        );
+        let b = reproduce(&r, "x-20261207").unwrap();
+        let Block::Pre(cmds) = &b[1] else {
+            panic!("{b:?}")
+        };
+        assert_eq!(cmds[0], "xrunrig run --from x-20261207");
+        let Block::Pre(given) = &b[3] else {
+            panic!("{b:?}")
+        };
+        assert_eq!(given[0], "xrunrig run /home/a/x.toml --trials 3");
+        // Without the rig's text there is nothing --from could run.
+        assert!(reproduce(&run(r#"{"command":["xrunrig","run","x.toml"]}"#), "d").is_none());
     }
 
     #[test]

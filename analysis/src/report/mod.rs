@@ -100,6 +100,15 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
         );
     }
     doc.section("Plots", plots);
+    let name = res.dir.file_name().map_or_else(
+        || res.dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    if res.has_run
+        && let Some(blocks) = common::reproduce(&res.run, &name)
+    {
+        doc.section("Reproduce", blocks);
+    }
     Ok(Built {
         doc,
         conclusion,
