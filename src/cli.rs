@@ -214,7 +214,9 @@ impl Cli {
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
-        let m = command().try_get_matches_from(args)?;
+        let m = command()
+            .try_get_matches_from(args)
+            .map_err(suggest_subcommand)?;
         let mut cli = Cli::from_arg_matches(&m)?;
         match (&mut cli.cmd, m.subcommand()) {
             (Cmd::Run(a), Some(("run", rm))) => a.bind_patches(rm),
@@ -223,6 +225,56 @@ impl Cli {
         }
         Ok(cli)
     }
+}
+
+/// clap suggests a subcommand only above its similarity cut, which a swapped pair of
+/// letters ("rnu") misses: a subcommand within two edits (a swap counted as one) is
+/// named as its tip.
+fn suggest_subcommand(mut e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::InvalidSubcommand || e.get(ContextKind::SuggestedSubcommand).is_some()
+    {
+        return e;
+    }
+    let Some(ContextValue::String(typed)) = e.get(ContextKind::InvalidSubcommand).cloned() else {
+        return e;
+    };
+    let best = command()
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .map(|c| (edits(&typed, c.get_name()), c.get_name().to_string()))
+        .filter(|(d, _)| *d <= 2)
+        .min();
+    if let Some((_, name)) = best {
+        e.insert(ContextKind::SuggestedSubcommand, ContextValue::String(name));
+    }
+    e
+}
+
+/// Edits between `a` and `b`: insertions, deletions, substitutions and swaps of two
+/// neighbours (optimal string alignment).
+fn edits(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[a.len()][b.len()]
 }
 
 impl Cmd {
@@ -336,7 +388,7 @@ pub struct RunArgs {
     pub profile: Option<PathBuf>,
     /// Trials per setting and variant (default: the rig's; 1 to 10000). Compare needs 3
     /// or more a side to give a verdict.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_TRIALS)))]
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_TRIALS)))]
     pub trials: Option<u32>,
     /// Results directory (default: results/<rig>-<UTC time>).
     #[arg(long)]
@@ -369,13 +421,13 @@ pub struct RunArgs {
     #[arg(long, value_parser = KernelSpec::parse)]
     pub kernel: Vec<KernelSpec>,
     /// Guest vCPUs (1 to 64; default: what the rig pins, at least 4).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=GUEST_MAX_CPUS as i64))]
+    #[arg(long, requires = "kernel", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=GUEST_MAX_CPUS as i64))]
     pub cpus: Option<u32>,
     /// Guest memory, e.g. 1G or 512M.
-    #[arg(long, value_parser = memory_arg)]
+    #[arg(long, requires = "kernel", value_parser = memory_arg)]
     pub memory: Option<String>,
     /// Modules directory for a bare kernel image.
-    #[arg(long)]
+    #[arg(long, requires = "kernel")]
     pub modules: Option<PathBuf>,
     /// A patch for the --kernel src:/debian-src: written just before it (repeatable,
     /// applied in order): `--kernel debian-src:6.12 --kernel debian-src:6.12 --patch
@@ -391,12 +443,12 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = AccelChoice::Auto)]
     pub accel: AccelChoice,
     /// Extra guest kernel command line.
-    #[arg(long)]
+    #[arg(long, requires = "kernel")]
     pub append: Option<String>,
     /// Boot each --kernel this many times (1 to 50), interleaved (A B B A A B ...), each
     /// boot a run of its own in `<out>/<kernel>/boot-<n>/`: a boot is what varies between
     /// runs of a kernel, so `xrunrig compare OUT` judges each kernel's boots as its runs.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=50))]
+    #[arg(long, default_value_t = 1, requires = "kernel", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=50))]
     pub boots: u32,
 
     /// Audio backend for audio rigs (default: the profile's, else the rig's).
@@ -406,17 +458,17 @@ pub struct RunArgs {
     #[arg(long)]
     pub device: Option<String>,
     /// Audio period in frames (1 to 16384).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_PERIOD)))]
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_PERIOD)))]
     pub period: Option<u32>,
     /// Sample rate in Hz (1 to 768000).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_RATE)))]
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_RATE)))]
     pub rate: Option<u32>,
     /// How long each audio trial runs: seconds, or a number and a unit ("10", "500 ms",
     /// "10m"; m is minutes, ms milliseconds; at most 24 h).
     #[arg(long, value_name = "DURATION", value_parser = positive_duration, allow_hyphen_values = true)]
     pub duration: Option<u64>,
     /// Inject an overrun every Nth cycle (audio rigs), to check the counters.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub inject_every: Option<u64>,
     /// The injected overrun's length as a multiple of the period (0 to 100).
     #[arg(long, value_parser = inject_factor_arg)]
@@ -431,7 +483,7 @@ pub struct RunArgs {
     /// With --kernel and --backend jack: run `xrunrig watch` beside the rig in the
     /// guest's JACK session; its explanation of each xrun lands in the results' watch/
     /// folder, beside the rig's own (a check of one against the other).
-    #[arg(long)]
+    #[arg(long, requires = "kernel")]
     pub guest_watch: bool,
     /// Print summary.json's document to stdout when the run ends (combined.json's for
     /// several kernels); tables and messages go to stderr.
@@ -639,7 +691,7 @@ pub struct WatchArgs {
     #[arg(long, value_name = "NAME")]
     pub server: Option<String>,
     /// How long to watch (`90`, `10m`, `1 h`...); default until Ctrl-C.
-    #[arg(long, value_parser = parse_cli_duration, allow_hyphen_values = true)]
+    #[arg(long, value_parser = positive_duration, allow_hyphen_values = true)]
     pub duration: Option<u64>,
     /// The results directory (default `watch-<UTC time>` here).
     #[arg(long, value_name = "DIR")]

@@ -521,3 +521,46 @@ fn progress_on_a_terminal_is_a_bar_with_an_eta() {
     assert!(t.contains(&0x1b), "and is redrawn in place");
     assert!(s.contains("[   2/2]"), "the trial lines stay above it");
 }
+
+/// Issue 37 item 5: an option with no effect in that combination is refused, not
+/// ignored; a negative number is told about its value, not given clap's `-- -5` tip;
+/// `watch --duration 0` is refused as `run --duration 0` is; a misspelt subcommand is
+/// given the one meant.
+#[test]
+fn options_that_would_be_ignored_or_misread_are_refused_with_the_reason() {
+    let state = testkit::private_dir("cli-refused");
+    let err_of = |args: &[&str]| {
+        let o = xrunrig(&state).args(args).output().unwrap();
+        show(&format!("{args:?}"), &o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        text(&o.stderr)
+    };
+    for guest_only in [
+        &["--cpus", "4"][..],
+        &["--memory", "1G"],
+        &["--guest-watch"],
+        &["--append", "quiet"],
+        &["--boots", "3"],
+    ] {
+        let mut a = vec!["run", "rigs/livefx.toml"];
+        a.extend(guest_only);
+        let e = err_of(&a);
+        assert!(e.contains("--kernel"), "{guest_only:?}: {e}");
+    }
+    for (flag, v) in [
+        ("--trials", "-5"),
+        ("--period", "-1"),
+        ("--inject-every", "-3"),
+    ] {
+        let e = err_of(&["run", "rigs/livefx.toml", flag, v]);
+        assert!(e.contains(&format!("invalid value '{v}'")), "{e}");
+        assert!(!e.contains("-- "), "clap's tip to pass it after --: {e}");
+    }
+    let e = err_of(&["watch", "--duration", "0"]);
+    assert!(e.contains("must be positive"), "{e}");
+    let e = err_of(&["rnu"]);
+    assert!(e.contains("a similar subcommand exists: 'run'"), "{e}");
+    let e = err_of(&["comapre"]);
+    assert!(e.contains("'compare'"), "{e}");
+    std::fs::remove_dir_all(&state).unwrap();
+}
