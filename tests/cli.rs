@@ -564,3 +564,42 @@ fn options_that_would_be_ignored_or_misread_are_refused_with_the_reason() {
     assert!(e.contains("'compare'"), "{e}");
     std::fs::remove_dir_all(&state).unwrap();
 }
+
+/// Issue 37 item 5: `--max-time` reached is the run failing to finish in its time (exit
+/// 3, said so, the bound as given), not an interruption (130, Ctrl-C's code).
+#[test]
+fn max_time_reached_is_said_and_is_not_ctrl_c() {
+    if !testkit::root() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let state = testkit::private_dir("cli-max-time");
+    let (o, dir) = run(
+        &state,
+        "rigs/livefx.toml",
+        &[
+            "--backend",
+            "clock",
+            "--variant",
+            "pi",
+            "--duration",
+            "5",
+            "--trials",
+            "2",
+            "--max-time",
+            "1500ms",
+        ],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("time bound (1.5 s) was reached"), "{err}");
+    let run = json_file(&dir.join("run.json"));
+    assert!(
+        run["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("time bound")),
+        "{}",
+        run["error"]
+    );
+    std::fs::remove_dir_all(&state).unwrap();
+}

@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 pub struct Watchdog {
     finished: Arc<AtomicBool>,
+    /// Set when the hard bound, not Ctrl-C, stopped the run.
+    reached: Arc<AtomicBool>,
     handle: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -28,6 +30,8 @@ impl Watchdog {
     ) -> Watchdog {
         let finished = Arc::new(AtomicBool::new(false));
         let fin = finished.clone();
+        let reached = Arc::new(AtomicBool::new(false));
+        let reached_here = reached.clone();
         let handle = std::thread::Builder::new()
             .name("xrunrig-watchdog".into())
             .spawn(move || {
@@ -43,9 +47,10 @@ impl Watchdog {
                     let t = now_ns();
                     if t >= bound && !stop.load(Ordering::SeqCst) {
                         eprintln!(
-                            "\nxrunrig: the run's hard time bound ({:.0} s) passed: stopping",
-                            hard_bound_ns as f64 / 1e9
+                            "\nxrunrig: the run's hard time bound ({}) passed: stopping",
+                            seconds(hard_bound_ns)
                         );
+                        reached_here.store(true, Ordering::SeqCst);
                         stop.store(true, Ordering::SeqCst);
                     }
                     if stop.load(Ordering::SeqCst) {
@@ -66,8 +71,24 @@ impl Watchdog {
             .expect("spawn watchdog");
         Watchdog {
             finished,
+            reached,
             handle: Some(handle),
         }
+    }
+
+    /// Whether the hard bound stopped the run (else Ctrl-C did, or nothing).
+    pub fn bound_reached(&self) -> bool {
+        self.reached.load(Ordering::SeqCst)
+    }
+}
+
+/// A bound as the user gave it: "1.5 s", "600 s" (not rounded to whole seconds).
+pub fn seconds(ns: u64) -> String {
+    let s = ns as f64 / 1e9;
+    if s < 10.0 {
+        format!("{} s", (s * 1000.0).round() / 1000.0)
+    } else {
+        format!("{s:.0} s")
     }
 }
 
@@ -96,6 +117,13 @@ pub fn install_signal_flag(stop: &Arc<AtomicBool>) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bounds_are_said_as_given() {
+        assert_eq!(seconds(1_500_000_000), "1.5 s");
+        assert_eq!(seconds(2_000_000_000), "2 s");
+        assert_eq!(seconds(600_000_000_000), "600 s");
+    }
 
     #[test]
     fn bound_raises_stop() {

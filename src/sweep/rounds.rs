@@ -177,6 +177,15 @@ pub fn sweep(
     let others_cpu_percent = cpu_at_start
         .zip(crate::output::provenance::CpuTimes::now())
         .and_then(|(a, b)| a.others_percent(&b));
+    // The bound, not Ctrl-C: the run failed to finish in its time, said as such (exit 3).
+    let fatal = match fatal {
+        None if _wd.bound_reached() => Some(format!(
+            "the run's time bound ({}) was reached before every trial ran; the results \
+             cover the trials that finished",
+            crate::engine::watchdog::seconds(bound)
+        )),
+        f => f,
+    };
     Ok(Swept {
         others_cpu_percent,
         records,
