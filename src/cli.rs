@@ -492,7 +492,7 @@ pub struct RunArgs {
 }
 
 /// What `--from` repeats from the recorded run, so it is not given beside it.
-const FROM_CONFLICTS: [&str; 22] = [
+const FROM_CONFLICTS: [&str; 23] = [
     "rig",
     "profile",
     "trials",
@@ -514,6 +514,7 @@ const FROM_CONFLICTS: [&str; 22] = [
     "inject_every",
     "inject_factor",
     "loopback",
+    "guest_jack",
     "guest_watch",
 ];
 

@@ -41,6 +41,21 @@ pub fn resolve(a: RunArgs) -> Result<RunArgs, String> {
         run.patch = a.patch;
         run.patch_kernel = a.patch_kernel;
     }
+    // A record is someone else's: say what it will run and set before it does.
+    crate::output::console::note(&format!(
+        "xrunrig: repeating {}: `{}`, with the rig ({}) and profile ({}) as recorded; the \
+         profile's settings are applied as it says and restored after",
+        dir.display(),
+        command.join(" "),
+        doc.rig
+            .as_ref()
+            .and_then(|r| r.name.as_deref())
+            .unwrap_or("?"),
+        doc.profile
+            .as_ref()
+            .and_then(|p| p.name.as_deref())
+            .unwrap_or("none"),
+    ));
     run.rerun_of = Some(RerunOf {
         dir: Some(dir.display().to_string()),
         command,
