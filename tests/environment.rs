@@ -4,6 +4,8 @@
 //! spinners that end themselves) is called loaded; a virtual machine (the CPU's
 //! `hypervisor` flag, read here independently) is called virtualised.
 
+mod support;
+
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
@@ -12,10 +14,8 @@ use std::time::{Duration, Instant};
 use xrunrig::testkit;
 
 fn xrunrig(state: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_xrunrig"));
-    c.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("XRUNRIG_STATE_DIR", state)
-        .env("XRUNRIG_NO_PROGRESS", "1");
+    let mut c = support::run::command(state);
+    c.env("XRUNRIG_NO_PROGRESS", "1");
     c
 }
 
@@ -64,8 +64,7 @@ fn a_run_beside_a_hog_is_reported_loaded_and_a_vm_virtualised() {
     }
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    let run: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let run = support::run::json(&out.join("run.json"));
     let others = run["environment"]["others_cpu_percent"]
         .as_f64()
         .unwrap_or_else(|| panic!("no others_cpu_percent in {}", run["environment"]));

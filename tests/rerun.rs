@@ -4,16 +4,18 @@
 //! the first run; a damaged record, a missing one and an option --from already fixes
 //! are refused with nothing run. Runs go through the binary, as a user's do.
 
+mod support;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use support::run::json;
 use xrunrig::testkit;
 
+/// `xrunrig` with the test's own state and cache, no progress bar.
 fn xrunrig(state: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_xrunrig"));
-    c.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("XRUNRIG_STATE_DIR", state)
-        .env("XRUNRIG_CACHE_DIR", state.join("cache"))
+    let mut c = support::run::command(state);
+    c.env("XRUNRIG_CACHE_DIR", state.join("cache"))
         .env("XRUNRIG_NO_PROGRESS", "1");
     c
 }
@@ -25,9 +27,7 @@ fn show(tag: &str, o: &Output) -> String {
 }
 
 fn run_json(dir: &Path) -> Value {
-    let p = dir.join("run.json");
-    let t = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&t).unwrap()
+    json(&dir.join("run.json"))
 }
 
 /// What a rerun must repeat: the rig and profile (text and sha256), the trials, the
