@@ -113,6 +113,12 @@ fn a_recorded_run_is_run_again_from_its_run_json() {
     let err = show("rerun", &o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     let b = run_json(&second);
+    // Recorded at all (else two absent texts would agree).
+    assert!(
+        a["rig"]["text"].is_string() && a["profile"]["text"].is_string(),
+        "{a}"
+    );
+    assert_eq!(a["livefx"]["backends"].as_array().map(Vec::len), Some(2));
     assert_eq!(what_ran(&a), what_ran(&b));
     assert_eq!(b["rerun_of"]["dir"], first.display().to_string());
     assert_eq!(b["rerun_of"]["command"], a["command"]);
