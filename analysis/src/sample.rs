@@ -39,11 +39,20 @@ pub enum Sample {
     },
     /// An audio latency: each trial's p99 (µs), and every cycle pooled (for the plot).
     Tails { p99_us: Vec<f64>, pooled: Dist },
-    /// Dropouts: each trial's count and seconds of audio.
-    Events(Vec<(u64, f64)>),
+    /// Dropouts: each trial's count and seconds of audio, and each trial's dropout
+    /// episodes (None: an older run that did not count them).
+    Events {
+        dropouts: Vec<(u64, f64)>,
+        episodes: Option<Vec<u64>>,
+    },
     /// Audio trials that finished (status ok), of all that ran.
     Finished { ok: usize, n: usize },
 }
+
+/// The suffix of dropouts counted in episodes (`results::livefx::EPISODE_GAP_NS`):
+/// dropouts within one episode come from one event and are not independent, so the
+/// episodes are the counts tested.
+pub const EPISODES: &str = " (episodes)";
 
 /// One judged metric of a sample: its name's suffix, its scale and its data.
 #[derive(Clone)]
@@ -65,7 +74,7 @@ impl Sample {
         match self {
             Sample::Trials { n, .. } => *n,
             Sample::Tails { p99_us, .. } => p99_us.len(),
-            Sample::Events(v) => v.iter().filter(|x| x.1 > 0.0).count(),
+            Sample::Events { dropouts, .. } => dropouts.iter().filter(|x| x.1 > 0.0).count(),
             Sample::Finished { n, .. } => *n,
         }
     }
@@ -149,15 +158,25 @@ impl Sample {
                 failures: true,
                 hangs: false,
             }],
-            Sample::Events(v) => vec![Item {
-                suffix: "",
-                scale: Scale::LogRate,
-                data: RunData::Events(v.clone()),
-                lower_is_worse: false,
-                // No dropouts on either side: no rate ratio to judge.
-                failures: v.iter().any(|x| x.0 > 0),
-                hangs: false,
-            }],
+            Sample::Events { dropouts, episodes } => {
+                let item = |suffix, v: Vec<(u64, f64)>| Item {
+                    suffix,
+                    scale: Scale::LogRate,
+                    // No dropouts on either side: no rate ratio to judge.
+                    failures: v.iter().any(|x| x.0 > 0),
+                    data: RunData::Events(v),
+                    lower_is_worse: false,
+                    hangs: false,
+                };
+                let mut out = vec![item("", dropouts.clone())];
+                // Episodes over the same trials' audio: what a comparison tests when
+                // every run of both sides has them (`compare::verdict`).
+                if let Some(e) = episodes.as_ref().filter(|e| e.len() == dropouts.len()) {
+                    let v = e.iter().zip(dropouts).map(|(&k, &(_, s))| (k, s)).collect();
+                    out.push(item(EPISODES, v));
+                }
+                out
+            }
             Sample::Finished { ok, n } => vec![Item {
                 suffix: "",
                 scale: Scale::LogOdds,
@@ -265,7 +284,7 @@ pub struct Value {
 /// rigs; a hung trial counts as slower than any, a censored one at its censoring point,
 /// so the median is a lower bound when it falls on either), the geometric mean of the
 /// trials' p99s, dropouts per hour, or the share of trials that finished.
-pub fn value_of(runs: &[&Sample]) -> Value {
+pub fn value_of(runs: &[&Sample], suffix: &str) -> Value {
     let first = runs[0];
     match first {
         Sample::Trials { unit, .. } => {
@@ -321,17 +340,28 @@ pub fn value_of(runs: &[&Sample]) -> Value {
                 at_least: false,
             }
         }
-        Sample::Events(_) => {
-            let (mut k, mut s) = (0u64, 0.0f64);
+        Sample::Events { .. } => {
+            let (mut k, mut s, mut e) = (0u64, 0.0f64, Some(0u64));
             for x in runs {
-                if let Sample::Events(v) = x {
-                    k += v.iter().map(|x| x.0).sum::<u64>();
-                    s += v.iter().map(|x| x.1).sum::<f64>();
+                if let Sample::Events { dropouts, episodes } = x {
+                    k += dropouts.iter().map(|x| x.0).sum::<u64>();
+                    s += dropouts.iter().map(|x| x.1).sum::<f64>();
+                    e = e
+                        .zip(episodes.as_ref())
+                        .map(|(a, v)| a + v.iter().sum::<u64>());
                 }
             }
+            // The episodes row's figure is its episodes, with the dropouts they hold.
+            let (per, spread) = match e {
+                Some(e) if suffix == EPISODES => (
+                    e,
+                    format!(" ({e} holding {k} dropouts in {:.2} h)", s / 3600.0),
+                ),
+                _ => (k, format!(" ({k} in {:.2} h)", s / 3600.0)),
+            };
             Value {
-                value: (s > 0.0).then(|| k as f64 * 3600.0 / s),
-                spread: format!(" ({k} in {:.2} h)", s / 3600.0),
+                value: (s > 0.0).then(|| per as f64 * 3600.0 / s),
+                spread,
                 unit: "/h".into(),
                 at_least: false,
             }

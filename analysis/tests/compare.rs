@@ -368,7 +368,8 @@ fn livefx_more_dropouts_in_every_run_is_worse() {
     let (code, txt, _) = judge(&req(vec![a.clone(), c.clone()], &out));
     assert_eq!(code, 1, "{txt}");
     assert!(
-        txt.contains("NO_RT_PUSH_IPI / default dropouts per hour") && txt.contains("WORSE"),
+        txt.contains("NO_RT_PUSH_IPI / default dropouts (episodes) per hour")
+            && txt.contains("WORSE"),
         "{txt}"
     );
     assert!(txt.contains("Method: the unit is the run"), "{txt}");

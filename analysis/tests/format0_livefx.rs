@@ -23,7 +23,11 @@ fn scratch(name: &str) -> PathBuf {
             }
         }
     }
-    let dst = std::env::temp_dir().join(format!("analysis-format0-{name}-{}", std::process::id()));
+    // The directory keeps the fixture's name (a report's Reproduce section names it);
+    // the process id is its parent's.
+    let dst = std::env::temp_dir()
+        .join(format!("analysis-format0-{name}-{}", std::process::id()))
+        .join("results");
     let _ = std::fs::remove_dir_all(&dst);
     copy(&format0(name), &dst);
     dst

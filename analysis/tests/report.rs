@@ -17,10 +17,18 @@ fn fixture(name: &str) -> PathBuf {
 
 /// A scratch copy, so reports are never written into the source tree.
 fn scratch_copy(name: &str, tag: &str) -> PathBuf {
-    let dst = std::env::temp_dir().join(format!("analysis-test-{tag}-{}", std::process::id()));
+    let dst = results_dir(&format!("analysis-test-{tag}"));
     let _ = std::fs::remove_dir_all(&dst);
     copy_dir(&fixture(name), &dst);
     dst
+}
+
+/// `results` in a scratch folder of this process: a report's Reproduce section names
+/// its directory, so a golden report needs the same name every time.
+fn results_dir(tag: &str) -> PathBuf {
+    std::env::temp_dir()
+        .join(format!("{tag}-{}", std::process::id()))
+        .join("results")
 }
 
 fn copy_dir(src: &Path, dst: &Path) {
@@ -481,7 +489,7 @@ fn format0_fixture() -> PathBuf {
 
 #[test]
 fn format0_results_still_load_and_report_as_before() {
-    let dst = std::env::temp_dir().join(format!("analysis-test-format0-{}", std::process::id()));
+    let dst = results_dir("analysis-test-format0");
     let _ = std::fs::remove_dir_all(&dst);
     copy_dir(&format0_fixture(), &dst);
     assert_eq!(analysis::report_main(&dst, false), Ok(0));
@@ -536,8 +544,7 @@ fn results_of_a_newer_format_are_refused_naming_the_versions() {
 fn the_trials_generator_still_gives_the_golden_report() {
     // synth writes through the results types; the committed fixture was written by hand
     // as JSON. Both must report the same.
-    let dir =
-        std::env::temp_dir().join(format!("analysis-test-synth-trials-{}", std::process::id()));
+    let dir = results_dir("analysis-test-synth-trials");
     let _ = std::fs::remove_dir_all(&dir);
     analysis::synth::trials::generate(&dir).unwrap();
     let (txt, _) = write_all(&dir, false).unwrap();
@@ -577,7 +584,7 @@ fn regenerated_livefx_fixture_gives_the_golden_report() {
         readme.contains(&format!("{spec:?}")),
         "the fixture was made with another spec: {readme}"
     );
-    let dir = std::env::temp_dir().join(format!("analysis-test-regen-{}", std::process::id()));
+    let dir = results_dir("analysis-test-regen");
     let _ = std::fs::remove_dir_all(&dir);
     generate(&dir, &spec).unwrap();
     // The same values as the committed files (a null field reads as an absent one).

@@ -182,7 +182,7 @@ impl Stats {
 
     /// Accounts one cycle record.
     pub fn add(&mut self, r: &Rec, t0: u64, has_workers: bool) {
-        self.counts.add(r.flags, r.xruns as u64);
+        self.counts.add_cycle(r.start_ns, r.flags, r.xruns as u64);
         let t_s = r.start_ns.saturating_sub(t0) as f64 / 1e9;
         let _ = self
             .callback

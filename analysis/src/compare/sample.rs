@@ -13,9 +13,10 @@ pub fn livefx_samples(d: &LivefxData) -> Vec<(Key, Sample)> {
     let mut out = Vec::new();
     for c in crate::report::livefx::cases(d) {
         let k = |m: &str| (c.setting.clone(), c.variant.clone(), m.to_string());
-        let events = crate::report::livefx::trial_dropouts(d, &c.setting, &c.variant);
-        if !events.is_empty() {
-            out.push((k("dropouts"), Sample::Events(events)));
+        let dropouts = crate::report::livefx::trial_dropouts(d, &c.setting, &c.variant);
+        if !dropouts.is_empty() {
+            let episodes = crate::report::livefx::trial_episodes(d, &c.setting, &c.variant);
+            out.push((k("dropouts"), Sample::Events { dropouts, episodes }));
         }
         let per = d
             .trial_latency

@@ -2,7 +2,7 @@
 //! (`judge`), as a table row and a sentence, and the comparison's one answer.
 
 use super::load::{Metric, Sides};
-use super::sample::{Item, Sample, passed_of, value_of};
+use super::sample::{EPISODES, Item, Sample, passed_of, value_of};
 use crate::judge::{self, Across, Answer, Between, MetricRuns, RunData, Scale, Tested, Untested};
 use crate::report::common::{fmt_us, fmt_val};
 use crate::stats::fmt_p;
@@ -91,6 +91,16 @@ pub fn judge(
                 if !names.contains(&(it.suffix, it.scale)) {
                     names.push((it.suffix, it.scale));
                 }
+            }
+            // Dropouts are tested as episodes when every run of both sides counted them
+            // (one stall of the machine is one event, however many cycles it lost);
+            // else as dropouts (an older run), never both.
+            let all_have =
+                |v: &[Vec<Item>]| v.iter().all(|x| x.iter().any(|i| i.suffix == EPISODES));
+            if all_have(&items_a) && all_have(&items_b) {
+                names.retain(|n| !(n.0.is_empty() && n.1 == Scale::LogRate));
+            } else {
+                names.retain(|n| n.0 != EPISODES);
             }
             for (suffix, scale) in names {
                 let col = |v: &[Vec<Item>]| -> Vec<Item> {
@@ -282,7 +292,7 @@ fn one(
 ) -> (Vec<String>, String) {
     let i = p.side;
     let criterion = !p.suffix.is_empty();
-    let (b, c) = (value_of(&p.base), value_of(&p.cand));
+    let (b, c) = (value_of(&p.base, p.suffix), value_of(&p.cand, p.suffix));
     let unit = b.unit.clone();
     let show = |v: &super::sample::Value| -> String {
         match (v.value, p.base[0]) {
@@ -357,7 +367,7 @@ fn one(
         Sample::Trials { .. } if criterion => "trials that kept it".to_string(),
         Sample::Trials { .. } => "median trial".to_string(),
         Sample::Tails { .. } => "(geometric mean over trials)".to_string(),
-        Sample::Events(_) => "per hour".to_string(),
+        Sample::Events { .. } => "per hour".to_string(),
         Sample::Finished { .. } => "share".to_string(),
     };
     let figure = |s: &[&Sample], v: &super::sample::Value| match shares(s) {

@@ -91,10 +91,15 @@ pub fn method(v: &Verdicts) -> String {
     format!(
         "the unit is the run (one boot, one process): trials within a run share its \
          conditions, runs do not, so a side's evidence grows with its runs. Each metric is \
-         judged on a log scale (latencies: each trial's p99; dropouts: each run's rate, \
-         (count + ½) per hour; a trial criterion: the odds that a trial fails it, a hung or \
-         failed trial failing; trial values: each finished trial's value), each run's \
-         estimate the mean over its trials, a side's the mean over its runs. The run-to-run \
+         judged on a log scale (latencies: each trial's p99; a trial criterion: the odds \
+         that a trial fails it, a hung or failed trial failing; trial values: each finished \
+         trial's value), each run's estimate the mean over its trials, a side's the mean \
+         over its runs. Dropouts are counted in episodes (dropouts less than 50 ms apart \
+         are one: one stall of the machine is one event, however many cycles it lost; runs \
+         recorded before episodes were counted: each dropout) and tested as counts: the two \
+         sides' totals by an exact conditional binomial test, over-dispersed by the trials' \
+         and the runs' spread, a side with none carrying the information of its audio \
+         time. The run-to-run \
          spread: {}. A metric is worse (better) when the {} interval of its change lies \
          wholly above +{t}% (below −{t}%), Holm-adjusted over the metrics tested; the same \
          when it lies wholly inside ±{t}%; otherwise inconclusive.",

@@ -101,14 +101,14 @@ fn totals(runs: &[RunData]) -> (f64, f64, usize) {
 
 /// Dropouts as counts (`counts`): each side's dispersion D = φ + τ²·μ / R (R its runs
 /// when interleaved, 1 when a block), τ² = e^{σ²_b} − 1 from the between-run spread
-/// found, μ at the rate both sides share, φ the side's (at least the largest measured
-/// when its own has under 10 df); the degrees of freedom by Welch–Satterthwaite
-/// over the parts of the log ratio's variance (D_A/μ_A + D_B/μ_B).
+/// found, μ at the rate both sides share, φ the side's (at least `floor` when its own
+/// has under 10 df); the degrees of freedom by Welch–Satterthwaite over the parts of
+/// the log ratio's variance (D_A/μ_A + D_B/μ_B).
 fn counts_of(
     a: &[RunData],
     b: &[RunData],
-    wa: Within,
-    wb: Within,
+    (wa, wb): (Within, Within),
+    floor: Within,
     between: &Between,
 ) -> Option<counts::Counts> {
     let (ka, sa, ra) = totals(a);
@@ -131,13 +131,13 @@ fn counts_of(
         (1.0, 1.0)
     };
     // A dispersion estimated on few degrees of freedom (three trials give two) is too
-    // uncertain to lean on either way: below 10 df it is taken as no smaller than the
-    // largest measured (`assumed`), and as known.
+    // uncertain to lean on either way: below 10 df it is taken as no smaller than
+    // `floor` (this rig's on this machine, or the largest measured), with its df.
     let trust = |w: Within| {
         if w.df.is_finite() && w.df < 10.0 {
             Within {
-                var: w.var.max(assumed::within(Scale::LogRate).0),
-                df: f64::INFINITY,
+                var: w.var.max(floor.var),
+                df: floor.df,
             }
         } else {
             w
@@ -163,6 +163,23 @@ fn counts_of(
         db,
         df,
     })
+}
+
+/// The over-dispersion a count's own few trials are taken as no smaller than: this
+/// rig's trial-to-trial spread on this machine (its calibration's, when that has 10 df
+/// or more: measured on many runs of the same configuration), else the largest
+/// measured (`assumed`), as known.
+fn count_floor(cal: Option<&results::calibration::MetricSpread>) -> Within {
+    match cal.and_then(|c| c.trial_var.zip(c.trial_df)) {
+        Some((var, df)) if df >= 10.0 => Within {
+            var: var.max(1.0),
+            df,
+        },
+        _ => Within {
+            var: assumed::within(Scale::LogRate).0,
+            df: f64::INFINITY,
+        },
+    }
 }
 
 /// The within-run spread for `side`: its own; else the other side's (one metric, one
@@ -320,7 +337,8 @@ pub fn test(
     let within_note = note_a.clone().or(note_b.clone());
     if m.scale == Scale::LogRate {
         // Counts tested as counts; a zero side carries its exposure.
-        let c = counts_of(&m.a, &m.b, wa, wb, &between).ok_or(Untested::NoData)?;
+        let c =
+            counts_of(&m.a, &m.b, (wa, wb), count_floor(cal), &between).ok_or(Untested::NoData)?;
         if c.ka + c.kb == 0.0 {
             return Err(Untested::NoEvents);
         }

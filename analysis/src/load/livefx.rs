@@ -43,6 +43,8 @@ pub struct TrialLatency {
     pub callback_p99_ns: Option<u64>,
     pub lateness_p99_ns: Option<u64>,
     pub wake_p99_ns: Option<u64>,
+    /// Its dropout episodes (`results::livefx::EPISODE_GAP_NS`).
+    pub episodes: u64,
 }
 
 pub struct LivefxData {
@@ -166,6 +168,7 @@ fn read_cycles(files: &[CycleFile]) -> Result<ReadCycles, String> {
                     callback_p99_ns: p99(&st.callback),
                     lateness_p99_ns: p99(&st.lateness),
                     wake_p99_ns: p99(&st.wake),
+                    episodes: st.counts.episodes.count,
                 },
             ));
             out.entry(files[i].0.clone()).or_default().merge(&st);

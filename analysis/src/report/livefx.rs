@@ -70,6 +70,28 @@ pub fn trial_dropouts(d: &LivefxData, setting: &str, variant: &str) -> Vec<(u64,
         .collect()
 }
 
+/// Each trial's dropout episodes, beside `trial_dropouts` (same trials, same order):
+/// from its cycle file, else from its row (newer writers); None when a trial has
+/// neither (an older run: only its dropouts can be tested).
+pub fn trial_episodes(d: &LivefxData, setting: &str, variant: &str) -> Option<Vec<u64>> {
+    let from_cycles = d
+        .trial_latency
+        .get(&(setting.to_string(), variant.to_string()));
+    d.trials
+        .iter()
+        .filter(|t| t.setting == setting && t.variant == variant)
+        .map(|t| {
+            from_cycles
+                .and_then(|v| {
+                    v.iter()
+                        .find(|x| x.trial.is_some() && x.trial == Some(t.trial))
+                })
+                .map(|x| x.episodes)
+                .or(t.counts.episodes)
+        })
+        .collect()
+}
+
 pub fn cases(d: &LivefxData) -> Vec<Case<'_>> {
     d.keys()
         .into_iter()

@@ -18,6 +18,9 @@ pub struct Counters {
     pub xruns: u64,
     /// Cycles flagged with a loopback discontinuity.
     pub discontinuities: u64,
+    /// Dropout episodes (`EPISODE_GAP_NS`), counted over each trial's cycles in order
+    /// (`add_cycle`) and summed over trials.
+    pub episodes: Episodes,
 }
 
 impl Counters {
@@ -48,10 +51,18 @@ impl Counters {
         }
     }
 
+    /// One cycle by its start (ns, one clock per trial) and flags: `add`, and the
+    /// episodes counted.
+    #[inline]
+    pub fn add_cycle(&mut self, start_ns: u64, flags: u32, xruns: u64) {
+        self.add(flags, xruns);
+        self.episodes.add(start_ns, flags);
+    }
+
     /// One stored cycle: an xrun flag counts one.
     #[inline]
     pub fn add_record(&mut self, r: &Record) {
-        self.add(r.flags, 1);
+        self.add_cycle(r.start_ns, r.flags, 1);
     }
 
     pub fn merge(&mut self, o: &Counters) {
@@ -62,11 +73,53 @@ impl Counters {
         self.misses_not_injected += o.misses_not_injected;
         self.xruns += o.xruns;
         self.discontinuities += o.discontinuities;
+        // Another trial's: its episodes are its own, never joined to this one's.
+        self.episodes.count += o.episodes.count;
     }
 
     /// Injected overruns that were seen as deadline misses.
     pub fn injected_detected(&self) -> u64 {
         self.deadline_misses - self.misses_not_injected
+    }
+}
+
+/// Dropouts closer together than this are one episode: one break in the sound as a
+/// listener hears it (clicks more than about 20 a second fuse into one buzz, so a gap
+/// under 50 ms does not make two), and one event of the machine (a stall of the VM or a
+/// long preemption loses every cycle it covers, hundreds of dropouts from one cause).
+/// Episodes are what `compare` tests as counts: dropouts within one are not independent.
+pub const EPISODE_GAP_NS: u64 = 50_000_000;
+
+/// A dropout cycle: a deadline miss not injected on purpose, an xrun, or a loopback
+/// discontinuity, on a cycle without an injected overrun.
+#[inline]
+pub fn is_dropout(flags: u32) -> bool {
+    flags & F_INJECTED == 0 && flags & (F_MISS | F_XRUN | F_DISCONTINUITY) != 0
+}
+
+/// Counts episodes (`EPISODE_GAP_NS`) over one trial's cycles, in order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Episodes {
+    pub count: u64,
+    /// The last dropout cycle's start, ns (any clock, one per trial).
+    last_ns: Option<u64>,
+}
+
+impl Episodes {
+    /// One cycle, by its start and flags: a dropout more than the gap after the last
+    /// one (or the first) starts an episode.
+    #[inline]
+    pub fn add(&mut self, start_ns: u64, flags: u32) {
+        if !is_dropout(flags) {
+            return;
+        }
+        if self
+            .last_ns
+            .is_none_or(|l| start_ns.saturating_sub(l) > EPISODE_GAP_NS)
+        {
+            self.count += 1;
+        }
+        self.last_ns = Some(start_ns);
     }
 }
 
@@ -135,5 +188,32 @@ mod tests {
         });
         c.merge(&d);
         assert_eq!((c.cycles, c.xruns, c.discontinuities), (6, 3, 1));
+    }
+
+    #[test]
+    fn dropouts_within_the_gap_are_one_episode() {
+        let ms = 1_000_000u64;
+        let mut e = Episodes::default();
+        // A stall: 100 consecutive missed cycles of 2.67 ms, one episode.
+        for i in 0..100 {
+            e.add(i * 2_666_667, F_MISS);
+        }
+        assert_eq!(e.count, 1);
+        // 50 ms after the last one is still the same; just past it, a new one.
+        let last = 99 * 2_666_667;
+        e.add(last + EPISODE_GAP_NS, F_XRUN);
+        assert_eq!(e.count, 1);
+        e.add(last + 2 * EPISODE_GAP_NS + 1, F_DISCONTINUITY);
+        assert_eq!(e.count, 2);
+        // Injected overruns and clean cycles are no dropouts, however far apart.
+        e.add(last + 1000 * ms, F_INJECTED | F_MISS | F_XRUN);
+        e.add(last + 2000 * ms, 0);
+        assert_eq!(e.count, 2);
+        // A burst a second: one episode each.
+        for s in 3..13 {
+            e.add(last + s * 1000 * ms, F_MISS);
+            e.add(last + s * 1000 * ms + 3 * ms, F_MISS);
+        }
+        assert_eq!(e.count, 12);
     }
 }

@@ -9,7 +9,7 @@ pub mod events;
 pub mod hist;
 pub mod rows;
 
-pub use counters::{BurstCounts, Counters};
+pub use counters::{BurstCounts, Counters, EPISODE_GAP_NS, Episodes};
 pub use cycles::Record;
 pub use events::Event;
 pub use hist::HistEntry;

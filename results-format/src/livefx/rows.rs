@@ -159,6 +159,10 @@ pub struct RowCounts {
     pub discontinuities_unexplained: Option<u64>,
     #[serde(default, deserialize_with = "lenient::count")]
     pub roundtrip_frames: Option<u32>,
+    /// Newer writers: dropout episodes (dropouts closer than
+    /// `counters::EPISODE_GAP_NS` are one), the unit `compare` tests.
+    #[serde(default, deserialize_with = "lenient::count")]
+    pub episodes: Option<u64>,
 }
 
 impl RowCounts {
@@ -171,6 +175,7 @@ impl RowCounts {
         self.injected = c.injected;
         self.injected_undetected = Some(c.injected_undetected);
         self.misses_not_injected = Some(c.misses_not_injected);
+        self.episodes = Some(c.episodes.count);
     }
 
     /// The loopback check's figures (None without a loopback).

@@ -251,6 +251,16 @@ fn dropouts(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// Dropout episodes of a run: its summary rows' `episodes`, summed.
+fn episodes(dir: &Path) -> u64 {
+    let t = std::fs::read_to_string(dir.join("summary.json")).unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(&t).unwrap_or_default();
+    v["rows"]
+        .as_array()
+        .map(|rows| rows.iter().filter_map(|r| r["episodes"].as_u64()).sum())
+        .unwrap_or(0)
+}
+
 /// One way of judging a pair, and its answers' counts.
 #[derive(Default, Clone)]
 struct Tally {
@@ -413,6 +423,7 @@ pub fn main(a: &Args) -> i32 {
         .into(),
         runs_a_side: a.runs_a_side,
         calibrate_pairs: a.calibrate_pairs,
+        tested: "episodes".into(),
         culprit: if a.b_args.is_empty() {
             format!(
                 "every run of B beside a FIFO 80 thread on CPU {} spinning {}–{} ms every {} ms",
@@ -528,12 +539,12 @@ pub fn main(a: &Args) -> i32 {
             }
             let drops = |v: &[PathBuf]| {
                 v.iter()
-                    .map(|d| dropouts(d).to_string())
+                    .map(|d| format!("{} in {}", dropouts(d), episodes(d)))
                     .collect::<Vec<_>>()
-                    .join(",")
+                    .join(", ")
             };
             println!(
-                "{kind} pair {i:2}: dropouts A [{}] B [{}]; 1 calibrated: {}, 1 uncalibrated: {}, {r} a side: {}",
+                "{kind} pair {i:2}: dropouts in episodes A [{}] B [{}]; 1 calibrated: {}, 1 uncalibrated: {}, {r} a side: {}",
                 drops(&da),
                 drops(&db),
                 said[0].answer,
@@ -562,6 +573,8 @@ pub fn main(a: &Args) -> i32 {
                 load: load_at,
                 dropouts_a: da.iter().map(|d| dropouts(d)).collect(),
                 dropouts_b: db.iter().map(|d| dropouts(d)).collect(),
+                episodes_a: da.iter().map(|d| episodes(d)).collect(),
+                episodes_b: db.iter().map(|d| episodes(d)).collect(),
                 run_seconds,
                 one_calibrated: said[0].answer.clone(),
                 one_uncalibrated: said[1].answer.clone(),

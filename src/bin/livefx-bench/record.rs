@@ -32,6 +32,11 @@ pub struct Setup {
     /// (`--condition`): a quiet machine and one compiling beside the runs are two rows.
     #[serde(default)]
     pub condition: String,
+    /// What compare tested dropouts as: "episodes" (dropouts closer than 50 ms are one,
+    /// `results::livefx::EPISODE_GAP_NS`); empty in lines judged before episodes were
+    /// counted, when each dropout was a count of its own. Another model is another row.
+    #[serde(default)]
+    pub tested: String,
 }
 
 /// One pair of sides, judged.
@@ -54,6 +59,11 @@ pub struct Pair {
     /// Each run's dropouts (xruns or misses, summed over its rows), A's then B's.
     pub dropouts_a: Vec<u64>,
     pub dropouts_b: Vec<u64>,
+    /// Each run's dropout episodes, beside the dropouts (empty in older lines).
+    #[serde(default)]
+    pub episodes_a: Vec<u64>,
+    #[serde(default)]
+    pub episodes_b: Vec<u64>,
     /// Each run's wall time in seconds, in the order they ran.
     pub run_seconds: Vec<f64>,
     /// compare's answers: one run a side calibrated, one run a side with no
@@ -236,9 +246,14 @@ pub fn markdown(rows: &[Row], data: &Path) -> String {
             }
         );
         s.push_str(&format!(
-            "| `{} {}`, {} | {} ({how}) | {} | {} | {} | {} | {:.1} |\n",
+            "| `{} {}`, {}, {} | {} ({how}) | {} | {} | {} | {} | {:.1} |\n",
             r.setup.rig,
             r.setup.run_args.join(" "),
+            if r.setup.tested.is_empty() {
+                "each dropout a count"
+            } else {
+                "dropout episodes counted"
+            },
             if r.setup.condition.is_empty() {
                 "machine's load not stated"
             } else {
@@ -362,6 +377,7 @@ mod tests {
                 calibrate_pairs: 10,
                 culprit: "FIFO 80".into(),
                 condition: "quiet".into(),
+                tested: "episodes".into(),
             },
             kind: kind.into(),
             unix_time: 1,
@@ -372,6 +388,8 @@ mod tests {
             load: String::new(),
             dropouts_a: vec![0; 3],
             dropouts_b: vec![0; 3],
+            episodes_a: vec![0; 3],
+            episodes_b: vec![0; 3],
             run_seconds: vec![15.0; 6],
             one_calibrated: one.into(),
             one_uncalibrated: "inconclusive".into(),
