@@ -92,14 +92,12 @@ pub fn judge(
                     names.push((it.suffix, it.scale));
                 }
             }
-            // Dropouts are tested as episodes when every run of both sides counted them
-            // (one stall of the machine is one event, however many cycles it lost);
-            // else as dropouts (an older run), never both.
+            // Dropouts are tested twice, as dropouts (how much audio was lost: one long
+            // stall is many) and as episodes (how often it broke: one stall is one);
+            // episodes only when every run of both sides counted them (not an older run).
             let all_have =
                 |v: &[Vec<Item>]| v.iter().all(|x| x.iter().any(|i| i.suffix == EPISODES));
-            if all_have(&items_a) && all_have(&items_b) {
-                names.retain(|n| !(n.0.is_empty() && n.1 == Scale::LogRate));
-            } else {
+            if !(all_have(&items_a) && all_have(&items_b)) {
                 names.retain(|n| n.0 != EPISODES);
             }
             for (suffix, scale) in names {
@@ -291,7 +289,8 @@ fn one(
     one_sided: f64,
 ) -> (Vec<String>, String) {
     let i = p.side;
-    let criterion = !p.suffix.is_empty();
+    // A suffix names a criterion ("within bound"), except the episodes of dropouts.
+    let criterion = !p.suffix.is_empty() && p.suffix != EPISODES;
     let (b, c) = (value_of(&p.base, p.suffix), value_of(&p.cand, p.suffix));
     let unit = b.unit.clone();
     let show = |v: &super::sample::Value| -> String {

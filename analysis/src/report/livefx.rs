@@ -35,6 +35,8 @@ pub struct Case<'a> {
     pub wake: Option<&'a Dist>,
     /// Each trial's dropouts and seconds of audio (`trial_dropouts`).
     pub trial_dropouts: Vec<(u64, f64)>,
+    /// Each trial's dropout episodes (`trial_episodes`), None in an older run.
+    pub trial_episodes: Option<Vec<u64>>,
     /// Each trial's callback p99 in µs (empty without cycle files).
     pub trial_callback_p99_us: Vec<f64>,
 }
@@ -144,6 +146,7 @@ pub fn cases(d: &LivefxData) -> Vec<Case<'_>> {
                 lateness: lat.map(|l| &l.lateness).filter(|h| !h.is_empty()),
                 wake: lat.map(|l| &l.wake).filter(|h| !h.is_empty()),
                 trial_dropouts: trial_dropouts(d, &s, &v),
+                trial_episodes: trial_episodes(d, &s, &v),
                 trial_callback_p99_us: d
                     .trial_latency
                     .get(&(s.clone(), v.clone()))
@@ -537,6 +540,7 @@ pub fn contrasts(cs: &[Case]) -> (Vec<String>, Vec<(String, Answer2)>) {
         c: &'c Case<'c>,
         base: &'c Case<'c>,
         rate: Option<Result<judge::Tested, judge::Untested>>,
+        ep: Option<Result<judge::Tested, judge::Untested>>,
         lat: Option<Result<judge::Tested, judge::Untested>>,
     }
     let one = |scale: Scale, a: RunData, b: RunData, c: &Case, m: &str| {
@@ -574,6 +578,26 @@ pub fn contrasts(cs: &[Case]) -> (Vec<String>, Vec<(String, Answer2)>) {
                 "dropouts",
             )
         });
+        // Episodes too, when both sides counted them: how often the sound broke (one
+        // stall is one), beside how much of it was lost (one stall is many dropouts).
+        let ep_of = |x: &Case| -> Option<Vec<(u64, f64)>> {
+            let e = x.trial_episodes.as_ref()?;
+            (e.len() == x.trial_dropouts.len() && !e.is_empty()).then(|| {
+                e.iter()
+                    .zip(&x.trial_dropouts)
+                    .map(|(&k, &(_, s))| (k, s))
+                    .collect()
+            })
+        };
+        let ep = ep_of(base).zip(ep_of(c)).map(|(a, b)| {
+            one(
+                Scale::LogRate,
+                RunData::Events(a),
+                RunData::Events(b),
+                c,
+                "dropouts (episodes)",
+            )
+        });
         let lat = (!c.trial_callback_p99_us.is_empty() && !base.trial_callback_p99_us.is_empty())
             .then(|| {
                 one(
@@ -584,11 +608,17 @@ pub fn contrasts(cs: &[Case]) -> (Vec<String>, Vec<(String, Answer2)>) {
                     "callback p99",
                 )
             });
-        lines.push(Line { c, base, rate, lat });
+        lines.push(Line {
+            c,
+            base,
+            rate,
+            ep,
+            lat,
+        });
     }
     let judged: Vec<judge::Judged> = lines
         .iter()
-        .flat_map(|l| [&l.rate, &l.lat])
+        .flat_map(|l| [&l.rate, &l.ep, &l.lat])
         .filter_map(|t| t.as_ref().and_then(|t| t.as_ref().ok()).map(|t| t.judged))
         .collect();
     let calls = judge::answer::answers(&judged, judge::answer::ONE_SIDED);
@@ -601,7 +631,7 @@ pub fn contrasts(cs: &[Case]) -> (Vec<String>, Vec<(String, Answer2)>) {
             Some(Ok(t)) => Some((t.clone(), next.next())),
             _ => None,
         };
-        let (rate, lat) = (take(&l.rate), take(&l.lat));
+        let (rate, ep, lat) = (take(&l.rate), take(&l.ep), take(&l.lat));
         let (c, base) = (l.c, l.base);
         let (cn, bn) = if multi_setting {
             (c.setting.clone(), format!("under {}", base.setting))
@@ -611,11 +641,19 @@ pub fn contrasts(cs: &[Case]) -> (Vec<String>, Vec<(String, Answer2)>) {
         let (ka, kb) = (c.trouble(), base.trouble());
         let (ta, tb) = (c.audio_s.unwrap_or(0.0), base.audio_s.unwrap_or(0.0));
         let (na, nb) = (c.trial_dropouts.len(), base.trial_dropouts.len());
-        let mut s = format!(
-            "{cn}: {ka} dropouts (xruns or misses) against {kb} {bn} ({} against {} of audio, {na} and {nb} trial(s))",
-            fmt_dur(ta),
-            fmt_dur(tb)
-        );
+        let episodes = |x: &Case| x.trial_episodes.as_ref().map(|e| e.iter().sum::<u64>());
+        let mut s = match (episodes(c), episodes(base)) {
+            (Some(ea), Some(eb)) => format!(
+                "{cn}: {ka} dropouts (xruns or misses) in {ea} episode(s) against {kb} in {eb} {bn} ({} against {} of audio, {na} and {nb} trial(s))",
+                fmt_dur(ta),
+                fmt_dur(tb)
+            ),
+            _ => format!(
+                "{cn}: {ka} dropouts (xruns or misses) against {kb} {bn} ({} against {} of audio, {na} and {nb} trial(s))",
+                fmt_dur(ta),
+                fmt_dur(tb)
+            ),
+        };
         let family = if tests > 1 {
             format!(", Holm-adjusted over {tests} tests")
         } else {
@@ -668,6 +706,14 @@ pub fn contrasts(cs: &[Case]) -> (Vec<String>, Vec<(String, Answer2)>) {
             }
             None if ka + kb > 0 => s += "; dropouts not judged (no per-trial counts)",
             None => {}
+        }
+        if let Some(Ok(t)) = &l.ep
+            && let Some((_, a)) = &ep
+        {
+            let w = words(t, *a);
+            s += &format!("; episodes (dropouts less than 50 ms apart are one) {w}");
+            each.push(a.map_or(judge::Answer::Inconclusive, |c| c.answer));
+            said.push(format!("episodes {w}"));
         }
         if let (Some(a), Some(b)) = (c.callback, base.callback)
             && let (Some(pa), Some(pb)) = (a.quantile(0.99), b.quantile(0.99))

@@ -423,7 +423,7 @@ pub fn main(a: &Args) -> i32 {
         .into(),
         runs_a_side: a.runs_a_side,
         calibrate_pairs: a.calibrate_pairs,
-        tested: "episodes".into(),
+        tested: "dropouts and episodes".into(),
         culprit: if a.b_args.is_empty() {
             format!(
                 "every run of B beside a FIFO 80 thread on CPU {} spinning {}–{} ms every {} ms",

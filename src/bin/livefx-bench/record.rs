@@ -32,9 +32,10 @@ pub struct Setup {
     /// (`--condition`): a quiet machine and one compiling beside the runs are two rows.
     #[serde(default)]
     pub condition: String,
-    /// What compare tested dropouts as: "episodes" (dropouts closer than 50 ms are one,
-    /// `results::livefx::EPISODE_GAP_NS`); empty in lines judged before episodes were
-    /// counted, when each dropout was a count of its own. Another model is another row.
+    /// What compare tested dropouts as: "dropouts and episodes" (each a count; in an
+    /// episode, dropouts closer than 50 ms are one, `results::livefx::EPISODE_GAP_NS`);
+    /// empty in lines judged before episodes were counted, when only each dropout was a
+    /// count. Another model is another row.
     #[serde(default)]
     pub tested: String,
 }
@@ -252,7 +253,7 @@ pub fn markdown(rows: &[Row], data: &Path) -> String {
             if r.setup.tested.is_empty() {
                 "each dropout a count"
             } else {
-                "dropout episodes counted"
+                "dropouts and their episodes tested"
             },
             if r.setup.condition.is_empty() {
                 "machine's load not stated"
@@ -377,7 +378,7 @@ mod tests {
                 calibrate_pairs: 10,
                 culprit: "FIFO 80".into(),
                 condition: "quiet".into(),
-                tested: "episodes".into(),
+                tested: "dropouts and episodes".into(),
             },
             kind: kind.into(),
             unix_time: 1,
