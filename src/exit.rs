@@ -122,8 +122,9 @@ pub fn codes(cmd: &str) -> Vec<(i32, &'static str)> {
             refused,
             (
                 EXIT_FAILED,
-                "failed while running (an end does not build, git failed); the same command \
-                 resumes from bisect.json",
+                "stopped while running: the machine failed a build or a guest (no space, \
+                 memory, an emulator fault, a lost guest), an end does not build, git failed; \
+                 the same command resumes from bisect.json",
             ),
             (
                 EXIT_INTERRUPTED,

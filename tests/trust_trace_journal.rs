@@ -4,8 +4,10 @@
 //! nothing through them (it is retired: nothing of it can remain); one naming an
 //! instance outside tracefs is refused and kept; a
 //! journal from another boot (or one that cannot name its boot) never unmounts the
-//! tracefs; `xrunrig restore --discard` drops a refused journal, naming it. Needs root
-//! (tracefs, root's restore path).
+//! tracefs; `xrunrig restore --discard` drops a refused journal, naming it; a journal
+//! that passes every check of its text reaches the descriptor layer, which refuses an
+//! instance (or a control file of one) that another file system is mounted over. Needs
+//! root (tracefs, root's restore path, mount namespaces).
 
 mod support;
 
@@ -223,4 +225,138 @@ fn a_dead_pids_journal_never_takes_a_live_runs_instance() {
         "says why: {}",
         text(&o)
     );
+}
+
+/// `xrunrig restore` in a mount namespace of its own, after `setup` (sh, `set -e`) made
+/// its mounts there: the bind mounts a forgery needs are seen by this restore alone,
+/// never by the machine's other processes (whose own restores would trip on them).
+fn restore_in_own_mounts(state: &Path, setup: &str) -> std::process::Output {
+    std::process::Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-ec"])
+        .arg(format!("{setup}\nexec \"$0\" restore"))
+        .arg(support::run::BIN)
+        .env("XRUNRIG_STATE_DIR", state)
+        .current_dir(state)
+        .output()
+        .expect("run unshare (util-linux)")
+}
+
+/// A real tracefs instance of a dead pid, removed however the test ends.
+struct Instance(PathBuf);
+
+impl Instance {
+    fn new(pid: u32) -> Instance {
+        let p = Path::new(TRACEFS).join(format!("instances/xrunrig-{pid}"));
+        let _ = std::fs::remove_dir(&p);
+        std::fs::create_dir(&p).unwrap();
+        Instance(p)
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+fn this_boots_journal(d: &Path, pid: u32, inst: &Path) -> PathBuf {
+    let p = d.join(format!("trace-journal-{pid}.json"));
+    std::fs::write(
+        &p,
+        serde_json::json!({"version": 2, "pid": pid, "started": "s",
+            "boot_id": boot_id(), "root": TRACEFS, "mounted_by_us": false,
+            "instance": inst})
+        .to_string(),
+    )
+    .unwrap();
+    p
+}
+
+/// Past the mount-point check, at the descriptor layer (`tracefs::undo_instance`): a
+/// journal of this boot that passes every check of its text (a dead pid, its own
+/// instance, directly under the tracefs mounted now) while what is at that path is not
+/// what xrunrig made. First another file system mounted over the instance, holding a
+/// `tracing_on` file and an `events` link to a directory elsewhere; then a file
+/// bind-mounted over a real instance's `tracing_on`. Neither stand-in may be written,
+/// the instance stays, and the journal is refused and kept, saying the place is not
+/// tracefs. The second wrote "0" into its stand-in on the code before (O_NOFOLLOW does
+/// not stop at a mount); the first is held by both the mount check (openat2
+/// RESOLVE_NO_XDEV) and the file system check (fstatfs), and written through when both
+/// are taken out.
+#[test]
+fn the_descriptor_layer_refuses_what_is_not_tracefs() {
+    assert_root(ROOT);
+    let _g = serial();
+    ensure_tracefs();
+    let d = tmp("descriptors");
+    // 1. Another file system over the whole instance.
+    let pid = 999999995u32;
+    let inst = Instance::new(pid);
+    let forge = d.join("forge");
+    let elsewhere = d.join("elsewhere");
+    std::fs::create_dir_all(&forge).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(forge.join("tracing_on"), "1\n").unwrap();
+    std::fs::write(elsewhere.join("enable"), "1\n").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, forge.join("events")).unwrap();
+    let j = this_boots_journal(&d, pid, &inst.0);
+    let o = restore_in_own_mounts(
+        &d,
+        &format!("mount --bind '{}' '{}'", forge.display(), inst.0.display()),
+    );
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+    assert_eq!(read(&forge.join("tracing_on")), "1\n", "{}", text(&o));
+    assert_eq!(read(&elsewhere.join("enable")), "1\n", "{}", text(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("xrunrig-{pid} is not on a tracefs")),
+        "says why: {}",
+        text(&o)
+    );
+    assert!(err.contains("refused"), "{}", text(&o));
+    assert!(inst.0.is_dir(), "the instance went: {}", text(&o));
+    assert!(j.exists(), "a refused journal is kept: {}", text(&o));
+    std::fs::remove_file(&j).unwrap();
+    drop(inst);
+
+    // 2. A real instance, with a file of another file system over its `tracing_on`.
+    let pid = 999999994u32;
+    let inst = Instance::new(pid);
+    let standin = d.join("tracing_on-standin");
+    std::fs::write(&standin, "1\n").unwrap();
+    let j = this_boots_journal(&d, pid, &inst.0);
+    let o = restore_in_own_mounts(
+        &d,
+        &format!(
+            "mount --bind '{}' '{}/tracing_on'",
+            standin.display(),
+            inst.0.display()
+        ),
+    );
+    assert_eq!(
+        read(&standin),
+        "1\n",
+        "written across the mount: {}",
+        text(&o)
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("xrunrig-{pid}/tracing_on is not on a tracefs")),
+        "says why: {}",
+        text(&o)
+    );
+    assert!(
+        err.contains(&format!("xrunrig-{pid} was left as it is")),
+        "{}",
+        text(&o)
+    );
+    assert!(inst.0.is_dir(), "the instance went: {}", text(&o));
+    assert!(j.exists(), "a refused journal is kept: {}", text(&o));
+    // Without the mount (the namespace is gone), the same journal is undone.
+    let o = xrunrig(&["restore"], &d, &d);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!inst.0.exists(), "{}", text(&o));
+    assert!(!j.exists(), "{}", text(&o));
 }

@@ -15,6 +15,7 @@ pub mod git;
 mod record;
 
 use crate::exit::{EXIT_FAILED, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_REFUSED};
+use crate::guest::Blame;
 use crate::guest::build::repo::OwnRepo;
 use crate::guest::build::worktree::{Extra, TreeError, Worktree};
 use crate::guest::kernel::Kernel;
@@ -423,18 +424,28 @@ fn bisect(b: &mut Bench, doc: &mut BisectDoc, tick: &dyn Fn(&mut BisectDoc)) -> 
 }
 
 fn stopped(b: &Bench, doc: &mut BisectDoc, why: String) -> i32 {
-    let interrupted = b.stop.load(Ordering::SeqCst);
-    eprintln!("xrunrig bisect: stopped: {why}");
-    eprintln!(
-        "xrunrig bisect: give the same command (with --out {}) to resume",
-        b.out.display()
-    );
+    stop(&b.out, b.stop.load(Ordering::SeqCst), doc, why)
+}
+
+/// The bisection stopped for `why` (the machine failed, git failed, Ctrl-C): said with
+/// what resumes it, kept in the record, and the exit code that says the same command
+/// resumes it (`exit::codes`).
+fn stop(out: &Path, interrupted: bool, doc: &mut BisectDoc, why: String) -> i32 {
+    eprintln!("{}", stop_words(out, &why));
     doc.outcome = Outcome::Stopped { why };
     if interrupted {
         EXIT_INTERRUPTED
     } else {
         EXIT_FAILED
     }
+}
+
+fn stop_words(out: &Path, why: &str) -> String {
+    format!(
+        "xrunrig bisect: stopped: {why}\nxrunrig bisect: give the same command (with --out {}) \
+         to resume",
+        out.display()
+    )
 }
 
 fn step_of(role: Role, c: &Commit) -> Step {
@@ -494,10 +505,40 @@ fn kernel_for(b: &mut Bench, step: &mut Step, extra: &Extra) -> Result<Kernel, N
     Ok(k)
 }
 
+/// Why a batch brought no counts.
+#[derive(Debug, PartialEq)]
+enum Failed {
+    /// The machine's (no space, memory, an emulator fault, the guest lost): nothing is
+    /// known of the commit, so the bisection stops and the same command resumes it.
+    Stop(String),
+    /// The commit's kernel's (it crashed, did not boot, no trial came home): the step
+    /// is skipped.
+    Skip(String),
+}
+
+impl Failed {
+    fn text(self) -> String {
+        match self {
+            Failed::Stop(s) | Failed::Skip(s) => s,
+        }
+    }
+}
+
+/// A batch's failed guest run, by whose failure it was (`guest::blame`); one whose
+/// blame is not known stops, since a skip would be a claim about the commit.
+fn run_failed(error: &str, blame: Option<Blame>) -> Failed {
+    match blame {
+        Some(Blame::Kernel) => Failed::Skip(format!("the guest run failed: {error}")),
+        Some(Blame::Machine) | None => Failed::Stop(format!(
+            "the machine failed the guest run, which says nothing of the commit: {error}"
+        )),
+    }
+}
+
 /// One batch of trials of `kernel` into `step`'s counts.
-fn batch(b: &Bench, step: &mut Step, kernel: &Kernel) -> Result<(), String> {
+fn batch(b: &Bench, step: &mut Step, kernel: &Kernel) -> Result<(), Failed> {
     if b.stop.load(Ordering::SeqCst) {
-        return Err("interrupted".into());
+        return Err(Failed::Stop("interrupted".into()));
     }
     let name = match step.role {
         Role::GoodEnd => "good".to_string(),
@@ -512,7 +553,7 @@ fn batch(b: &Bench, step: &mut Step, kernel: &Kernel) -> Result<(), String> {
         i += 1;
     }
     let dir = b.out.join(&rel);
-    crate::output::create_results_dir(&dir)?;
+    crate::output::create_results_dir(&dir).map_err(Failed::Stop)?;
     let ctx = Ctx {
         plan: &b.host,
         args: &b.run,
@@ -528,7 +569,7 @@ fn batch(b: &Bench, step: &mut Step, kernel: &Kernel) -> Result<(), String> {
     step.run_s += t.elapsed().as_secs_f64();
     step.runs.push(rel);
     if let Some(e) = r.error {
-        return Err(format!("the guest run failed: {e}"));
+        return Err(run_failed(&e, r.blame));
     }
     let recs = records(&dir);
     let mine: Vec<&TrialRecord> = recs
@@ -536,7 +577,10 @@ fn batch(b: &Bench, step: &mut Step, kernel: &Kernel) -> Result<(), String> {
         .filter(|r| r.setting == b.host.plan.settings[0].name)
         .collect();
     if mine.is_empty() {
-        return Err(format!("no trial came home ({})", dir.display()));
+        return Err(Failed::Skip(format!(
+            "no trial came home ({})",
+            dir.display()
+        )));
     }
     step.trials += mine.len() as u32;
     step.passed += mine.iter().filter(|r| b.criterion.passed(r)).count() as u32;
@@ -580,7 +624,7 @@ fn measure_ends(
     loop {
         for (i, k) in kernels.iter().enumerate() {
             let mut s = doc.ends[i].clone();
-            batch(b, &mut s, k)?;
+            batch(b, &mut s, k).map_err(Failed::text)?;
             doc.ends[i] = s;
         }
         let (g, n1) = (doc.ends[0].passed, doc.ends[0].trials);
@@ -653,10 +697,14 @@ fn decide_step(
         }
     };
     loop {
-        if let Err(e) = batch(b, &mut s, &kernel) {
+        if let Err(f) = batch(b, &mut s, &kernel) {
             if b.stop.load(Ordering::SeqCst) {
                 return Err("interrupted".into());
             }
+            let e = match f {
+                Failed::Stop(e) => return Err(e),
+                Failed::Skip(e) => e,
+            };
             eprintln!("xrunrig bisect: {}: {e}: skipped", commit.short());
             s.verdict = Verdict::RunFailed;
             s.note = Some(e);
@@ -681,4 +729,113 @@ fn decide_step(
     }
     eprintln!("{}", record::line(&s));
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guest::crash::{self, QEMU_ABORT_SAMPLE, RCU_STALL_SAMPLE};
+    use crate::guest::qemu::stand_in;
+    use std::time::Duration;
+
+    /// A guest's end as a step's batch meets it, from a real process standing in for
+    /// QEMU (its exit, signal, console and stderr), through what `run_kernel` does
+    /// with it (`crash::judge`, `guest::blame`) to what the step does
+    /// (`run_failed`).
+    fn step_after(tag: &str, script: &str) -> Failed {
+        let quiet = Duration::from_secs(1);
+        let r = stand_in(tag, script, quiet);
+        let fault = crash::judge(&r.outcome, &r.console, &r.stderr, quiet);
+        let why = format!("{:?} {:?}", r.outcome.end, fault.as_ref().map(|f| &f.line));
+        let blame = crate::guest::blame(&r.outcome.end, r.outcome.code, fault.as_ref());
+        run_failed(&why, Some(blame))
+    }
+
+    fn quoted(s: &str) -> String {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+
+    /// The ready guest's first lines, as the console shows them.
+    const READY: &str = "echo '[    1.0] Linux version 6.12' >>$1; echo 'XRUNRIG-READY 3.1 1.0' >>$1; \
+                         echo '[1/4] x trial 1/4: wait 90 ms' >>$1;";
+
+    /// Issue 35, item 4: an emulator fault, QEMU killed (the OOM killer) or failing by
+    /// itself, a guest lost to silence or stopped timers stop the bisection, with the
+    /// words and exit code that say the same command resumes it; a crash of the kernel
+    /// under test, or a guest that reset itself, skips the step as before.
+    #[test]
+    fn the_machines_failures_stop_and_the_kernels_skip() {
+        let stops = [
+            (
+                "abort",
+                format!(
+                    "{READY} printf '%s\\n' {} >&2; ulimit -c 0; kill -ABRT $$",
+                    quoted(QEMU_ABORT_SAMPLE)
+                ),
+            ),
+            ("oom-killed", format!("{READY} kill -KILL $$")),
+            (
+                "no-memory",
+                "echo \"qemu-system-x86_64: cannot set up guest memory 'pc.ram': Cannot \
+                 allocate memory\" >&2; exit 1"
+                    .to_string(),
+            ),
+            ("silent", format!("{READY} sleep 30")),
+            (
+                "stalled",
+                format!(
+                    "{READY} printf '%s' {} >>$1; sleep 30",
+                    quoted(RCU_STALL_SAMPLE)
+                ),
+            ),
+        ];
+        for (tag, script) in &stops {
+            match step_after(tag, script) {
+                Failed::Stop(e) => {
+                    assert!(e.contains("says nothing of the commit"), "{tag}: {e}");
+                    let mut doc = BisectDoc::default();
+                    let out = Path::new("/tmp/bisect-out");
+                    assert_eq!(stop(out, false, &mut doc, e.clone()), EXIT_FAILED, "{tag}");
+                    assert!(
+                        matches!(&doc.outcome, Outcome::Stopped { why } if *why == e),
+                        "{tag}: {:?}",
+                        doc.outcome
+                    );
+                    assert!(
+                        stop_words(out, &e).contains(
+                            "give the same command (with --out /tmp/bisect-out) to resume"
+                        ),
+                        "{tag}"
+                    );
+                }
+                f => panic!("{tag}: a skip, not a stop: {f:?}"),
+            }
+        }
+        let skips = [
+            (
+                "panic",
+                format!(
+                    "{READY} echo '[    5.0] BUG: kernel NULL pointer dereference, address: 8' \
+                     >>$1; echo '[    5.1] Kernel panic - not syncing: Fatal exception' >>$1; \
+                     sleep 30"
+                ),
+            ),
+            // -no-reboot: the guest's reset (a triple fault) is QEMU's exit 0.
+            ("reset", format!("{READY} exit 0")),
+        ];
+        for (tag, script) in &skips {
+            match step_after(tag, script) {
+                Failed::Skip(e) => assert!(e.starts_with("the guest run failed"), "{tag}: {e}"),
+                f => panic!("{tag}: a stop, not a skip: {f:?}"),
+            }
+        }
+        // A failure no one judged (none should reach here) stops: a skip would say
+        // something of the commit.
+        assert!(matches!(run_failed("x", None), Failed::Stop(_)));
+        // The exit code's words say the same.
+        let words = crate::exit::codes("bisect");
+        let (_, w) = words.iter().find(|(c, _)| *c == EXIT_FAILED).unwrap();
+        assert!(w.contains("the same command resumes"), "{w}");
+        assert!(w.contains("emulator"), "{w}");
+    }
 }

@@ -520,6 +520,7 @@ mod tests {
             guest_uptime_s: None,
             wall_s: 30.0,
             signal,
+            code: None,
         };
         let q = Duration::from_secs(66);
         let ready = "[ 1.0] Linux version 6.12\nXRUNRIG-READY 3.1 1.0\n[1/4] t\n";

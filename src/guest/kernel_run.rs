@@ -8,7 +8,7 @@ use super::initramfs::Inject;
 use super::kernel::Kernel;
 use super::qemu::{Accel, End, Outcome};
 use super::resume::{self, Boot};
-use super::run_ctx::{Ctx, KernelRun};
+use super::run_ctx::{Blame, Ctx, KernelRun};
 use super::{HostPlan, record, tables};
 use crate::exit::{EXIT_FAILED, EXIT_INTERRUPTED};
 use results::run::GuestStop;
@@ -47,6 +47,7 @@ pub fn run_kernel(c: &Ctx, k: Kernel, dir: PathBuf) -> KernelRun {
         rows: vec![],
         livefx_rows: vec![],
         error: None,
+        blame: None,
         boot_s: None,
         wall_s: 0.0,
         decided: None,
@@ -54,8 +55,31 @@ pub fn run_kernel(c: &Ctx, k: Kernel, dir: PathBuf) -> KernelRun {
     };
     if let Err(e) = run_inner(c, &mut run) {
         run.error = Some(e);
+        // Not the guest's end (that is judged where it fails): the host's own scratch
+        // space, initramfs, QEMU's start, or the results moved into place.
+        run.blame.get_or_insert(Blame::Machine);
     }
     run
+}
+
+/// Whose a boot's failure is, from how it ended (`end`; QEMU's exit `code`) and what
+/// its console or QEMU's stderr showed (`fault`, `crash::judge`'s).
+pub fn blame(end: &End, code: Option<i32>, fault: Option<&Fault>) -> Blame {
+    match fault.map(|f| f.cause) {
+        Some(Cause::Kernel) => return Blame::Kernel,
+        Some(Cause::Emulator) => return Blame::Machine,
+        None => {}
+    }
+    match end {
+        End::BootTimeout | End::RunTimeout | End::Crashed(_) => Blame::Kernel,
+        // -no-reboot: a guest's reset (a triple fault) or power-off is QEMU's exit 0.
+        End::Exited(_) if code == Some(0) => Blame::Kernel,
+        // QEMU killed (the OOM killer's SIGKILL) or failing by itself, the guest's
+        // timers stopped or silent, its results not home whole, Ctrl-C.
+        End::Exited(_) | End::Stalled(_) | End::Silent(_) | End::Shipped | End::Interrupted => {
+            Blame::Machine
+        }
+    }
 }
 
 /// Fresh boots after emulator faults, at most: a fault that keeps coming back is
@@ -148,6 +172,7 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
     let mut crash: Option<GuestStop> = None;
     let mut done = 0u64;
     let mut fail: Option<String> = None;
+    let mut fail_blame = Blame::Machine;
     let mut finished_rc: Option<i32> = None;
     let mut channel;
     let mut last: Option<(Outcome, Accel, String)>;
@@ -211,6 +236,7 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
             )
         };
         let end = outcome.end.clone();
+        let code = outcome.code;
         last = Some((outcome, accel, accel_note));
         match (&fault, home.rc) {
             // The final frame came home (the run in the guest ended and its results
@@ -261,6 +287,7 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
                     console.display()
                 ));
                 crash = Some(g);
+                fail_blame = blame(&end, code, Some(f));
             }
             (None, Some(rc)) => finished_rc = Some(rc),
             (None, None) => {
@@ -296,6 +323,7 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
                         home.problem.clone().unwrap_or_else(|| "no frame".into())
                     ),
                 };
+                fail_blame = blame(&end, code, None);
                 fail = Some(failed(if done > 0 {
                     format!("{what}; the {done} trials that finished are kept")
                 } else {
@@ -333,6 +361,7 @@ fn run_inner(c: &Ctx, run: &mut KernelRun) -> Result<(), String> {
     }
     tables::print_kernel(run, &outcome, p.plan.kind);
     if let Some(f) = fail {
+        run.blame = Some(fail_blame);
         return Err(f);
     }
     let rc = finished_rc.unwrap_or(EXIT_FAILED);
@@ -364,4 +393,32 @@ fn move_tree(from: &Path, to: &Path) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ends no console names: a guest that never got ready or ran past the run's
+    /// bound is its kernel's (as `git bisect skip` would have it); results lost on the
+    /// way, a QEMU that failed or was killed, Ctrl-C are the machine's.
+    #[test]
+    fn whose_an_unjudged_end_is() {
+        for e in [End::BootTimeout, End::RunTimeout, End::Crashed("x".into())] {
+            assert_eq!(blame(&e, None, None), Blame::Kernel, "{e:?}");
+        }
+        assert_eq!(
+            blame(&End::Exited("exit status: 0".into()), Some(0), None),
+            Blame::Kernel
+        );
+        for (e, code) in [
+            (End::Exited("exit status: 1".into()), Some(1)),
+            (End::Exited("signal: 9 (SIGKILL)".into()), None),
+            (End::Shipped, None),
+            (End::Interrupted, None),
+            (End::Silent(70.0), None),
+        ] {
+            assert_eq!(blame(&e, code, None), Blame::Machine, "{e:?}");
+        }
+    }
 }

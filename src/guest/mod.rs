@@ -338,8 +338,8 @@ impl HostPlan {
     }
 }
 
-pub use kernel_run::run_kernel;
-pub use run_ctx::{Ctx, KernelRun};
+pub use kernel_run::{blame, run_kernel};
+pub use run_ctx::{Blame, Ctx, KernelRun};
 
 /// The results directory for each kernel.
 /// The order of the boots: `boots` rounds over the kernels, every other round reversed

@@ -241,6 +241,9 @@ pub struct Outcome {
     pub wall_s: f64,
     /// The signal QEMU died of, when it exited by itself (SIGABRT: its own assertion).
     pub signal: Option<i32>,
+    /// Its exit code, when it exited by itself (0: the guest shut down or reset, which
+    /// `-no-reboot` makes QEMU's exit).
+    pub code: Option<i32>,
 }
 
 /// "[   12.345678] …": a kernel message, not the guest run's own output.
@@ -292,6 +295,7 @@ pub fn watch(
     let mut stalled: Option<String> = None;
     let mut exited: Option<String> = None;
     let mut signal: Option<i32> = None;
+    let mut code: Option<i32> = None;
     let mut heard = Instant::now();
     let end = loop {
         let status = g.try_wait();
@@ -334,6 +338,7 @@ pub fn watch(
         if let Some(s) = status {
             exited = Some(s.to_string());
             signal = s.signal();
+            code = s.code();
         }
         if shipped {
             // Give the power-off a moment, then stop it ourselves.
@@ -388,6 +393,7 @@ pub fn watch(
         guest_uptime_s: guest_uptime,
         wall_s: t0.elapsed().as_secs_f64(),
         signal,
+        code,
     }
 }
 
@@ -396,6 +402,57 @@ pub fn watch(
 /// a guest on it (and `crash` tells the fault by it).
 pub fn timer_stall_line(l: &str) -> bool {
     l.contains("rcu") && l.contains("timer wakeup didn't happen")
+}
+
+/// What a stand-in for QEMU did, watched as a guest is (`stand_in`).
+#[cfg(test)]
+pub struct StandIn {
+    pub outcome: Outcome,
+    pub console: String,
+    pub stderr: String,
+    pub relayed: String,
+}
+
+/// A stand-in "QEMU": `script` run by sh with the console file as `$1` and its stderr
+/// kept as QEMU's is, watched by `watch` with `quiet` (boot bound 20 s, run 60 s). Its
+/// exit, signal, console and stderr are a real process's, for the tests of what a
+/// guest's end means.
+#[cfg(test)]
+pub fn stand_in(tag: &str, script: &str, quiet: Duration) -> StandIn {
+    let dir = std::env::temp_dir().join(format!("xrunrig-qemu-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let console = dir.join("console");
+    std::fs::write(&console, b"").unwrap();
+    let err = dir.join("stderr");
+    let child = Command::new("sh")
+        .args(["-c", script, "sh"])
+        .arg(&console)
+        .stderr(std::fs::File::create(&err).unwrap())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let mut g = Guard { child, done: false };
+    let stop = AtomicBool::new(false);
+    let mut relayed = String::new();
+    let outcome = watch(
+        &mut g,
+        &console,
+        Bounds {
+            boot: Duration::from_secs(20),
+            run: Duration::from_secs(60),
+            quiet,
+        },
+        &stop,
+        &mut |l| relayed.push_str(&format!("{l}\n")),
+    );
+    let r = StandIn {
+        outcome,
+        console: std::fs::read_to_string(&console).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
+        relayed,
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    r
 }
 
 #[cfg(test)]
@@ -487,32 +544,8 @@ mod tests {
 
     /// A stand-in "QEMU" (sh writing the console file) watched with `quiet`.
     fn watch_script(tag: &str, script: &str, quiet: Duration) -> (Outcome, String) {
-        let dir = std::env::temp_dir().join(format!("xrunrig-qemu-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let console = dir.join("console");
-        std::fs::write(&console, b"").unwrap();
-        let child = Command::new("sh")
-            .args(["-c", script, "sh"])
-            .arg(&console)
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        let mut g = Guard { child, done: false };
-        let stop = AtomicBool::new(false);
-        let mut relayed = String::new();
-        let o = watch(
-            &mut g,
-            &console,
-            Bounds {
-                boot: Duration::from_secs(20),
-                run: Duration::from_secs(60),
-                quiet,
-            },
-            &stop,
-            &mut |l| relayed.push_str(&format!("{l}\n")),
-        );
-        let _ = std::fs::remove_dir_all(&dir);
-        (o, relayed)
+        let r = stand_in(tag, script, quiet);
+        (r.outcome, r.relayed)
     }
 
     #[test]

@@ -24,6 +24,18 @@ pub struct Ctx<'a> {
     pub place: Option<results::run::BootPlace>,
 }
 
+/// Whose a failed guest run's failure is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Blame {
+    /// The kernel under test's: it crashed (after its one more boot), reset itself,
+    /// never reached its ready marker, or ran past the run's bound.
+    Kernel,
+    /// The machine's, which says nothing of the kernel: an emulator fault (past its
+    /// fresh boots), QEMU killed (the OOM killer's SIGKILL) or exiting with an error,
+    /// the results lost on the way home, the host's own disk or memory.
+    Machine,
+}
+
 /// What one kernel's run produced.
 pub struct KernelRun {
     pub kernel: Kernel,
@@ -34,6 +46,9 @@ pub struct KernelRun {
     /// An audio rig's summary rows, as they came home.
     pub livefx_rows: Vec<results::livefx::Row>,
     pub error: Option<String>,
+    /// Whose the failure in `error` is (`kernel_run::blame`): a bisection skips a
+    /// commit for its kernel's failure and stops on the machine's.
+    pub blame: Option<Blame>,
     pub boot_s: Option<f64>,
     pub wall_s: f64,
     /// `--until-decided`: the rule and comparisons of the summary.json that came home.

@@ -125,23 +125,69 @@ fn umount(at: &Path) -> Result<(), String> {
     }
 }
 
-/// Opens `name` under `dir` (or `path` when `dir` is None) as a directory without
-/// following a link in its last component, and checks it is on a tracefs.
-fn open_tracefs_dir(dir: Option<&OwnedFd>, path: &Path) -> Result<OwnedFd, String> {
-    let c = cstr(&path.display().to_string());
-    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    let at = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
-    // SAFETY: valid NUL-terminated path; the fd is owned below.
-    let fd = unsafe { libc::openat(at, c.as_ptr(), flags) };
+/// `name` under the tracefs directory `dir`, opened with `openat2`: no link followed
+/// anywhere on the way (RESOLVE_NO_SYMLINKS), nothing outside `dir` (RESOLVE_BENEATH),
+/// and no other file system mounted over a part of it (RESOLVE_NO_XDEV). O_NOFOLLOW
+/// alone guards only the last component, and crosses a mount (a file bind-mounted over
+/// `tracing_on` would be written in place of it).
+fn open_under(dir: &OwnedFd, name: &str, flags: i32) -> std::io::Result<OwnedFd> {
+    let c = cstr(name);
+    // SAFETY: open_how is plain data; zeroed is valid.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (flags | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_XDEV;
+    // SAFETY: valid fd, NUL-terminated path and a live open_how of the size given.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
     if fd < 0 {
-        return Err(format!(
-            "cannot open {}: {}",
-            path.display(),
-            std::io::Error::last_os_error()
-        ));
+        return Err(std::io::Error::last_os_error());
     }
     // SAFETY: a fresh fd we own.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// What a refused open under tracefs says: a mount crossed or a link met is named as
+/// not being tracefs, which is what it means here.
+fn open_error(path: &Path, e: std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EXDEV) => format!(
+            "{} is not on a tracefs (another file system is mounted there)",
+            path.display()
+        ),
+        Some(libc::ELOOP) => format!("{} is not on a tracefs (a link is there)", path.display()),
+        _ => format!("cannot open or write {}: {e}", path.display()),
+    }
+}
+
+/// Opens `path` (when `dir` is None) or `path` under `dir` (`open_under`) as a
+/// directory without following a link, and checks it is on a tracefs.
+fn open_tracefs_dir(dir: Option<&OwnedFd>, path: &Path) -> Result<OwnedFd, String> {
+    let fd = match dir {
+        Some(d) => open_under(
+            d,
+            &path.display().to_string(),
+            libc::O_RDONLY | libc::O_DIRECTORY,
+        )
+        .map_err(|e| open_error(path, e))?,
+        None => {
+            let c = cstr(&path.display().to_string());
+            let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+            // SAFETY: valid NUL-terminated path; the fd is owned below.
+            let fd = unsafe { libc::open(c.as_ptr(), flags) };
+            if fd < 0 {
+                return Err(open_error(path, std::io::Error::last_os_error()));
+            }
+            // SAFETY: a fresh fd we own.
+            unsafe { OwnedFd::from_raw_fd(fd) }
+        }
+    };
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: valid fd and out-pointer.
     if unsafe { libc::fstatfs(fd.as_raw_fd(), &mut st) } != 0 {
@@ -157,22 +203,11 @@ fn open_tracefs_dir(dir: Option<&OwnedFd>, path: &Path) -> Result<OwnedFd, Strin
     Ok(fd)
 }
 
-/// Writes `value` to `name` inside the tracefs directory `dir`, never through a link.
+/// Writes `value` to `name` inside the tracefs directory `dir` (`open_under`: no link,
+/// no mount crossed).
 fn write_at(dir: &OwnedFd, name: &str, value: &str) -> std::io::Result<()> {
-    let c = cstr(name);
-    // SAFETY: valid fd and NUL-terminated name; the fd is owned below.
-    let fd = unsafe {
-        libc::openat(
-            dir.as_raw_fd(),
-            c.as_ptr(),
-            libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: a fresh fd we own.
-    let mut f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let fd = open_under(dir, name, libc::O_WRONLY)?;
+    let mut f = std::fs::File::from(fd);
     std::io::Write::write_all(&mut f, value.as_bytes())
 }
 
@@ -190,8 +225,20 @@ fn undo_instance(root: &Path, name: &str, unmount: bool) -> Result<Vec<String>, 
         let idir = open_tracefs_dir(Some(&dir), Path::new(name))?;
         // Removing the instance frees its buffers and drops its events, filters and
         // triggers; switching it off first stops new events while it goes.
-        let _ = write_at(&idir, "tracing_on", "0");
-        let _ = write_at(&idir, "events/enable", "0");
+        // A write refused (a link, a mount over a control file) means the instance is
+        // not what xrunrig made: nothing more is done to it. ENOENT: already going.
+        for f in ["tracing_on", "events/enable"] {
+            match write_at(&idir, f, "0") {
+                Err(e) if e.raw_os_error() != Some(libc::ENOENT) => {
+                    return Err(format!(
+                        "{}; the trace instance {} was left as it is",
+                        open_error(&inst.join(f), e),
+                        inst.display()
+                    ));
+                }
+                _ => {}
+            }
+        }
         drop(idir);
         let c = cstr(name);
         // SAFETY: valid fd and NUL-terminated name.

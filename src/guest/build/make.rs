@@ -13,35 +13,56 @@ pub const FRAGMENT: &str = include_str!("guest.config");
 /// How the config is made, for provenance and the cache key.
 pub const RECIPE: &str = "x86_64_defconfig + kernel/configs/kvm_guest.config + xrunrig guest.config (merge_config.sh, olddefconfig)";
 
-fn run_logged(tree: &Path, args: &[&str], log: &mut std::fs::File) -> Result<(), String> {
+/// A configuring step: its failure told as the machine's or the source's, as make's is.
+fn run_logged(tree: &Path, args: &[&str], log: &mut std::fs::File) -> Result<(), Failure> {
     let _ = writeln!(log, "$ {}", args.join(" "));
     let mut c = Command::new(args[0]);
     c.args(&args[1..]).current_dir(tree);
     super::worktree::as_owner_of(&mut c, tree);
     let o = c
         .output()
-        .map_err(|e| format!("cannot run {}: {e}", args[0]))?;
+        .map_err(|e| Failure::Transient(format!("cannot run {}: {e}", args[0])))?;
     let _ = log.write_all(&o.stdout);
     let _ = log.write_all(&o.stderr);
     if !o.status.success() {
-        return Err(format!(
+        let said = format!(
             "`{}` failed in {}:\n{}",
             args.join(" "),
             tree.display(),
             last_lines(&String::from_utf8_lossy(&o.stderr), 15)
-        ));
+        );
+        let all = [o.stdout, o.stderr].concat();
+        use std::os::unix::process::ExitStatusExt;
+        return Err(
+            match transient(o.status.signal(), &String::from_utf8_lossy(&all)) {
+                Some(why) => {
+                    Failure::Transient(format!("{said}\n{why}; this says nothing of the commit"))
+                }
+                None => Failure::Content(said),
+            },
+        );
     }
     Ok(())
 }
 
+/// A file the build could not write or read: the machine's when the disk or memory
+/// ran out, else the tree's.
+fn io_failure(what: &Path, e: std::io::Error) -> Failure {
+    let text = format!("{}: {e}", what.display());
+    match e.raw_os_error() {
+        Some(libc::ENOSPC | libc::EDQUOT | libc::ENOMEM) => Failure::Transient(text),
+        _ => Failure::Content(text),
+    }
+}
+
 /// Writes .config in `tree`; returns the fragment's settings the final config does
 /// not have (the kernel's Kconfig refused them: a dependency is missing).
-pub fn configure(tree: &Path, log: &mut std::fs::File) -> Result<Vec<String>, String> {
+pub fn configure(tree: &Path, log: &mut std::fs::File) -> Result<Vec<String>, Failure> {
     let frag = tree.join(".xrunrig-guest.config");
     // Root writes into a tree that may be a user's: never through a link there.
     super::worktree::open_beneath(tree, ".xrunrig-guest.config", true)
         .and_then(|mut f| f.write_all(FRAGMENT.as_bytes()))
-        .map_err(|e| format!("{}: {e}", frag.display()))?;
+        .map_err(|e| io_failure(&frag, e))?;
     run_logged(tree, &["make", "x86_64_defconfig"], log)?;
     let mut merge = vec![
         "scripts/kconfig/merge_config.sh",
@@ -54,7 +75,8 @@ pub fn configure(tree: &Path, log: &mut std::fs::File) -> Result<Vec<String>, St
     }
     run_logged(tree, &merge, log)?;
     run_logged(tree, &["make", "olddefconfig"], log)?;
-    let cfg = std::fs::read_to_string(tree.join(".config")).map_err(|e| e.to_string())?;
+    let cfg = std::fs::read_to_string(tree.join(".config"))
+        .map_err(|e| io_failure(&tree.join(".config"), e))?;
     Ok(missing(FRAGMENT, &cfg))
 }
 
@@ -307,6 +329,151 @@ mod tests {
         assert!(transient(None, oom).unwrap().contains("out of memory"));
         let src = "kernel/sched/rt.c:2540:3: error: 'bogus' undeclared\nmake: *** Error 2\n";
         assert_eq!(transient(None, src), None);
+    }
+
+    /// A tree whose Makefile runs `bzimage` for bzImage and `defconfig` for
+    /// x86_64_defconfig (make's `$$` for the shell's `$`), with `files` in it; built by
+    /// `make()` or configured by `configure()` as a bisection's step is. `at`: where the
+    /// tree goes (a directory of the test's own when None).
+    fn tree(
+        tag: &str,
+        at: Option<&Path>,
+        bzimage: &str,
+        defconfig: &str,
+        files: &[(&str, &str)],
+    ) -> std::path::PathBuf {
+        let t = match at {
+            Some(a) => a.join("tree"),
+            None => crate::testkit::private_dir(&format!("make-{tag}")).join("tree"),
+        };
+        std::fs::create_dir_all(&t).unwrap();
+        let mk = format!("bzImage:\n\t{bzimage}\nx86_64_defconfig:\n\t{defconfig}\n");
+        std::fs::write(t.join("Makefile"), mk).unwrap();
+        for (name, text) in files {
+            std::fs::write(t.join(name), text).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            if text.starts_with("#!") {
+                std::fs::set_permissions(t.join(name), std::fs::Permissions::from_mode(0o755))
+                    .unwrap();
+            }
+        }
+        t
+    }
+
+    fn build(t: &Path) -> Result<(), Failure> {
+        make(t, &t.with_file_name("build.log"), "the test's tree")
+    }
+
+    fn configured(t: &Path) -> Result<Vec<String>, Failure> {
+        let mut log = std::fs::File::create(t.with_file_name("config.log")).unwrap();
+        configure(t, &mut log)
+    }
+
+    fn transient_saying(r: Result<(), Failure>, what: &str) {
+        match r {
+            Err(Failure::Transient(s)) => assert!(s.contains(what), "{s}"),
+            other => panic!("not the machine's ({what}): {other:?}"),
+        }
+    }
+
+    /// make itself killed by SIGKILL, as the out-of-memory killer kills it; and the
+    /// configuring make killed so.
+    #[test]
+    fn make_killed_by_sigkill_is_the_machines() {
+        let t = tree(
+            "sigkill",
+            None,
+            "kill -KILL $$PPID",
+            "kill -KILL $$PPID",
+            &[],
+        );
+        transient_saying(build(&t), "killed by signal 9");
+        match configured(&t) {
+            Err(Failure::Transient(s)) => assert!(s.contains("killed by signal 9"), "{s}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// gcc's compiler proper killed by SIGKILL (the OOM killer's choice is usually the
+    /// biggest process, cc1), and cc1 out of memory under a memory limit: gcc's own
+    /// words for each. A real compile error beside them is the source's, with the
+    /// compiler's complaint.
+    #[test]
+    fn a_compiler_out_of_memory_is_the_machines_a_compile_error_the_sources() {
+        if !crate::testkit::have(crate::testkit::on_path("gcc"), "gcc") {
+            return;
+        }
+        let big = format!(
+            "int a[] = {{{}}};\n",
+            (0..600_000)
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let kill = "#!/bin/sh\ncase \"$1\" in *cc1) kill -KILL $$;; esac\nexec \"$@\"\n";
+        let limit = "#!/bin/sh\ncase \"$1\" in *cc1) ulimit -v 100000;; esac\nexec \"$@\"\n";
+        let t = tree(
+            "cc1-killed",
+            None,
+            "gcc -wrapper ./w.sh -c big.c -o big.o",
+            "true",
+            &[("big.c", &big), ("w.sh", kill)],
+        );
+        transient_saying(build(&t), "ran out of memory");
+        let t = tree(
+            "cc1-limit",
+            None,
+            "gcc -wrapper ./w.sh -c big.c -o big.o",
+            "true",
+            &[("big.c", &big), ("w.sh", limit)],
+        );
+        transient_saying(build(&t), "ran out of memory");
+        let t = tree(
+            "compile-error",
+            None,
+            "gcc -c bad.c -o bad.o",
+            "true",
+            &[("bad.c", "int f(void) { return bogus; }\n")],
+        );
+        match build(&t) {
+            // gcc quotes with ' or ‘’ by the locale.
+            Err(Failure::Content(s)) => {
+                assert!(s.contains("bogus") && s.contains("undeclared"), "{s}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A build tree on a file system that fills up (a 256 KiB tmpfs): building and
+    /// configuring stop as the machine's, never as the commit's. Root (the mount).
+    #[test]
+    fn a_full_disk_is_the_machines() {
+        if !crate::testkit::root() {
+            return;
+        }
+        let d = crate::testkit::private_dir("make-enospc");
+        let st = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=256k", "xrunrig-test"])
+            .arg(&d)
+            .status()
+            .unwrap();
+        assert!(st.success(), "cannot mount a tmpfs at {}", d.display());
+        let fill = "head -c 1048576 /dev/zero > big";
+        let t = tree("enospc", Some(&d), fill, fill, &[]);
+        // The logs outside the full file system, as the build cache's are not the tree.
+        let logs = crate::testkit::private_dir("make-enospc-logs");
+        let r = make(&t, &logs.join("build.log"), "the test's tree");
+        // Room again for the fragment configure writes first: the configuring make
+        // is the one that fills the disk.
+        let _ = std::fs::remove_file(t.join("big"));
+        let mut log = std::fs::File::create(logs.join("config.log")).unwrap();
+        let c = configure(&t, &mut log);
+        let _ = std::process::Command::new("umount").arg(&d).status();
+        transient_saying(r, "the disk is full");
+        match c {
+            Err(Failure::Transient(s)) => assert!(s.contains("the disk is full"), "{s}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

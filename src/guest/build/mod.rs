@@ -376,7 +376,7 @@ fn build_into(
     }
     if base.is_none() {
         eprintln!("xrunrig: {k}: configuring ({})", make::RECIPE);
-        let miss = make::configure(tree, log)?;
+        let miss = make::configure(tree, log).map_err(make::Failure::text)?;
         for m in &miss {
             eprintln!(
                 "xrunrig: warning: the kernel's Kconfig did not take `{m}` from guest.config"

@@ -176,6 +176,13 @@ pub enum TreeError {
     Transient(String),
 }
 
+fn tree_error(f: make::Failure) -> TreeError {
+    match f {
+        make::Failure::Content(s) => TreeError::Content(s),
+        make::Failure::Transient(s) => TreeError::Transient(s),
+    }
+}
+
 /// What the tree holds on top of a commit.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Extra {
@@ -538,14 +545,11 @@ impl Worktree {
         let t0 = Instant::now();
         if !self.dir.join(".config").exists() {
             eprintln!("xrunrig: bisect: configuring ({})", make::RECIPE);
-            make::configure(&self.dir, &mut log).map_err(TreeError::Content)?;
+            make::configure(&self.dir, &mut log).map_err(tree_error)?;
         }
         let version = super::kernelversion(&self.dir);
         let what = format!("{detail} ({})", version.as_deref().unwrap_or("?"));
-        make::make(&self.dir, &self.log_path, &what).map_err(|f| match f {
-            make::Failure::Content(s) => TreeError::Content(s),
-            make::Failure::Transient(s) => TreeError::Transient(s),
-        })?;
+        make::make(&self.dir, &self.log_path, &what).map_err(tree_error)?;
         let cfg = open_beneath(&self.dir, ".config", false)
             .and_then(|mut f| {
                 let mut v = vec![];
