@@ -217,16 +217,17 @@ fn several_runs_a_side_are_judged_run_against_run_and_the_threshold_counts() {
     let (code, txt, j) = judge(&req(vec![c.clone(), a.clone()], &out));
     assert_eq!(code, 0, "{txt}");
     assert_eq!(j["answer"], "better", "{j}");
-    // One distribution: never worse.
-    let (code, txt, _) = judge(&req(vec![a.clone(), a2.clone()], &out));
-    assert_ne!(code, 1, "{txt}");
+    // One distribution: the same (its runs agree within ±10 %), never worse.
+    let (code, txt, j) = judge(&req(vec![a.clone(), a2.clone()], &out));
+    assert_eq!(code, 0, "{txt}");
+    assert_eq!(j["answer"], "same", "{j}");
     // +30 %: worse beyond 10 %, not beyond 100 %.
     let (code, txt, _) = judge(&req(vec![a.clone(), d.clone()], &out));
     assert_eq!(code, 1, "{txt}");
     let mut r = req(vec![a.clone(), d.clone()], &out);
     r.threshold = 100.0;
     let (code, txt, j) = judge(&r);
-    assert_ne!(code, 1, "{txt}");
+    assert_eq!(code, 0, "{txt}");
     assert_eq!(j["regressions"], 0, "{j}");
     // The same 3x with the sides one after the other (all of C's runs after A's): each
     // side is one block in time, whose effect its runs share; without a calibration the
@@ -374,8 +375,9 @@ fn livefx_more_dropouts_in_every_run_is_worse() {
     );
     assert!(txt.contains("Method: the unit is the run"), "{txt}");
     assert!(txt.contains("Holm"), "{txt}");
-    let (code, txt, _) = judge(&req(vec![a.clone(), b.clone()], &out));
-    assert_ne!(code, 1, "{txt}");
+    let (code, txt, j) = judge(&req(vec![a.clone(), b.clone()], &out));
+    assert_eq!(code, 0, "{txt}");
+    assert_eq!(j["regressions"], 0, "{j}");
     for x in a.iter().chain(&b).chain(&c).chain([&out]) {
         std::fs::remove_dir_all(x).unwrap();
     }
