@@ -487,3 +487,27 @@ fn a_recorded_main_job_aa_pair_is_not_worse() {
         std::fs::remove_dir_all(&out).unwrap();
     }
 }
+
+/// A recorded A/A pair (one run a side, nothing changed, a quiet minute apart) whose B
+/// lost 19 cycles in one burst, every 4th cycle for 0.2 s: compare tests it twice,
+/// as 19 dropouts against 1 and as 2 episodes against 1 (one stall is one event), the
+/// episodes row showing the dropouts they hold, and calls neither worse, either way
+/// round (exit 4, inconclusive).
+#[test]
+fn a_recorded_stall_is_one_episode_and_not_worse() {
+    let (a, b) = (recorded("aa-stall-a"), recorded("aa-stall-b"));
+    let out = tmp("rec-stall");
+    for (x, y) in [(&a, &b), (&b, &a)] {
+        let (code, txt, j) = judge(&req(vec![vec![x.clone()], vec![y.clone()]], &out));
+        assert_eq!(code, 4, "{txt}");
+        assert_eq!(j["regressions"], 0, "{j}");
+        let flat = txt.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("as-is / pi dropouts (episodes) per hour"),
+            "{flat}"
+        );
+        assert!(flat.contains("2 holding 19 dropouts"), "{flat}");
+        assert!(flat.contains("as-is / pi dropouts per hour"), "{flat}");
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+}

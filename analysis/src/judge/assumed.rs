@@ -40,6 +40,9 @@ pub fn within(scale: Scale) -> (f64, &'static str) {
 // ln 60.2 over 60 pairs (σ 1.48), latency p99s ln 15.5 (σ 0.99: the wake-up p99 of no-pi).
 // A run's trial-to-trial spread there: φ 2.4 for dropouts, s²_w 0.49 for latencies (the
 // largest of the metrics, over 356 runs).
+// Episodes (dropouts less than 50 ms apart counted once) take the dropouts' figures: a
+// run's episodes are never more than its dropouts, and a VM stall that made ×60 in
+// dropouts is one episode: taken as no wider (not yet measured on their own).
 const BETWEEN_LOG_RATE: f64 = 1.5;
 const WITHIN_DISPERSION: f64 = 2.5;
 const WITHIN_SOURCE_RATE: &str = "an over-dispersion of 2.5, the largest of rigs/livefx.toml's trials on the clock backend, a shared 2-vCPU VM";
