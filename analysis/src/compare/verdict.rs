@@ -193,7 +193,10 @@ pub fn judge(
                 v.between.push(b);
             }
         }
-        let (row, sentence) = one(p, call, answer, &labels, threshold, one_sided);
+        // Runs that would decide it at Holm's strictest level (its first step's): no
+        // fewer than would, so never "3 runs" beside three runs that did not.
+        let need_level = one_sided / v.tested.max(1) as f64;
+        let (row, sentence) = one(p, call, answer, &labels, threshold, one_sided, need_level);
         v.rows.push(row);
         v.verdicts.push(sentence);
         v.answers.push(answer);
@@ -287,6 +290,7 @@ fn one(
     labels: &[String],
     threshold: f64,
     one_sided: f64,
+    need_level: f64,
 ) -> (Vec<String>, String) {
     let i = p.side;
     // A suffix names a criterion ("within bound"), except the episodes of dropouts.
@@ -423,7 +427,7 @@ fn one(
                 x += &format!(" (Holm-adjusted {} of worse)", fmt_p(c.p_worse));
             }
             if answer == Answer::Inconclusive
-                && let Some(need) = needed(j, ra.max(rb), threshold, one_sided)
+                && let Some(need) = needed(j, ra.max(rb), threshold, need_level)
             {
                 x += &format!("; {need}");
             }

@@ -160,8 +160,13 @@ pub struct RowCounts {
     #[serde(default, deserialize_with = "lenient::count")]
     pub roundtrip_frames: Option<u32>,
     /// Newer writers: dropout episodes (dropouts closer than
-    /// `counters::EPISODE_GAP_NS` are one), the unit `compare` tests.
-    #[serde(default, deserialize_with = "lenient::count")]
+    /// `counters::EPISODE_GAP_NS` are one), tested by `compare` beside the dropouts.
+    /// Left out when unknown, so an older run's rows are written back as they were.
+    #[serde(
+        default,
+        deserialize_with = "lenient::count",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub episodes: Option<u64>,
 }
 

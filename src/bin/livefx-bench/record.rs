@@ -2,7 +2,7 @@
 //! appended (and synced) as soon as the pair is judged, so a measurement stopped after
 //! 40 minutes keeps every pair it finished and the next one adds to the same file.
 //! `livefx-bench table` rebuilds the table from every line recorded and writes it
-//! between the markers of README.md and docs/verdicts.md.
+//! between the markers of docs/verdicts.md (README.md links to it).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -344,7 +344,21 @@ pub fn table_main(a: &TableArgs) -> i32 {
     for f in &a.write {
         let done = std::fs::read_to_string(f)
             .map_err(|e| e.to_string())
-            .and_then(|t| splice(&t, &table))
+            .and_then(|t| {
+                if t.contains(BEGIN) || t.contains(crate::boots::BEGIN) {
+                    Ok(t)
+                } else {
+                    Err("it holds no table's markers".to_string())
+                }
+            })
+            // Each table where the file has its markers (README has only the boots').
+            .and_then(|t| {
+                if t.contains(BEGIN) {
+                    splice(&t, &table)
+                } else {
+                    Ok(t)
+                }
+            })
             .and_then(|t| {
                 if t.contains(crate::boots::BEGIN) {
                     splice_at(&t, crate::boots::BEGIN, &boots)
