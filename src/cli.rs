@@ -750,9 +750,15 @@ impl WatchArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
     pub dir: PathBuf,
-    /// Leave out host name, user name and home paths.
+    /// Leave out host name, user name, home paths and the command line's paths, and
+    /// write run.redacted.json and summary.redacted.json to attach instead of the
+    /// originals.
     #[arg(long)]
     pub redact: bool,
+    /// Where to write the report (made if missing; default: into DIR itself), for a
+    /// results directory that cannot be written.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
