@@ -195,7 +195,17 @@ pub fn command() -> clap::Command {
         .collect();
     for n in names {
         let h = crate::exit::help(&n);
-        c = c.mut_subcommand(&n, |s| s.after_help(h));
+        // `export kcidb --help` too: a nested command's codes are its parent's.
+        c = c.mut_subcommand(&n, |mut s| {
+            let inner: Vec<String> = s
+                .get_subcommands()
+                .map(|x| x.get_name().to_string())
+                .collect();
+            for i in inner {
+                s = s.mut_subcommand(&i, |x| x.after_help(h.clone()));
+            }
+            s.after_help(h)
+        });
     }
     c
 }
