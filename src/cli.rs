@@ -195,7 +195,17 @@ pub fn command() -> clap::Command {
         .collect();
     for n in names {
         let h = crate::exit::help(&n);
-        c = c.mut_subcommand(&n, |s| s.after_help(h));
+        // `export kcidb --help` too: a nested command's codes are its parent's.
+        c = c.mut_subcommand(&n, |mut s| {
+            let inner: Vec<String> = s
+                .get_subcommands()
+                .map(|x| x.get_name().to_string())
+                .collect();
+            for i in inner {
+                s = s.mut_subcommand(&i, |x| x.after_help(h.clone()));
+            }
+            s.after_help(h)
+        });
     }
     c
 }
@@ -750,9 +760,15 @@ impl WatchArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
     pub dir: PathBuf,
-    /// Leave out host name, user name and home paths.
+    /// Leave out host name, user name, home paths and the command line's paths, and
+    /// write run.redacted.json and summary.redacted.json to attach instead of the
+    /// originals.
     #[arg(long)]
     pub redact: bool,
+    /// Where to write the report (made if missing; default: into DIR itself), for a
+    /// results directory that cannot be written.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

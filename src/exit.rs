@@ -99,7 +99,7 @@ pub fn codes(cmd: &str) -> Vec<(i32, &'static str)> {
             (0, "written"),
             (
                 EXIT_REFUSED,
-                "the directory is not a complete results directory",
+                "bad usage, a directory that is not a complete results directory, or files                  that cannot be written (report: give --out DIR for a read-only one)",
             ),
         ],
         "watch" => vec![
@@ -109,7 +109,12 @@ pub fn codes(cmd: &str) -> Vec<(i32, &'static str)> {
             ),
             (
                 EXIT_REFUSED,
-                "could not watch: no server answered, or tracing could not be set up",
+                "bad usage, or could not watch: no server answered, tracing could not be \
+                 set up, the results could not be written",
+            ),
+            (
+                EXIT_INTERRUPTED,
+                "a second Ctrl-C (or SIGTERM) while the watch was ending: stopped at once",
             ),
         ],
         "bisect" => vec![
@@ -131,7 +136,11 @@ pub fn codes(cmd: &str) -> Vec<(i32, &'static str)> {
                 "interrupted (Ctrl-C, SIGTERM); the same command resumes from bisect.json",
             ),
         ],
-        "completions" | "man" => vec![(0, "written"), (1, "cannot write")],
+        "completions" | "man" => vec![
+            (0, "written"),
+            (1, "cannot write"),
+            (EXIT_REFUSED, "bad usage (the message says which option)"),
+        ],
         _ => vec![
             (
                 0,
@@ -175,12 +184,20 @@ mod tests {
             "restore",
             "report",
             "bisect",
+            "watch",
+            "completions",
+            "man",
+            "export",
         ] {
             let h = super::help(c);
             assert!(
                 h.starts_with("Exit status:") && h.contains("  0 "),
                 "{c}: {h}"
             );
+        }
+        // clap exits 2 on bad usage, whatever the command.
+        for c in ["completions", "man", "watch", "report", "export"] {
+            assert!(super::help(c).contains("\n  2    "), "{c}");
         }
         assert!(super::help("run").contains("  130  interrupted"));
         assert!(super::help("compare").contains("  4    inconclusive"));

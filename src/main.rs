@@ -17,7 +17,7 @@ fn main() {
         Cmd::Restore(a) => xrunrig::check::restore_main(a.discard),
         Cmd::Doctor(a) => xrunrig::doctor::main(&a.into_options()),
         Cmd::Watch(a) => xrunrig::watch::main(&a.into_options()),
-        Cmd::Report(a) => match analysis::report_main(&a.dir, a.redact) {
+        Cmd::Report(a) => match analysis::report_main(&a.dir, a.out.as_deref(), a.redact) {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("xrunrig report: {e}");

@@ -603,3 +603,127 @@ fn max_time_reached_is_said_and_is_not_ctrl_c() {
     );
     std::fs::remove_dir_all(&state).unwrap();
 }
+
+fn copy_tree(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+        }
+    }
+}
+
+fn listing(d: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A bug's attachment unpacked read-only is reported with `--out DIR`: the report goes
+/// there, nothing is written into the results directory.
+#[test]
+fn report_out_writes_elsewhere_and_leaves_the_results_as_they_are() {
+    use std::os::unix::fs::PermissionsExt;
+    let state = testkit::private_dir("cli-report-out");
+    let dir = state.join("results");
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("analysis/tests/fixtures/pi-boost-synthetic"),
+        &dir,
+    );
+    let before = listing(&dir);
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let out = state.join("report-here");
+    let o = xrunrig(&state)
+        .arg("report")
+        .arg(&dir)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    show("report --out", &o);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    for f in ["report.txt", "report.md", "report.html", "report.json"] {
+        assert!(out.join(f).is_file(), "{f} not in --out");
+    }
+    assert!(out.join("plots").is_dir() && out.join("export").is_dir());
+    assert_eq!(
+        listing(&dir),
+        before,
+        "the results directory was written into"
+    );
+    // The Reproduce section names the results, not the report's directory.
+    let txt = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(txt.contains("xrunrig run --from results"), "{txt}");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Every code a command returns is in its `--help`: bad usage (clap's 2) for each, and
+/// the codes of real failures.
+#[test]
+fn every_exit_code_a_command_returns_is_in_its_help() {
+    let state = testkit::private_dir("cli-codes");
+    let help = |sub: &[&str]| {
+        let o = xrunrig(&state).args(sub).arg("--help").output().unwrap();
+        assert!(o.status.success(), "{sub:?}");
+        text(&o.stdout)
+    };
+    let listed = |sub: &[&str], code: i32| {
+        let h = help(sub);
+        assert!(
+            h.contains(&format!("\n  {code:<4} ")),
+            "{sub:?} returned {code}, which its help does not list:\n{h}"
+        );
+    };
+    let mut subs: Vec<Vec<&str>> = SUBCOMMANDS.iter().map(|s| vec![*s]).collect();
+    subs.extend([
+        vec!["calibrate"],
+        vec!["export", "kcidb"],
+        vec!["export", "lava"],
+    ]);
+    for sub in &subs {
+        // Bad usage: clap's code.
+        let o = xrunrig(&state)
+            .args(sub)
+            .arg("--no-such-option")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{sub:?}");
+        listed(sub, 2);
+    }
+    let missing = state.join("nothing-here");
+    let unwritable = "/proc/xrunrig-cannot-write-here";
+    let m = missing.to_str().unwrap();
+    for args in [
+        vec!["man", "--out", unwritable],
+        vec!["report", m],
+        vec![
+            "report",
+            "analysis/tests/fixtures/pi-boost-synthetic",
+            "--out",
+            unwritable,
+        ],
+        vec!["export", "kcidb", m],
+        vec!["export", "lava", m],
+        vec!["check", m],
+        vec!["compare", m, m],
+    ] {
+        let o = xrunrig(&state).args(&args).output().unwrap();
+        let code = o.status.code().unwrap();
+        assert_ne!(code, 0, "{args:?}");
+        let sub: Vec<&str> = args
+            .iter()
+            .take_while(|a| !a.starts_with('-') && !a.contains('/'))
+            .copied()
+            .collect();
+        listed(&sub, code);
+    }
+    // watch: a second Ctrl-C while the watch is ending stops it at once with 130.
+    listed(&["watch"], 130);
+}

@@ -27,8 +27,8 @@ pub mod synth;
 use std::path::{Path, PathBuf};
 
 /// `xrunrig report DIR`: returns the process exit code.
-pub fn report_main(dir: &Path, redact: bool) -> Result<i32, String> {
-    report::main(dir, redact)
+pub fn report_main(dir: &Path, out: Option<&Path>, redact: bool) -> Result<i32, String> {
+    report::main(dir, out, redact)
 }
 
 /// `xrunrig compare A B ...` with one run a side: returns the process exit code: 0 the

@@ -100,6 +100,51 @@ impl Redactor {
     }
 }
 
+/// A command line as `--redact` shows it: the program as `xrunrig` and every path cut to
+/// its file name (`--out=/home/u/r` to `--out=r`), so the options stay (for `run --from`)
+/// and where the sender keeps things goes.
+pub fn command(argv: &[String]) -> Vec<String> {
+    let base = |p: &str| {
+        let t = p.trim_end_matches('/');
+        t.rsplit('/')
+            .next()
+            .filter(|b| !b.is_empty())
+            .unwrap_or(".")
+            .to_string()
+    };
+    argv.iter()
+        .enumerate()
+        .map(|(i, a)| match (i, a.split_once('=')) {
+            (0, _) => "xrunrig".to_string(),
+            _ if !a.contains('/') => a.clone(),
+            (_, Some((k, v))) if k.starts_with("--") => format!("{k}={}", base(v)),
+            _ => base(a),
+        })
+        .collect()
+}
+
+/// A JSON record with every command line in it (a `command` or `guest_command` array of
+/// strings, at any depth) cut by `command()`; the redactor's text pass does the rest.
+pub fn json_commands(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                let argv: Option<Vec<String>> = x
+                    .as_array()
+                    .and_then(|a| a.iter().map(|s| s.as_str().map(str::to_string)).collect());
+                match argv {
+                    Some(a) if k == "command" || k == "guest_command" => {
+                        *x = serde_json::json!(command(&a));
+                    }
+                    _ => json_commands(x),
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(json_commands),
+        _ => {}
+    }
+}
+
 /// Any "/home/NAME" becomes "/home/<user>": results copied from another machine carry
 /// that machine's user.
 fn redact_home_dirs(s: &str) -> String {
@@ -183,6 +228,39 @@ fn passwd_entry_of_this_uid() -> Option<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_keeps_its_options_and_loses_its_paths() {
+        let argv: Vec<String> = [
+            "/home/ann/src/xrunrig/target/release/xrunrig",
+            "run",
+            "/home/ann/rigs/pi.toml",
+            "--trials",
+            "3",
+            "--out=/srv/ann/results/",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            command(&argv),
+            [
+                "xrunrig",
+                "run",
+                "pi.toml",
+                "--trials",
+                "3",
+                "--out=results"
+            ]
+        );
+        let mut v = serde_json::json!({"command": argv, "rerun_of": {"command": ["/x/xrunrig", "run", "/a/b.toml"]}, "note": ["/a/b"]});
+        json_commands(&mut v);
+        assert_eq!(
+            v["rerun_of"]["command"],
+            serde_json::json!(["xrunrig", "run", "b.toml"])
+        );
+        // Only command lines are cut: other arrays of text are left to the text pass.
+        assert_eq!(v["note"], serde_json::json!(["/a/b"]));
+    }
 
     #[test]
     fn redacts_words_paths_and_homes() {

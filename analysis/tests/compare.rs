@@ -378,6 +378,29 @@ fn livefx_more_dropouts_in_every_run_is_worse() {
     let (code, txt, j) = judge(&req(vec![a.clone(), b.clone()], &out));
     assert_eq!(code, 0, "{txt}");
     assert_eq!(j["regressions"], 0, "{j}");
+    assert!(!txt.contains("injected on purpose"), "{txt}");
+    // A side that injected overruns (--inject-every) is named with their count.
+    let inj: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            let d = tmp(&format!("lfi{i}"));
+            let mut spec = synth::livefx::Spec::ab(40_000, 4);
+            spec.inject_every = 500;
+            spec.seed = 40 + i;
+            synth::livefx::generate(&d, &spec).unwrap();
+            stamp(&d, 2 * i as u32 + 1);
+            d
+        })
+        .collect();
+    let (_, txt, _) = judge(&req(vec![a.clone(), inj.clone()], &out));
+    let f = flat(&txt);
+    // The synthetic run.json does not record the option: the count alone names them.
+    assert!(
+        f.contains("B: 240 overruns injected on purpose (--inject-every)"),
+        "{txt}"
+    );
+    for x in &inj {
+        std::fs::remove_dir_all(x).unwrap();
+    }
     for x in a.iter().chain(&b).chain(&c).chain([&out]) {
         std::fs::remove_dir_all(x).unwrap();
     }

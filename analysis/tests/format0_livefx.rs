@@ -40,7 +40,7 @@ fn flat(s: &str) -> String {
 #[test]
 fn synthetic_format0_gives_its_golden_report() {
     let dir = scratch("format0-livefx");
-    assert_eq!(analysis::report_main(&dir, false), Ok(0));
+    assert_eq!(analysis::report_main(&dir, None, false), Ok(0));
     let txt = std::fs::read_to_string(dir.join("report.txt")).unwrap();
     let golden = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/livefx-synthetic.report.txt"),

@@ -440,11 +440,43 @@ fn redact_leaves_no_host_user_or_home() {
     write_all(&dir, false).unwrap();
     let plain = all_text(&dir).into_iter().map(|x| x.1).collect::<String>();
     assert!(plain.contains(&home) && word_present(&plain, &host) && word_present(&plain, &user));
+    assert!(
+        plain.contains("target/debug/xrunrig"),
+        "no Reproduce command"
+    );
 
-    // ... with it, in no output file.
-    let (txt, _) = write_all(&dir, true).unwrap();
-    assert!(txt.contains("<host>") && txt.contains('~'), "{txt}");
-    for (path, text) in all_text(&dir) {
+    // ... with it, in no file it writes: every file it lists, the records to attach
+    // (run.redacted.json, summary.redacted.json) among them.
+    let (txt, files) = write_all(&dir, true).unwrap();
+    assert!(txt.contains("<host>"), "{txt}");
+    for f in ["run.redacted.json", "summary.redacted.json"] {
+        assert!(files.iter().any(|x| x == f), "{f} not written: {files:?}");
+    }
+    let red: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.redacted.json")).unwrap())
+            .unwrap();
+    // The command line's options stay (run --from reads them), its paths go.
+    assert_eq!(
+        red["command"],
+        serde_json::json!(["xrunrig", "run", "pi.toml", "--out", "results"])
+    );
+    let written: Vec<(PathBuf, String)> = files
+        .iter()
+        .filter_map(|f| {
+            let p = dir.join(f);
+            // PNGs are pixels; their text is the SVG beside each.
+            String::from_utf8(std::fs::read(&p).unwrap())
+                .ok()
+                .map(|t| (p, t))
+        })
+        .collect();
+    assert!(written.len() > 10, "{files:?}");
+    for (path, text) in written.into_iter().chain(all_text(&dir)) {
+        assert!(
+            !text.contains("target/debug/xrunrig") && !text.contains("rigs/pi.toml"),
+            "{} holds the command line",
+            path.display()
+        );
         assert!(
             !text.contains(&home),
             "{} holds the home path {home}",
@@ -492,7 +524,7 @@ fn format0_results_still_load_and_report_as_before() {
     let dst = results_dir("analysis-test-format0");
     let _ = std::fs::remove_dir_all(&dst);
     copy_dir(&format0_fixture(), &dst);
-    assert_eq!(analysis::report_main(&dst, false), Ok(0));
+    assert_eq!(analysis::report_main(&dst, None, false), Ok(0));
     // What xrunrig wrote for this directory before the typed format, byte for byte.
     let expected = format0_fixture().with_extension("expected");
     for (got, want) in [
@@ -525,7 +557,7 @@ fn results_of_a_newer_format_are_refused_naming_the_versions() {
             serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
         v["format"] = 99.into();
         std::fs::write(&p, v.to_string()).unwrap();
-        let e = analysis::report_main(&dst, false).unwrap_err();
+        let e = analysis::report_main(&dst, None, false).unwrap_err();
         assert!(
             e.contains(file)
                 && e.contains("newer xrunrig (format 99)")

@@ -121,6 +121,7 @@ pub fn row(g: &Group) -> Row {
     let mut row = Row {
         backend: g.backend.clone(),
         backend_note: Some(g.backend_note.clone()),
+        driver: g.server.as_ref().and_then(|s| s.driver.clone()),
         rate: Some(g.rate),
         period: Some(g.period),
         trials: Some(g.trials),

@@ -33,6 +33,7 @@ pub fn document(
     for p in problems {
         verdict.push(Block::Para(format!("Not read: {}", sides.red.apply(p))));
     }
+    verdict.extend(injected_notes(sides).into_iter().map(Block::Para));
     verdict.push(Block::Bullets(v.verdicts.clone()));
     d.section("Verdict", verdict);
     d.section(
@@ -244,4 +245,40 @@ pub fn write(
         &(serde_json::to_string_pretty(&json).map_err(|e| e.to_string())? + "\n"),
     )?;
     Ok((text, json))
+}
+
+/// A side whose runs injected overruns on purpose (`--inject-every`), named with how many:
+/// a change between the sides may be theirs, not the kernel's.
+fn injected_notes(sides: &Sides) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in &sides.sides {
+        let mut injected = 0u64;
+        let mut every: Vec<u64> = Vec::new();
+        for r in &s.runs {
+            if let Some(d) = r.data::<crate::load::livefx::LivefxData>() {
+                injected += d.trials.iter().map(|t| t.counts.injected).sum::<u64>();
+            }
+            for b in r.run.livefx.iter().flat_map(|l| &l.backends) {
+                if let Some(k) = b.inject_every.filter(|k| *k > 0)
+                    && !every.contains(&k)
+                {
+                    every.push(k);
+                }
+            }
+        }
+        if injected > 0 || !every.is_empty() {
+            let k: Vec<String> = every.iter().map(u64::to_string).collect();
+            out.push(format!(
+                "{}: {injected} overruns injected on purpose (--inject-every{}): a \
+                 difference between the sides may be theirs, not the kernel's",
+                s.label,
+                if k.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", k.join(", "))
+                }
+            ));
+        }
+    }
+    out
 }

@@ -218,14 +218,26 @@ pub fn environment_notes(run: &RunDoc) -> Vec<String> {
 /// (the rig and profile from run.json's text, the same options and backend), on this
 /// kernel or another, and the command as it was given. None for what is not a run
 /// (a watch session, a run.json without the rig's text).
-pub fn reproduce(run: &RunDoc, dir_name: &str) -> Option<Vec<Block>> {
+/// `redacted`: the command is shown as `--redact` cuts it (`redact::command`).
+pub fn reproduce(run: &RunDoc, dir_name: &str, redacted: bool) -> Option<Vec<Block>> {
     if run.watch.is_some() || run.command.len() < 2 {
         return None;
     }
     run.rig.as_ref()?.text.as_ref()?;
     let given = match &run.rerun_of {
-        Some(r) if !r.command.is_empty() => r.command.join(" "),
-        _ => run.command.join(" "),
+        Some(r) if !r.command.is_empty() => &r.command,
+        _ => &run.command,
+    };
+    let (given, said) = if redacted {
+        (
+            given.join(" "),
+            "The command as it was given, its paths cut to their file names (--redact):",
+        )
+    } else {
+        (
+            given.join(" "),
+            "The command as it was given (its paths are the sender's):",
+        )
     };
     Some(vec![
         Block::Para(
@@ -239,7 +251,7 @@ pub fn reproduce(run: &RunDoc, dir_name: &str) -> Option<Vec<Block>> {
             format!("xrunrig run --from {dir_name}"),
             format!("xrunrig run --from {dir_name} --kernel debian:6.12"),
         ]),
-        Block::Para("The command as it was given (its paths are the sender's):".into()),
+        Block::Para(said.into()),
         Block::Pre(vec![given]),
     ])
 }
@@ -374,7 +386,7 @@ mod tests {
             r#"{"command":["xrunrig","run","/home/a/x.toml","--trials","3"],
                        "rig":{"text":"name = 'x'"}}"#,
         );
-        let b = reproduce(&r, "x-20261207").unwrap();
+        let b = reproduce(&r, "x-20261207", false).unwrap();
         let Block::Pre(cmds) = &b[1] else {
             panic!("{b:?}")
         };
@@ -384,7 +396,14 @@ mod tests {
         };
         assert_eq!(given[0], "xrunrig run /home/a/x.toml --trials 3");
         // Without the rig's text there is nothing --from could run.
-        assert!(reproduce(&run(r#"{"command":["xrunrig","run","x.toml"]}"#), "d").is_none());
+        assert!(
+            reproduce(
+                &run(r#"{"command":["xrunrig","run","x.toml"]}"#),
+                "d",
+                false
+            )
+            .is_none()
+        );
     }
 
     #[test]

@@ -1152,13 +1152,17 @@ fn workers(run: &results::run::RunDoc) -> Option<String> {
 pub fn answer(d: &LivefxData) -> Answer {
     let cs = cases(d);
     let (lines, conclusion) = verdict(&cs);
-    let mut backends: Vec<&str> = Vec::new();
+    let mut backends: Vec<(&str, Option<&str>)> = Vec::new();
     for r in &d.rows {
-        if !backends.contains(&r.backend.as_str()) {
-            backends.push(&r.backend);
+        let b = (r.backend.as_str(), r.driver.as_deref());
+        if !backends.contains(&b) {
+            backends.push(b);
         }
     }
-    let words: Vec<String> = backends.iter().map(|b| backend_words(b)).collect();
+    let words: Vec<String> = backends
+        .iter()
+        .map(|(b, driver)| backend_words(b, *driver))
+        .collect();
     let backend = if words.is_empty() {
         String::new()
     } else {
@@ -1170,13 +1174,28 @@ pub fn answer(d: &LivefxData) -> Answer {
     }
 }
 
-/// What a backend (as summary.json names it) measured, in words.
-pub fn backend_words(backend: &str) -> String {
+/// What a backend (as summary.json names it) measured, in words; `driver`: the driver
+/// under the server, when the run found it (a dummy or loopback one is no sound card).
+pub fn backend_words(backend: &str, driver: Option<&str>) -> String {
+    let no_card = driver.is_some_and(results::livefx::no_sound_card);
     match backend {
         "clock" => "built-in clock: no sound hardware was tested (timers only; a card's \
                     interrupts and driver are not in these numbers)"
             .into(),
-        "jack" => "JACK: the server's own sound card and driver were exercised".into(),
+        "jack" | "alsa" if no_card => format!(
+            "{}, driver {}: no sound card (a timer or a loopback paced the stream; a \
+             card's interrupts and driver are not in these numbers)",
+            backend.to_uppercase(),
+            driver.unwrap_or_default()
+        ),
+        "jack" => match driver {
+            Some(d) => {
+                format!("JACK, driver {d}: the server's sound card and driver were exercised")
+            }
+            None => "JACK: the server's driver was exercised (which one, and whether a sound \
+                     card, was not found)"
+                .into(),
+        },
         "alsa" => "ALSA: a sound card's driver was exercised".into(),
         other => format!("backend {other}"),
     }
@@ -1185,6 +1204,20 @@ pub fn backend_words(backend: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `jackd -d dummy` is no sound card, and a JACK run never claims one it did not find.
+    #[test]
+    fn a_dummy_driver_is_named_no_sound_card() {
+        let w = backend_words("jack", Some("dummy"));
+        assert!(w.contains("no sound card") && w.contains("dummy"), "{w}");
+        assert!(!w.contains("exercised"), "{w}");
+        let w = backend_words("jack", Some("alsa hw:Loopback,0"));
+        assert!(w.contains("no sound card"), "{w}");
+        let w = backend_words("jack", Some("alsa hw:0"));
+        assert!(w.contains("sound card and driver were exercised"), "{w}");
+        let w = backend_words("jack", None);
+        assert!(!w.contains("sound card and driver were exercised"), "{w}");
+    }
 
     #[test]
     fn cause_lines_and_shares() {

@@ -105,7 +105,7 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
         |n| n.to_string_lossy().into_owned(),
     );
     if res.has_run
-        && let Some(blocks) = common::reproduce(&res.run, &name)
+        && let Some(blocks) = common::reproduce(&res.run, &name, ctx.red.active())
     {
         doc.section("Reproduce", blocks);
     }
@@ -120,9 +120,35 @@ pub fn build(res: &Results, ctx: &mut Ctx) -> Result<Built, String> {
 /// Writes report.txt, report.md, report.html and report.json, the plots and the exports
 /// that belong in a results directory; returns report.txt and the files written.
 pub fn write_all(dir: &Path, redact: bool) -> Result<(String, Vec<String>), String> {
-    let res = kind::load(dir)?;
+    write_into(dir, dir, redact)
+}
+
+/// `write_all` with the files going into `out` (made if missing), so a results
+/// directory that cannot be written (an attachment unpacked read-only) can be reported.
+/// With `redact`, the records a bug is sent with are written too, redacted:
+/// run.redacted.json and summary.redacted.json (the originals stay whole for the sender's
+/// own use and `run --from`).
+pub fn write_into(dir: &Path, out: &Path, redact: bool) -> Result<(String, Vec<String>), String> {
+    let mut res = kind::load(dir)?;
     let red = redactor_for(&res, redact);
-    let mut ctx = Ctx::new(dir, red.clone(), res.rig.clone())?;
+    if redact {
+        // Every section that shows a command line shows it cut, however it wraps it.
+        let r = &mut res.run;
+        r.command = crate::redact::command(&r.command);
+        if let Some(o) = r.rerun_of.as_mut() {
+            o.command = crate::redact::command(&o.command);
+        }
+        if let Some(g) = r.guest_command.as_mut() {
+            let mut v = serde_json::json!({ "guest_command": g.take() });
+            crate::redact::json_commands(&mut v);
+            *g = v["guest_command"].take();
+        }
+    }
+    if out != dir {
+        std::fs::create_dir_all(out)
+            .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    }
+    let mut ctx = Ctx::new(out, red.clone(), res.rig.clone())?;
     let b = build(&res, &mut ctx)?;
     ctx.mkdir("plots")?;
     ctx.flush()?;
@@ -153,11 +179,28 @@ pub fn write_all(dir: &Path, redact: bool) -> Result<(String, Vec<String>), Stri
     let txt = doc::text::render(&files_doc);
     ctx.write("report.txt", &txt)?;
     ctx.write("report.md", &doc::markdown::render(&files_doc))?;
-    let d = dir.to_path_buf();
+    let d = out.to_path_buf();
     let html = doc::html::render(&files_doc, &|f| {
         std::fs::read_to_string(d.join(format!("{f}.svg"))).ok()
     });
     ctx.write("report.html", &html)?;
+    if red.active() {
+        for (from, to) in [
+            (results::RUN_JSON, "run.redacted.json"),
+            (results::SUMMARY_JSON, "summary.redacted.json"),
+        ] {
+            let Ok(text) = std::fs::read_to_string(dir.join(from)) else {
+                continue;
+            };
+            let mut v: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| format!("{}: {e}", dir.join(from).display()))?;
+            crate::redact::json_commands(&mut v);
+            ctx.write(
+                to,
+                &(serde_json::to_string_pretty(&v).map_err(|e| e.to_string())? + "\n"),
+            )?;
+        }
+    }
     let json = serde_json::json!({
         "rig": res.rig,
         "kind": res.kind,
@@ -177,17 +220,22 @@ pub fn write_all(dir: &Path, redact: bool) -> Result<(String, Vec<String>), Stri
     Ok((red.apply(&txt), ctx.files))
 }
 
-pub fn main(dir: &Path, redact: bool) -> Result<i32, String> {
-    let (txt, files) = write_all(dir, redact)?;
+pub fn main(dir: &Path, out: Option<&Path>, redact: bool) -> Result<i32, String> {
+    let (txt, files) = write_into(dir, out.unwrap_or(dir), redact)?;
     print!("{txt}");
     println!();
     println!(
-        "wrote {} files into {}: report.txt, report.md, report.html, report.json, plots/, export/",
+        "wrote {} files into {}: report.txt, report.md, report.html, report.json, plots/, export/{}",
         files.len(),
+        match (redact, out) {
+            (true, None) => "the results directory".to_string(),
+            (true, Some(_)) => "the output directory".to_string(),
+            (false, o) => o.unwrap_or(dir).display().to_string(),
+        },
         if redact {
-            "the results directory".to_string()
+            ", run.redacted.json and summary.redacted.json (attach these, not run.json)"
         } else {
-            dir.display().to_string()
+            ""
         }
     );
     Ok(0)

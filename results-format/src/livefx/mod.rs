@@ -67,6 +67,17 @@ pub struct BackendNote {
     pub server: Option<AudioServer>,
 }
 
+/// Whether a driver (`AudioServer::driver`) plays through no sound card: JACK's dummy and network
+/// drivers, and an ALSA device on snd-aloop's Loopback card.
+pub fn no_sound_card(driver: &str) -> bool {
+    let mut w = driver.split_whitespace();
+    match w.next() {
+        Some("dummy" | "net" | "netone" | "loopback") => true,
+        Some("alsa") => driver.contains("Loopback"),
+        _ => false,
+    }
+}
+
 /// The audio server or driver behind a stream, as the backend found it when it opened.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -108,6 +119,14 @@ pub struct AudioServer {
         skip_serializing_if = "Option::is_none"
     )]
     pub capture: Option<String>,
+    /// The driver the server runs, as its command line names it ("dummy", "alsa
+    /// hw:0", "net"); absent when no server process was found (PipeWire, another
+    /// machine's server, a jackd of another user).
+    #[serde(
+        deserialize_with = "lenient::text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub driver: Option<String>,
 }
 
 /// The process callback's thread (the clock backend's; servers set their own).

@@ -255,6 +255,14 @@ pub struct Row {
         skip_serializing_if = "Option::is_none"
     )]
     pub misses_in_bursts: Option<u64>,
+    /// The driver under the server (`AudioServer::driver`: "dummy", "alsa hw:0"), so the
+    /// report can say whether a sound card was in the loop; absent when not known.
+    #[serde(
+        default,
+        deserialize_with = "lenient::text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub driver: Option<String>,
 }
 
 /// What a reader makes of a row with nothing in it (or nothing readable).
@@ -282,6 +290,7 @@ impl Default for Row {
             burst: BurstFields::default(),
             bursts_missed: None,
             misses_in_bursts: None,
+            driver: None,
         }
     }
 }

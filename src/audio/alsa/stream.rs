@@ -381,6 +381,8 @@ pub(super) fn open(
                 deadline: Some(DEADLINE.into()),
                 unreported: Some(UNREPORTED.into()),
                 capture: capture_name.clone(),
+                // snd-aloop's card is named Loopback: no sound card (`no_sound_card`).
+                driver: Some(format!("alsa {device_name}")),
             }),
         },
         capture,

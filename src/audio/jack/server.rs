@@ -220,6 +220,63 @@ pub fn loaded_library(maps: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The driver part of a running jackd's command line (argv, program first): the
+/// driver's name and its device when it names one (`-d alsa -d hw:0` gives
+/// "alsa hw:0"); None when no `-d` is given.
+pub fn driver_of(cmdline: &[String]) -> Option<String> {
+    let mut it = cmdline.iter().skip(1);
+    while let Some(a) = it.next() {
+        if a == "-d" || a == "--driver" {
+            let name = it.next()?.clone();
+            let mut dev = None;
+            while let Some(b) = it.next() {
+                if matches!(b.as_str(), "-d" | "--device" | "-P" | "--playback") {
+                    dev = it.next().cloned();
+                    break;
+                }
+            }
+            return Some(match dev {
+                Some(d) if name == "alsa" => format!("{name} {d}"),
+                _ => name,
+            });
+        }
+        if let Some(name) = a.strip_prefix("--driver=") {
+            return Some(name.to_string());
+        }
+    }
+    None
+}
+
+/// The driver of the running jackd serving `name` (`serving`; for the default server,
+/// a jackd given no `-n`), when exactly one is found.
+pub fn running_driver(name: &str) -> Option<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        if e.file_name().to_string_lossy().parse::<u32>().is_err() {
+            continue;
+        }
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmd
+            .split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let prog = args.first().map(|a| a.rsplit('/').next().unwrap_or(a));
+        if prog != Some("jackd") {
+            continue;
+        }
+        let served = jackd_args(&args)
+            .name
+            .unwrap_or_else(|| DEFAULT_SERVER.into());
+        if served == name {
+            found.extend(driver_of(&args));
+        }
+    }
+    (found.len() == 1).then(|| found.remove(0))
+}
+
 /// Pids of live processes whose command line names server `name` (`-n NAME`): a
 /// private jackd's, for starting and cleaning one up (the tests, the benchmarks).
 pub fn serving(name: &str) -> Vec<u32> {
@@ -245,6 +302,41 @@ pub fn serving(name: &str) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_driver_is_read_from_jackds_command_line() {
+        let args = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            driver_of(&args("jackd -n x -R -d dummy -r 48000 -p 256")).as_deref(),
+            Some("dummy")
+        );
+        assert_eq!(
+            driver_of(&args("/usr/bin/jackd -R -P 70 -d alsa -r 48000 -d hw:1")).as_deref(),
+            Some("alsa hw:1")
+        );
+        assert_eq!(
+            driver_of(&args("jackd -d alsa -P hw:Loopback,0 -C hw:Loopback,1")).as_deref(),
+            Some("alsa hw:Loopback,0")
+        );
+        assert_eq!(driver_of(&args("jackd -R")), None);
+        // The guest's launcher's own command lines read back as what they start.
+        let dummy = Command {
+            name: Some("x".into()),
+            priority: None,
+            driver: Driver::Dummy {
+                playback_ports: None,
+                capture_ports: None,
+            },
+            rate: Some(48000),
+            period: Some(256),
+            nperiods: None,
+        };
+        let d = driver_of(&dummy.args()).unwrap();
+        assert!(results::livefx::no_sound_card(&d), "{d}");
+        let d = driver_of(&alsa().args()).unwrap();
+        assert!(results::livefx::no_sound_card(&d), "{d}");
+        assert!(!results::livefx::no_sound_card("alsa hw:0"));
+    }
 
     fn alsa() -> Command {
         Command {

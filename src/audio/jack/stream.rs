@@ -336,6 +336,9 @@ pub(super) fn open(
         period: Some(period),
         rate: Some(rate),
         xruns: Some(xruns.into()),
+        // Read from the server's own command line: a dummy driver paces the graph
+        // with a timer, so no sound card took part.
+        driver: super::server::running_driver(&server),
         ..Default::default()
     };
     // Built: the stream puts the period back on stop from here on.
